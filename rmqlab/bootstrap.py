@@ -1,0 +1,116 @@
+"""Quick start: check the machine, create ./.venv, install rmqlab, then run the demo or the tests.
+
+    python3.11 rmqlab/bootstrap.py demo      # install everything, run `rmqlab demo`
+    python3.11 rmqlab/bootstrap.py test      # install with test extras, run the whole test suite
+
+Standard library only: it runs before anything is installed. It checks up front what would
+otherwise fail much later (Java >= 17 for Spark, the venv module on Debian) and says how to fix it.
+Extra arguments after `test` go to pytest.
+"""
+
+import sys
+
+# Run as a script, this file's directory (the rmqlab package) is sys.path[0]; drop it so package
+# modules can never shadow standard-library ones.
+sys.path.pop(0)
+
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(ROOT, ".venv")
+VENV_PY = os.path.join(VENV, "bin", "python")
+
+JAVA_HELP = """\
+Java 17 or newer is required (PySpark 4 runs on the JVM and is built for Java 17).
+Install it, then run this command again:
+  Debian/Ubuntu:  apt-get install -y openjdk-17-jre-headless
+  conda:          conda install -c conda-forge openjdk=17
+If Java is installed elsewhere, set JAVA_HOME to it."""
+
+
+def fail(message: str, code: int = 2) -> "None":
+    print(f"rmqlab bootstrap: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def check_python() -> None:
+    if sys.version_info[:2] != (3, 11):
+        fail(f"Python 3.11 is required (pyspark 4.3 needs >= 3.11; rmqlab pins 3.11), this is {sys.version.split()[0]}.\n"
+             "Run the command with python3.11.")
+
+
+def java_major_version() -> "int | None":
+    """Major version of the java that Spark will use (JAVA_HOME first, like spark-submit), or None."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2)) if major == 1 and m.group(2) else major  # "1.8.0" means Java 8
+
+
+def check_java() -> None:
+    major = java_major_version()
+    if major is None:
+        fail("no Java found.\n" + JAVA_HELP, 3)
+    if major < 17:
+        fail(f"Java {major} found, but Spark 4 needs Java 17 or newer.\n" + JAVA_HELP, 3)
+
+
+def ensure_venv() -> None:
+    if os.path.exists(VENV_PY):
+        return
+    print(f"rmqlab bootstrap: creating {VENV}", flush=True)
+    result = subprocess.run([sys.executable, "-m", "venv", VENV])
+    if result.returncode != 0:
+        shutil.rmtree(VENV, ignore_errors=True)
+        fail("could not create a virtualenv. On Debian/Ubuntu install the venv module first:\n"
+             "  apt-get install -y python3.11-venv")
+
+
+def install(extras: str) -> None:
+    """pip install -e .[extras], skipped when pyproject.toml has not changed since the last install."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        stamp = hashlib.sha256(f.read() + extras.encode()).hexdigest()
+    stamp_file = os.path.join(VENV, ".rmqlab-installed")
+    if os.path.exists(stamp_file) and open(stamp_file).read() == stamp:
+        return
+    target = f".[{extras}]" if extras else "."
+    print(f"rmqlab bootstrap: installing rmqlab{'[' + extras + ']' if extras else ''} and its dependencies "
+          "(the first time builds pyspark, about a minute)", flush=True)
+    subprocess.run([VENV_PY, "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True, cwd=ROOT)
+    subprocess.run([VENV_PY, "-m", "pip", "install", "-q", "-e", target], check=True, cwd=ROOT)
+    with open(stamp_file, "w") as f:
+        f.write(stamp)
+
+
+def main(argv: "list[str]") -> int:
+    if not argv or argv[0] not in ("demo", "test"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    check_python()
+    check_java()
+    ensure_venv()
+    if argv[0] == "demo":
+        install("")
+        return subprocess.call([os.path.join(VENV, "bin", "rmqlab"), "demo", *argv[1:]], cwd=ROOT)
+    install("test")
+    return subprocess.call([VENV_PY, "-m", "pytest", *argv[1:]], cwd=ROOT)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except subprocess.CalledProcessError as e:
+        fail(f"command failed with exit code {e.returncode}: {' '.join(map(str, e.cmd))}")

@@ -1,0 +1,1 @@
+"""Broker-side components."""

@@ -1,0 +1,52 @@
+"""The `rmqlab` command line, mirroring RocketMQ's scripts (mqnamesrv, mqbroker, mqcontroller, mqproxy).
+
+Every server subcommand takes RocketMQ's start-up flags: `-c FILE` (a .properties file, or
+rmq-proxy.json for the proxy), `-n ADDR` (name server list, "a;b"), and `-p` (print the effective
+configuration and exit, like RocketMQ's `-p`). The servers themselves arrive with the issues that
+build them; until then the subcommands validate and print configuration only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+SERVER_COMMANDS = {
+    "namesrv": "the NameServer (RocketMQ's mqnamesrv)",
+    "broker": "a Broker (RocketMQ's mqbroker)",
+    "controller": "a standalone Controller (RocketMQ's mqcontroller)",
+    "proxy": "a Proxy in Cluster mode (RocketMQ's mqproxy)",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rmqlab", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="headless walkthrough; prints what happened and writes an HTML report")
+    demo.add_argument("--out", default="rmqlab-demo", help="directory for the store files and report.html")
+    demo.add_argument("--seed", type=int, default=7, help="seed for the crash points and message contents")
+
+    for name, what in SERVER_COMMANDS.items():
+        p = sub.add_parser(name, help=f"configure {what}")
+        p.add_argument("-c", "--configFile", dest="config_file", help="configuration file")
+        p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", help='name server address list, e.g. "127.0.0.1:9876;127.0.0.1:9877"')
+        p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="print the effective configuration and exit")
+        if name == "proxy":
+            p.add_argument("-pc", "--proxyConfigPath", dest="proxy_config_path", help="rmq-proxy.json")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        from rmqlab.demo import run_demo
+
+        return run_demo(out_dir=args.out, seed=args.seed)
+    from rmqlab.config.cli import run_component_command
+
+    return run_component_command(args.command, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

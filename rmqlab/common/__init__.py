@@ -1,0 +1,1 @@
+"""Code shared by every component (messages, data versions, persisted config files)."""

@@ -1,0 +1,271 @@
+"""CommitLog: every message of every topic, appended in arrival order (reference §7.1, seed 004).
+
+Mirrors org.apache.rocketmq.store.CommitLog: `async_put_message` assigns the queue offset and the
+store timestamp, encodes the message (MessageExtEncoder), appends it to the last MappedFile —
+writing a BLANK filler and rolling to a new file when it does not fit — and then handles the disk
+flush (the HA wait is added by the HA service of a later issue). Recovery (`recover_normally`,
+`recover_abnormally`) re-validates the log after a restart and cuts it at the first message that is
+torn or corrupt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rmqlab.common.future import CompletableFuture
+from rmqlab.common.message.message import MessageExtBrokerInner, MessageFormatError
+from rmqlab.common.message.message_decoder import create_message_id, decode
+from rmqlab.store.dispatch_request import DispatchRequest, check_message_and_return_size
+from rmqlab.store.flush_commit_log_service import FlushRealTimeService, GroupCommitRequest, GroupCommitService
+from rmqlab.store.mapped_file_queue import MappedFileQueue
+from rmqlab.store.message_ext_encoder import END_FILE_MIN_BLANK_LENGTH, MessageExtEncoder, encode_blank
+from rmqlab.store.page_cache import PageCache
+from rmqlab.store.put_message_result import (AppendMessageResult, AppendMessageStatus, PutMessageResult,
+                                             PutMessageStatus)
+
+log = logging.getLogger("rmqlab.store")
+
+
+@dataclass
+class RecoveryScan:
+    """What a recovery scan found: shown by the demo and the labs."""
+
+    mode: str                  # "normal" or "abnormal"
+    start_offset: int          # where the scan began
+    process_offset: int        # end of the last valid message: the log is cut here
+    messages: int              # valid messages scanned
+    discarded_bytes: int       # non-zero bytes after the cut (a torn or corrupt tail)
+    stop_reason: str           # why the scan stopped
+
+
+class CommitLog:
+    def __init__(self, store_path: str, mapped_file_size: int, *, clock: Callable[[], int],
+                 store_host: tuple[str, int], flush_disk_type: str, sync_flush_timeout: int,
+                 max_message_size: int, flush_least_pages: int, flush_thorough_interval: int,
+                 check_crc_on_recover: bool = True, page_cache: PageCache | None = None):
+        self.mapped_file_queue = MappedFileQueue(store_path, mapped_file_size, page_cache)
+        self.mapped_file_size = mapped_file_size
+        self.clock = clock
+        self.store_host = store_host
+        self.sync_flush = flush_disk_type == "SYNC_FLUSH"
+        self.sync_flush_timeout = sync_flush_timeout
+        self.check_crc_on_recover = check_crc_on_recover
+        self.encoder = MessageExtEncoder(max_message_size)
+        # "topic-queueId" -> next queue offset (RocketMQ 5 keeps it in QueueOffsetOperator).
+        self.topic_queue_table: dict[str, int] = {}
+        self.flush_service: FlushRealTimeService | GroupCommitService
+        if self.sync_flush:
+            self.flush_service = GroupCommitService(self, clock)
+        else:
+            self.flush_service = FlushRealTimeService(self, clock, flush_least_pages=flush_least_pages,
+                                                      thorough_interval=flush_thorough_interval)
+        self.last_flushed_store_timestamp = 0  # feeds StoreCheckpoint.physicMsgTimestamp
+        self._store_timestamps: dict[int, int] = {}  # file start offset -> last store timestamp written
+
+    def load(self) -> None:
+        self.mapped_file_queue.load()
+
+    # -- appending -------------------------------------------------------------------------
+    def async_put_message(self, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
+        """Append `msg`; the future completes when the flush policy is satisfied."""
+        msg.store_timestamp = self.clock()
+        msg.store_host = self.store_host
+        key = f"{msg.topic}-{msg.queue_id}"
+        queue_offset = self.topic_queue_table.get(key, 0)
+        result = self._append(msg, queue_offset)
+        if result.status is not AppendMessageStatus.PUT_OK:
+            status = {AppendMessageStatus.MESSAGE_SIZE_EXCEEDED: PutMessageStatus.MESSAGE_ILLEGAL,
+                      AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED: PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                      }.get(result.status, PutMessageStatus.UNKNOWN_ERROR)
+            return CompletableFuture.completed(PutMessageResult(status, result))
+        self.topic_queue_table[key] = queue_offset + 1
+        return self._handle_disk_flush(result, msg)
+
+    def _append(self, msg: MessageExtBrokerInner, queue_offset: int) -> AppendMessageResult:
+        mfq = self.mapped_file_queue
+        mf = mfq.get_last_mapped_file(0, need_create=True)
+        physical = mf.file_from_offset + mf.wrote_position
+        try:
+            data = self.encoder.encode(msg, queue_offset=queue_offset, physical_offset=physical)
+        except MessageFormatError as e:
+            status = AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED \
+                if getattr(e, "put_status", "") == "PROPERTIES_SIZE_EXCEEDED" else AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
+            log.warning("put rejected: %s", e)
+            return AppendMessageResult(status)
+        if len(data) + END_FILE_MIN_BLANK_LENGTH > mf.remaining():
+            # END_OF_FILE: a BLANK record claims the rest of this file; retry in a new one.
+            mf.append(encode_blank(mf.remaining()), advance_to=self.mapped_file_size)
+            mf = mfq.get_last_mapped_file(0, need_create=True)
+            physical = mf.file_from_offset
+            data = self.encoder.encode(msg, queue_offset=queue_offset, physical_offset=physical)
+        mf.append(data)
+        self._store_timestamps[mf.file_from_offset] = msg.store_timestamp
+        return AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset=physical, wrote_bytes=len(data),
+                                   msg_id=create_message_id(self.store_host, physical),
+                                   store_timestamp=msg.store_timestamp, logics_offset=queue_offset)
+
+    def _handle_disk_flush(self, result: AppendMessageResult, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
+        if self.sync_flush and msg.wait_store_msg_ok:
+            request = GroupCommitRequest(result.next_offset, self.clock() + self.sync_flush_timeout)
+            self.flush_service.put_request(request)
+            out: CompletableFuture[PutMessageResult] = CompletableFuture()
+            request.future.then_accept(lambda status: out.complete(PutMessageResult(status, result)))
+            return out
+        return CompletableFuture.completed(PutMessageResult(PutMessageStatus.PUT_OK, result))
+
+    def append_data(self, start_offset: int, data: bytes) -> bool:
+        """Append raw commitlog bytes at `start_offset` (a slave applying an HA batch: appendData).
+
+        The bytes may span a file end only through a BLANK record, which the master wrote too, so
+        they are split exactly where the master's files split.
+        """
+        mfq = self.mapped_file_queue
+        if start_offset != self.get_max_offset():
+            log.error("append_data at %d but the commitlog ends at %d", start_offset, self.get_max_offset())
+            return False
+        view = memoryview(data)
+        while view:
+            mf = mfq.get_last_mapped_file(start_offset, need_create=True)
+            n = min(len(view), mf.remaining())
+            mf.append(bytes(view[:n]))
+            view = view[n:]
+        return True
+
+    # -- flushing --------------------------------------------------------------------------
+    def flush(self, flush_least_pages: int = 0) -> bool:
+        mfq = self.mapped_file_queue
+        mf = mfq.find_mapped_file_by_offset(mfq.flushed_where)
+        flushed = mfq.flush(flush_least_pages)
+        if flushed and mf is not None:
+            ts = self._store_timestamps.get(mf.file_from_offset, 0)
+            if ts > 0:
+                self.last_flushed_store_timestamp = ts
+        return flushed
+
+    def flush_all(self) -> None:
+        while self.flush(0):
+            pass
+
+    def flushed_where(self) -> int:
+        return self.mapped_file_queue.flushed_where
+
+    # -- reading ---------------------------------------------------------------------------
+    def get_min_offset(self) -> int:
+        return self.mapped_file_queue.get_min_offset()
+
+    def get_max_offset(self) -> int:
+        return self.mapped_file_queue.get_max_offset()
+
+    def get_message(self, offset: int, size: int) -> bytes:
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return b""
+        return mf.read(offset - mf.file_from_offset, size)
+
+    def get_data(self, offset: int) -> bytes:
+        """Everything written from `offset` to the end of its file (getCommitLogData; never spans files)."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return b""
+        return mf.read(offset - mf.file_from_offset, self.mapped_file_size)
+
+    def check_message_at(self, offset: int, check_crc: bool = False) -> DispatchRequest | None:
+        """Parse the record at `offset` (None past the end); used by the dispatcher."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        view = mf.view()
+        try:
+            return check_message_and_return_size(view, offset - mf.file_from_offset, check_crc=check_crc, read_body=False)
+        finally:
+            view.release()
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.mapped_file_size - offset % self.mapped_file_size
+
+    # -- recovery --------------------------------------------------------------------------
+    def recover_normally(self) -> RecoveryScan:
+        """After a clean shutdown: check from the third-last file (CommitLog.recoverNormally)."""
+        files = self.mapped_file_queue.mapped_files
+        return self._scan("normal", max(0, len(files) - 3), None)
+
+    def recover_abnormally(self, min_timestamp: int, dispatch: Callable[[DispatchRequest], None]) -> RecoveryScan:
+        """After a crash: start at the last file whose first message is not newer than the checkpoint
+        (isMappedFileMatchedRecover) and re-dispatch every valid message to the consume queues, since
+        their durable state may lag the commitlog's."""
+        files = self.mapped_file_queue.mapped_files
+        index = 0
+        for i in range(len(files) - 1, -1, -1):
+            view = files[i].view(0, self.mapped_file_size)
+            try:
+                req = check_message_and_return_size(view, 0, check_crc=False, read_body=False)
+            finally:
+                view.release()
+            if req.success and req.msg_size > 0 and 0 < req.store_timestamp <= min_timestamp:
+                index = i
+                break
+        return self._scan("abnormal", index, dispatch)
+
+    def _scan(self, mode: str, index: int, dispatch: Callable[[DispatchRequest], None] | None) -> RecoveryScan:
+        files = self.mapped_file_queue.mapped_files
+        if not files:
+            return RecoveryScan(mode, 0, 0, 0, 0, "empty commitlog")
+        start = files[index].file_from_offset
+        process_offset = start
+        count = 0
+        reason = "end of the last file"
+        discarded = 0
+        for mf in files[index:]:
+            view = mf.view(0, self.mapped_file_size)
+            pos = 0
+            try:
+                while pos < self.mapped_file_size:
+                    req = check_message_and_return_size(view, pos, check_crc=self.check_crc_on_recover, read_body=True)
+                    if req.success and req.msg_size > 0:
+                        if dispatch is not None:
+                            dispatch(req)
+                        pos += req.msg_size
+                        count += 1
+                        self._store_timestamps[mf.file_from_offset] = req.store_timestamp
+                    elif req.success:  # BLANK: the rest of this file is filler
+                        pos = self.mapped_file_size
+                    else:
+                        tail = bytes(view[pos:]).rstrip(b"\0")
+                        if tail:
+                            discarded = len(tail)
+                            reason = f"invalid record at offset {mf.file_from_offset + pos}: {self._why_invalid(view, pos)}"
+                        else:
+                            reason = f"end of data at offset {mf.file_from_offset + pos}"
+                        break
+            finally:
+                view.release()
+            process_offset = mf.file_from_offset + pos
+            if pos < self.mapped_file_size:
+                break
+        for later in files[files.index(mf) + 1:]:
+            v = later.view(0, self.mapped_file_size)
+            discarded += len(bytes(v).rstrip(b"\0"))
+            v.release()
+        self.mapped_file_queue.set_positions(process_offset)
+        self._store_timestamps = {k: v for k, v in self._store_timestamps.items() if k < process_offset}
+        log.info("commitlog %s recovery: %d messages, cut at %d (%s), %d bytes discarded",
+                 mode, count, process_offset, reason, discarded)
+        return RecoveryScan(mode, start, process_offset, count, discarded, reason)
+
+    @staticmethod
+    def _why_invalid(view: memoryview, pos: int) -> str:
+        try:
+            decode(bytes(view[pos:]), 0, read_body=True, check_crc=True)
+        except MessageFormatError as e:
+            return str(e)
+        except Exception as e:  # the decoder's own failure still explains the record
+            return f"{type(e).__name__}: {e}"
+        return "record fails the size/CRC check"
+
+    def truncate_dirty_files(self, offset: int) -> None:
+        self.mapped_file_queue.truncate_dirty_files(offset)
+
+    def close(self) -> None:
+        self.mapped_file_queue.close()

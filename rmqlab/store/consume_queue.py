@@ -1,0 +1,176 @@
+"""ConsumeQueue: the per (topic, queueId) index of 20-byte units into the CommitLog.
+
+Mirrors org.apache.rocketmq.store.ConsumeQueue (reference §7.2). A unit is
+`commitLogOffset (long) + size (int) + tagsCode (long)`, big-endian. Unit i lives at logical byte
+offset i*20; files hold `mappedFileSizeConsumeQueue` bytes (300000 units by default) and are named
+by their first logical byte offset, under `<root>/consumequeue/<topic>/<queueId>/`.
+
+Units are written only by the dispatcher (ReputMessageService), after the message is already in
+the commitlog — so "stored but not yet dispatched" is a real state: a consumer cannot see the
+message yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+from rmqlab.store.mapped_file_queue import MappedFileQueue
+from rmqlab.store.page_cache import PageCache
+
+log = logging.getLogger("rmqlab.store")
+
+CQ_STORE_UNIT_SIZE = 20
+_UNIT = struct.Struct(">qiq")
+INT_MAX = 2**31 - 1
+# Units written before the first real one when a queue starts at a non-zero offset (fillPreBlank).
+BLANK_UNIT = _UNIT.pack(0, INT_MAX, 0)
+
+
+def encode_cq_unit(commit_log_offset: int, size: int, tags_code: int) -> bytes:
+    return _UNIT.pack(commit_log_offset, size, tags_code)
+
+
+def decode_cq_unit(buf: bytes, pos: int = 0) -> tuple[int, int, int]:
+    """(commitLogOffset, size, tagsCode)"""
+    return _UNIT.unpack_from(buf, pos)
+
+
+def consume_queue_file_size(configured: int) -> int:
+    """RocketMQ rounds the configured size to whole units (MessageStoreConfig.getMappedFileSizeConsumeQueue)."""
+    return max(1, configured // CQ_STORE_UNIT_SIZE) * CQ_STORE_UNIT_SIZE
+
+
+class ConsumeQueue:
+    def __init__(self, topic: str, queue_id: int, store_path: str, mapped_file_size: int,
+                 page_cache: PageCache | None = None):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.mapped_file_size = consume_queue_file_size(mapped_file_size)
+        self.queue_dir = os.path.join(store_path, topic, str(queue_id))
+        self.mapped_file_queue = MappedFileQueue(self.queue_dir, self.mapped_file_size, page_cache)
+        self.max_physic_offset = -1  # end (offset+size) of the last dispatched message
+        self.min_logic_offset = 0    # logical byte offset of the first real unit
+
+    def load(self) -> None:
+        self.mapped_file_queue.load()
+
+    # -- recovery --------------------------------------------------------------------------
+    def recover(self) -> None:
+        """ConsumeQueue.recover: keep the valid prefix (offset >= 0 and size > 0), drop the rest."""
+        files = self.mapped_file_queue.mapped_files
+        if not files:
+            return
+        index = max(0, len(files) - 3)
+        process_offset = files[index].file_from_offset
+        max_ext = -1
+        for mf in files[index:]:
+            view = mf.view(0, self.mapped_file_size)
+            pos = 0
+            while pos < self.mapped_file_size:
+                offset, size, _tags = _UNIT.unpack_from(view, pos)
+                if offset >= 0 and size > 0:
+                    pos += CQ_STORE_UNIT_SIZE
+                    if size != INT_MAX:
+                        max_ext = offset + size
+                else:
+                    break
+            view.release()
+            process_offset = mf.file_from_offset + pos
+            if pos < self.mapped_file_size:
+                break
+        self.max_physic_offset = max_ext
+        self.mapped_file_queue.set_positions(process_offset)
+        self._correct_min_offset()
+
+    def _correct_min_offset(self) -> None:
+        first = self.mapped_file_queue.get_first_mapped_file()
+        if first is None:
+            self.min_logic_offset = 0
+            return
+        view = first.view()
+        pos = 0
+        while pos + CQ_STORE_UNIT_SIZE <= len(view) and view[pos:pos + CQ_STORE_UNIT_SIZE] == BLANK_UNIT:
+            pos += CQ_STORE_UNIT_SIZE
+        view.release()
+        self.min_logic_offset = first.file_from_offset + pos
+
+    def truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        """Drop every unit pointing at or beyond `phy_offset` (the commitlog was cut there)."""
+        mfq = self.mapped_file_queue
+        new_end = mfq.get_max_offset()
+        last_ext = -1
+        # Walk backwards over units; most of the time only a few units are cut.
+        while new_end > self.min_logic_offset:
+            mf = mfq.find_mapped_file_by_offset(new_end - CQ_STORE_UNIT_SIZE)
+            if mf is None:
+                break
+            offset, size, _ = decode_cq_unit(mf.read(new_end - CQ_STORE_UNIT_SIZE - mf.file_from_offset, CQ_STORE_UNIT_SIZE))
+            if size != INT_MAX and offset + size <= phy_offset:
+                last_ext = offset + size
+                break
+            new_end -= CQ_STORE_UNIT_SIZE
+        if new_end != mfq.get_max_offset():
+            log.info("%s-%d: truncate consume queue at unit %d (commitlog cut at %d)",
+                     self.topic, self.queue_id, new_end // CQ_STORE_UNIT_SIZE, phy_offset)
+            mfq.truncate_dirty_files(new_end)
+            if new_end <= self.min_logic_offset:
+                self.min_logic_offset = new_end
+        self.max_physic_offset = last_ext
+
+    # -- writing ---------------------------------------------------------------------------
+    def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        """ConsumeQueue.putMessagePositionInfo; False only if the unit could not be written."""
+        if offset + size <= self.max_physic_offset:
+            return True  # already built (e.g. redispatch after recovery)
+        expect_logic_offset = cq_offset * CQ_STORE_UNIT_SIZE
+        mfq = self.mapped_file_queue
+        mf = mfq.get_last_mapped_file(expect_logic_offset, need_create=True)
+        if mf.wrote_position == 0 and cq_offset != 0 and mf is mfq.mapped_files[0] and mfq.flushed_where == 0:
+            # A queue that starts mid-way (e.g. a slave that began at the master's last file):
+            # pad with blank units so unit i stays at byte i*20 (fillPreBlank).
+            self.min_logic_offset = expect_logic_offset
+            mfq.flushed_where = mf.file_from_offset
+            pad = expect_logic_offset - mf.file_from_offset
+            if pad:
+                mf.append(BLANK_UNIT * (pad // CQ_STORE_UNIT_SIZE))
+        current = mf.file_from_offset + mf.wrote_position
+        if cq_offset != 0 and expect_logic_offset < current:
+            log.warning("%s-%d: unit %d already built (current %d), skipped", self.topic, self.queue_id,
+                        cq_offset, current // CQ_STORE_UNIT_SIZE)
+            return True
+        if expect_logic_offset != current:
+            log.error("%s-%d: [BUG] logic queue order maybe wrong: expected unit %d, queue is at %d",
+                      self.topic, self.queue_id, cq_offset, current // CQ_STORE_UNIT_SIZE)
+        mf.append(_UNIT.pack(offset, size, tags_code))
+        self.max_physic_offset = offset + size
+        return True
+
+    def flush(self, flush_least_pages: int = 0) -> bool:
+        return self.mapped_file_queue.flush(flush_least_pages)
+
+    # -- reading ---------------------------------------------------------------------------
+    def get_max_offset_in_queue(self) -> int:
+        """Number of the next unit to be written (the queue's max offset)."""
+        return self.mapped_file_queue.get_max_offset() // CQ_STORE_UNIT_SIZE
+
+    def get_min_offset_in_queue(self) -> int:
+        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
+
+    def get_units(self, start_index: int, max_units: int) -> list[tuple[int, int, int]]:
+        """Units [start_index, start_index+max_units) that exist, within one file (like getIndexBuffer)."""
+        pos = start_index * CQ_STORE_UNIT_SIZE
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(pos)
+        if mf is None:
+            return []
+        data = mf.read(pos - mf.file_from_offset, max_units * CQ_STORE_UNIT_SIZE)
+        return [_UNIT.unpack_from(data, i) for i in range(0, len(data) - len(data) % CQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE)]
+
+    def close(self) -> None:
+        self.mapped_file_queue.close()
+
+    def destroy(self) -> None:
+        self.mapped_file_queue.destroy()
+        self.max_physic_offset = -1
+        self.min_logic_offset = 0

@@ -1,0 +1,296 @@
+"""DefaultMessageStore: the broker's storage engine (CommitLog + ConsumeQueues + services + recovery).
+
+Mirrors org.apache.rocketmq.store.DefaultMessageStore. Files under `storePathRootDir`:
+`commitlog/`, `consumequeue/<topic>/<queueId>/`, `checkpoint`, `abort` (present while running: its
+presence at start means the last exit was not clean), `lock`, and `config/` (written by the broker's
+metadata managers). rmqlab adds `.rmqlab-durability.json`, the crash-model ledger (page_cache).
+
+No threads: RocketMQ's service threads are step functions listed by `periodic_services()`, which a
+runtime (simulator or asyncio) runs at their configured intervals. The lifecycle ends one of three
+ways: `shutdown()` (clean: flush everything, remove `abort`), `kill()` (process crash: the page cache
+survives), or `kill()` followed by `crash_machine()` (power loss: unflushed bytes are gone).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rmqlab.common.future import CompletableFuture
+from rmqlab.common.message.message import MessageExtBrokerInner
+from rmqlab.store.commit_log import CommitLog, RecoveryScan
+from rmqlab.store.consume_queue import ConsumeQueue
+from rmqlab.store.dispatch_request import DispatchRequest
+from rmqlab.store.flush_consume_queue_service import FlushConsumeQueueService
+from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus
+from rmqlab.store.page_cache import PageCache, crash_machine
+from rmqlab.store.put_message_result import PutMessageResult
+from rmqlab.store.reput_message_service import ReputMessageService
+from rmqlab.store.store_checkpoint import StoreCheckpoint
+
+log = logging.getLogger("rmqlab.store")
+
+
+class StoreInUseError(Exception):
+    """Another store instance (process) holds this store directory."""
+
+
+@dataclass
+class StoreLoadReport:
+    """What `load()` found and did; the demo and the labs print it."""
+
+    last_exit_ok: bool
+    recovery: RecoveryScan
+    consume_queue_truncations: dict[str, int] = field(default_factory=dict)  # "topic-qid" -> units cut
+    redispatched: int = 0
+    reput_from_offset: int = 0
+    checkpoint: dict[str, int] = field(default_factory=dict)
+
+
+class DefaultMessageStore:
+    def __init__(self, message_store_config, *, clock: Callable[[], int],
+                 store_host: tuple[str, int] = ("127.0.0.1", 10911)):
+        cfg = message_store_config
+        self.config = cfg
+        self.clock = clock
+        self.root = cfg.storePathRootDir
+        os.makedirs(self.root, exist_ok=True)
+        self._lock_fd = self._lock_store_dir()
+        self.page_cache = PageCache(self.root)
+        self.commit_log = CommitLog(
+            os.path.join(self.root, "commitlog"), cfg.mappedFileSizeCommitLog, clock=clock, store_host=store_host,
+            flush_disk_type=_enum_name(cfg.flushDiskType), sync_flush_timeout=cfg.syncFlushTimeout,
+            max_message_size=cfg.maxMessageSize, flush_least_pages=cfg.flushCommitLogLeastPages,
+            flush_thorough_interval=cfg.flushCommitLogThoroughInterval,
+            check_crc_on_recover=cfg.checkCRCOnRecover, page_cache=self.page_cache)
+        self.consume_queue_dir = os.path.join(self.root, "consumequeue")
+        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self.store_checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"), self.page_cache)
+        self.reput_message_service = ReputMessageService(self.commit_log, self._dispatch)
+        self.flush_consume_queue_service = FlushConsumeQueueService(
+            self, clock, flush_least_pages=cfg.flushConsumeQueueLeastPages,
+            thorough_interval=cfg.flushConsumeQueueThoroughInterval)
+        self.abort_file = os.path.join(self.root, "abort")
+        self.running = False
+
+    @property
+    def flush_commit_log_service(self):
+        """FlushRealTimeService (ASYNC_FLUSH) or GroupCommitService (SYNC_FLUSH)."""
+        return self.commit_log.flush_service
+
+    def _lock_store_dir(self) -> int:
+        path = os.path.join(self.root, "lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreInUseError(f"{self.root}: the store is in use by another broker (lock file {path} is held)") from None
+        return fd
+
+    # -- start-up and recovery -------------------------------------------------------------
+    def load(self) -> StoreLoadReport:
+        """Load and recover the store (DefaultMessageStore.load + recover), then mark it running."""
+        last_exit_ok = not os.path.exists(self.abort_file)
+        self.commit_log.load()
+        self._load_consume_queues()
+        max_phy_of_cq = -1
+        for cq in self.consume_queues():
+            cq.recover()
+            max_phy_of_cq = max(max_phy_of_cq, cq.max_physic_offset)
+        redispatched = 0
+
+        def redispatch(req: DispatchRequest) -> None:
+            nonlocal redispatched
+            redispatched += 1
+            self._dispatch(req)
+
+        if last_exit_ok:
+            scan = self.commit_log.recover_normally()
+        else:
+            scan = self.commit_log.recover_abnormally(self.store_checkpoint.get_min_timestamp(), redispatch)
+        truncations: dict[str, int] = {}
+        if max_phy_of_cq > scan.process_offset:  # units pointing past the cut (truncateDirtyLogicFiles)
+            for cq in self.consume_queues():
+                before = cq.get_max_offset_in_queue()
+                cq.truncate_dirty_logic_files(scan.process_offset)
+                if cq.get_max_offset_in_queue() != before:
+                    truncations[f"{cq.topic}-{cq.queue_id}"] = before - cq.get_max_offset_in_queue()
+        self._recover_topic_queue_table()
+        self.reput_message_service.reput_from_offset = self._reput_start_offset()
+        with open(self.abort_file, "w"):
+            pass
+        self.running = True
+        return StoreLoadReport(last_exit_ok, scan, truncations, redispatched,
+                               self.reput_message_service.reput_from_offset, self.store_checkpoint.as_dict())
+
+    def _load_consume_queues(self) -> None:
+        if not os.path.isdir(self.consume_queue_dir):
+            return
+        for topic in sorted(os.listdir(self.consume_queue_dir)):
+            topic_dir = os.path.join(self.consume_queue_dir, topic)
+            if not os.path.isdir(topic_dir):
+                continue
+            for qid in sorted(os.listdir(topic_dir)):
+                if not qid.isdigit():
+                    log.warning("%s: not a queue id directory, ignored", os.path.join(topic_dir, qid))
+                    continue
+                cq = self.find_consume_queue(topic, int(qid))
+                cq.load()
+
+    def _recover_topic_queue_table(self) -> None:
+        self.commit_log.topic_queue_table = {
+            f"{cq.topic}-{cq.queue_id}": cq.get_max_offset_in_queue() for cq in self.consume_queues()}
+
+    def _reput_start_offset(self) -> int:
+        """Where the dispatcher resumes: the furthest commitlog position any consume queue covers."""
+        start = self.commit_log.get_min_offset()
+        for cq in self.consume_queues():
+            start = max(start, cq.max_physic_offset)
+        return max(0, start)
+
+    # -- the consume queues ----------------------------------------------------------------
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self.consume_queue_table.get(key)
+        if cq is None:
+            cq = ConsumeQueue(topic, queue_id, self.consume_queue_dir, self.config.mappedFileSizeConsumeQueue,
+                              self.page_cache)
+            self.consume_queue_table[key] = cq
+        return cq
+
+    def consume_queues(self) -> list[ConsumeQueue]:
+        return [self.consume_queue_table[k] for k in sorted(self.consume_queue_table)]
+
+    def _dispatch(self, req: DispatchRequest) -> None:
+        """CommitLogDispatcherBuildConsumeQueue."""
+        cq = self.find_consume_queue(req.topic, req.queue_id)
+        cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+
+    # -- writing ---------------------------------------------------------------------------
+    def async_put_message(self, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
+        if not self.running:
+            raise RuntimeError(f"{self.root}: store is not running (load() it first)")
+        return self.commit_log.async_put_message(msg)
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """Put and wait, as a broker thread does: under SYNC_FLUSH the group commit runs now."""
+        future = self.async_put_message(msg)
+        if not future.done():
+            self.flush_commit_log_service.do_commit()
+        return future.result()
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+        """A slave applies replicated bytes (DefaultMessageStore.appendToCommitLog)."""
+        return self.commit_log.append_data(start_offset, data)
+
+    # -- reading ---------------------------------------------------------------------------
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.get_max_offset_in_queue() if cq else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queue_table.get((topic, queue_id))
+        return cq.get_min_offset_in_queue() if cq else 0
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.get_max_offset()
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.get_min_offset()
+
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                    message_filter: Callable[[int], bool] | None = None) -> GetMessageResult:
+        """Read up to `max_msg_nums` messages from a queue (DefaultMessageStore.getMessage).
+
+        `message_filter(tags_code)` drops units whose tag does not match (MessageFilter's
+        consume-queue check). `group` is kept for RocketMQ's signature and for logging.
+        """
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, next_begin_offset=0)
+        min_off, max_off = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
+        result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_off, max_off)
+        if max_off == 0:
+            result.status, result.next_begin_offset = GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0
+        elif offset < min_off:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_off
+        elif offset == max_off:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_ONE, offset
+        elif offset > max_off:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_off
+        else:
+            next_offset = offset
+            units = cq.get_units(offset, max(max_msg_nums, 1) * 2)
+            for phy, size, tags_code in units:
+                next_offset += 1
+                if message_filter is not None and not message_filter(tags_code):
+                    continue
+                data = self.commit_log.get_message(phy, size)
+                if len(data) != size:
+                    if not result.message_buffers:
+                        result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                    break
+                result.message_buffers.append(data)
+                result.queue_offsets.append(next_offset - 1)
+                if len(result.message_buffers) >= max_msg_nums:
+                    break
+            if result.message_buffers:
+                result.status = GetMessageStatus.FOUND
+            result.next_begin_offset = next_offset
+        return result
+
+    # -- services --------------------------------------------------------------------------
+    def periodic_services(self) -> list[tuple[str, int, Callable[[], None]]]:
+        """(name, interval ms, step) for each service thread RocketMQ would run."""
+        cfg = self.config
+        flush = self.flush_commit_log_service
+        services = [("ReputMessageService", 1, self.reput_message_service.do_reput),
+                    ("FlushConsumeQueueService", cfg.flushIntervalConsumeQueue, self.flush_consume_queue_service.do_flush)]
+        if self.commit_log.sync_flush:
+            services.insert(0, ("GroupCommitService", 10, lambda: (flush.do_commit(), flush.expire())))
+        else:
+            services.insert(0, ("FlushRealTimeService", cfg.flushIntervalCommitLog, flush.do_flush))
+        return services
+
+    def dispatch_behind_bytes(self) -> int:
+        return self.reput_message_service.dispatch_behind_bytes()
+
+    # -- shutdown paths --------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Clean shutdown: dispatch and flush everything, flush the checkpoint, remove `abort`."""
+        if self.running:
+            self.reput_message_service.do_reput()
+            if self.commit_log.sync_flush:
+                self.flush_commit_log_service.do_commit()
+            self.commit_log.flush_all()
+            self.flush_consume_queue_service.do_flush(thorough=True)
+            if os.path.exists(self.abort_file):
+                os.remove(self.abort_file)
+        self._release()
+
+    def kill(self) -> None:
+        """Process crash: drop everything in memory; written bytes stay in the OS page cache."""
+        self._release()
+
+    def _release(self) -> None:
+        self.running = False
+        self.commit_log.close()
+        for cq in self.consume_queues():
+            cq.close()
+        self.store_checkpoint.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = None
+
+    @staticmethod
+    def crash_machine(store_path_root_dir: str, torn_bytes=None) -> dict[str, int]:
+        """Power loss for a store whose process is gone (see page_cache.crash_machine)."""
+        return crash_machine(store_path_root_dir, torn_bytes)
+
+
+def _enum_name(value) -> str:
+    return getattr(value, "name", value)

@@ -1,0 +1,159 @@
+"""MappedFile: one fixed-size, memory-mapped file of a CommitLog or ConsumeQueue.
+
+Mirrors org.apache.rocketmq.store.logfile.DefaultMappedFile (reference §7.1): the file is named by
+the 20-digit offset of its first byte, pre-allocated to its full size (sparse here), written through
+an `mmap` (so a process crash keeps what was written: the OS page cache survives) and made durable
+by `flush` (msync). `wrote_position` is how far data was appended; `flushed_position` how far it is
+durable. rmqlab has no transient store pool, so RocketMQ's separate `committedPosition` equals
+`wrote_position` and is not modelled.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+
+from rmqlab.store.page_cache import PageCache
+
+log = logging.getLogger("rmqlab.store")
+
+OS_PAGE_SIZE = mmap.PAGESIZE  # RocketMQ assumes 4 KiB too (MappedFile.OS_PAGE_SIZE)
+
+
+def offset_to_file_name(offset: int) -> str:
+    """UtilAll.offset2FileName: 20 digits, zero-padded."""
+    return f"{offset:020d}"
+
+
+class StoreFileError(Exception):
+    """A store file that cannot be used as is (wrong size, bad name, unreadable)."""
+
+
+class MappedFile:
+    def __init__(self, file_name: str, file_size: int, page_cache: PageCache | None = None):
+        base = os.path.basename(file_name)
+        if len(base) != 20 or not base.isdigit():
+            raise StoreFileError(f"{file_name}: a mapped file is named by its 20-digit start offset")
+        self.file_name = file_name
+        self.file_size = file_size
+        self.file_from_offset = int(base)
+        self.page_cache = page_cache
+        existed = os.path.exists(file_name)
+        if existed and os.path.getsize(file_name) != file_size:
+            raise StoreFileError(
+                f"{file_name}: size {os.path.getsize(file_name)} differs from the configured mapped file "
+                f"size {file_size} (was the store written with another mappedFileSize?)"
+            )
+        os.makedirs(os.path.dirname(file_name) or ".", exist_ok=True)
+        fd = os.open(file_name, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not existed:
+                os.ftruncate(fd, file_size)  # sparse pre-allocation, like a fresh RocketMQ file reads zeros
+            self._mm = mmap.mmap(fd, file_size, access=mmap.ACCESS_WRITE)
+        finally:
+            os.close(fd)
+        self.wrote_position = 0
+        self.flushed_position = 0
+        if page_cache is not None and not existed:
+            page_cache.track_append(file_name, 0)
+
+    # -- writing ---------------------------------------------------------------------------
+    def remaining(self) -> int:
+        return self.file_size - self.wrote_position
+
+    def is_full(self) -> bool:
+        return self.wrote_position == self.file_size
+
+    def append(self, data: bytes, *, advance_to: int | None = None) -> int:
+        """Append `data` at wrote_position; returns the file-relative position written at.
+
+        `advance_to` lets a blank end-of-file marker (8 real bytes) count the whole tail as written,
+        as RocketMQ's END_OF_FILE result does.
+        """
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            raise StoreFileError(f"{self.file_name}: append of {len(data)} bytes at {pos} overflows the file")
+        self._mm[pos:end] = data
+        self.wrote_position = advance_to if advance_to is not None else end
+        return pos
+
+    def write_at(self, pos: int, data: bytes) -> None:
+        """Overwrite in place (ConsumeQueue pre-fill); does not move wrote_position."""
+        self._mm[pos : pos + len(data)] = data
+
+    # -- reading ---------------------------------------------------------------------------
+    def read(self, pos: int, size: int) -> bytes:
+        """Bytes [pos, pos+size) within what was written (clamped)."""
+        end = min(pos + size, self.wrote_position)
+        return self._mm[pos:end] if end > pos else b""
+
+    def view(self, pos: int = 0, end: int | None = None) -> memoryview:
+        """Zero-copy view of [pos, end) of the mapping (end defaults to wrote_position)."""
+        return memoryview(self._mm)[pos : self.wrote_position if end is None else end]
+
+    # -- durability ------------------------------------------------------------------------
+    def is_able_to_flush(self, flush_least_pages: int) -> bool:
+        """DefaultMappedFile.isAbleToFlush."""
+        if self.is_full():
+            return self.wrote_position > self.flushed_position
+        if flush_least_pages > 0:
+            return (self.wrote_position // OS_PAGE_SIZE) - (self.flushed_position // OS_PAGE_SIZE) >= flush_least_pages
+        return self.wrote_position > self.flushed_position
+
+    def flush(self, flush_least_pages: int = 0) -> int:
+        if self.is_able_to_flush(flush_least_pages):
+            start = self.flushed_position - self.flushed_position % OS_PAGE_SIZE
+            self._mm.flush(start, self.wrote_position - start)
+            self.flushed_position = self.wrote_position
+            if self.page_cache is not None:
+                if self.is_full():
+                    self.page_cache.untrack(self.file_name)  # wholly durable: nothing left to lose
+                else:
+                    self.page_cache.track_append(self.file_name, self.flushed_position)
+        return self.flushed_position
+
+    def mark_durable(self) -> None:
+        """Positions set by recovery: what is on disk at start is durable (see page_cache)."""
+        self.flushed_position = self.wrote_position
+        if self.page_cache is not None and not self.is_full():
+            self.page_cache.track_append(self.file_name, self.wrote_position)
+
+    def truncate_to(self, pos: int) -> None:
+        """Cut the file at `pos`: zero every non-zero byte from there and move both positions back.
+
+        Deviation from RocketMQ (truncateDirtyFiles only moves the positions): the cut bytes are
+        zeroed and made durable, so a later recovery can never read a cut message that happens to
+        sit right after newly written data.
+        """
+        chunk = 1 << 20
+        mv = memoryview(self._mm)
+        start = pos
+        while start < self.file_size:
+            end = min(self.file_size, start - start % chunk + chunk)
+            if mv[start:end].tobytes().strip(b"\0"):
+                self._mm[start:end] = bytes(end - start)
+                page = start - start % OS_PAGE_SIZE
+                self._mm.flush(page, end - page)
+            start = end
+        mv.release()
+        self.wrote_position = pos
+        self.mark_durable()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Unmap without flushing: the kernel still owns the dirty pages (process-crash semantics)."""
+        if not self._mm.closed:
+            self._mm.close()
+
+    def destroy(self) -> None:
+        self.close()
+        if self.page_cache is not None:
+            self.page_cache.untrack(self.file_name)
+        if os.path.exists(self.file_name):
+            os.remove(self.file_name)
+
+    def __repr__(self) -> str:
+        return (f"MappedFile({os.path.basename(self.file_name)}, wrote={self.wrote_position}, "
+                f"flushed={self.flushed_position}, size={self.file_size})")

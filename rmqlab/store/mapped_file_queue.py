@@ -1,0 +1,147 @@
+"""MappedFileQueue: the ordered list of MappedFiles that make up one logical log.
+
+Mirrors org.apache.rocketmq.store.MappedFileQueue: offsets are global (file start offset + position
+in file), the last file is the only one being appended to, a full file rolls over to a new one named
+by the next offset, and truncation (`truncate_dirty_files`) deletes whole files beyond the cut.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+
+from rmqlab.store.mapped_file import MappedFile, StoreFileError, offset_to_file_name
+from rmqlab.store.page_cache import PageCache
+
+log = logging.getLogger("rmqlab.store")
+
+
+class MappedFileQueue:
+    def __init__(self, store_path: str, mapped_file_size: int, page_cache: PageCache | None = None):
+        if mapped_file_size <= 0:
+            raise StoreFileError(f"{store_path}: mapped file size must be positive, got {mapped_file_size}")
+        self.store_path = store_path
+        self.mapped_file_size = mapped_file_size
+        self.page_cache = page_cache
+        self.mapped_files: list[MappedFile] = []
+        self.flushed_where = 0
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self) -> None:
+        """Map every existing file; positions stay 0 until recovery sets them."""
+        if not os.path.isdir(self.store_path):
+            return
+        names = sorted(n for n in os.listdir(self.store_path) if not n.startswith("."))
+        for name in names:
+            path = os.path.join(self.store_path, name)
+            if not (len(name) == 20 and name.isdigit()):
+                raise StoreFileError(f"{path}: unexpected file in a mapped file directory (names are 20-digit offsets)")
+            if int(name) % self.mapped_file_size:
+                raise StoreFileError(f"{path}: start offset is not a multiple of the mapped file size {self.mapped_file_size}")
+            if self.mapped_files and int(name) != self.mapped_files[-1].file_from_offset + self.mapped_file_size:
+                raise StoreFileError(f"{path}: gap before this file (previous file starts at {self.mapped_files[-1].file_from_offset})")
+            self.mapped_files.append(MappedFile(path, self.mapped_file_size, None))
+        # Tracking starts after load: existing content counts as durable (see page_cache).
+        for mf in self.mapped_files:
+            mf.page_cache = self.page_cache
+
+    # -- lookup ----------------------------------------------------------------------------
+    def get_first_mapped_file(self) -> MappedFile | None:
+        return self.mapped_files[0] if self.mapped_files else None
+
+    def get_last_mapped_file(self, start_offset: int = 0, need_create: bool = False) -> MappedFile | None:
+        last = self.mapped_files[-1] if self.mapped_files else None
+        if not need_create or (last is not None and not last.is_full()):
+            return last
+        create_offset = (start_offset - start_offset % self.mapped_file_size) if last is None \
+            else last.file_from_offset + self.mapped_file_size
+        return self.create_mapped_file(create_offset)
+
+    def create_mapped_file(self, create_offset: int) -> MappedFile:
+        path = os.path.join(self.store_path, offset_to_file_name(create_offset))
+        mf = MappedFile(path, self.mapped_file_size, self.page_cache)
+        self.mapped_files.append(mf)
+        return mf
+
+    def find_mapped_file_by_offset(self, offset: int) -> MappedFile | None:
+        if not self.mapped_files:
+            return None
+        starts = [mf.file_from_offset for mf in self.mapped_files]
+        i = bisect.bisect_right(starts, offset) - 1
+        if i < 0:
+            return None
+        mf = self.mapped_files[i]
+        return mf if offset < mf.file_from_offset + self.mapped_file_size else None
+
+    def get_min_offset(self) -> int:
+        """-1 when there is no file (RocketMQ's convention)."""
+        return self.mapped_files[0].file_from_offset if self.mapped_files else -1
+
+    def get_max_offset(self) -> int:
+        last = self.get_last_mapped_file()
+        return last.file_from_offset + last.wrote_position if last else 0
+
+    def get_max_wrote_position(self) -> int:
+        return self.get_max_offset()
+
+    def how_much_fall_behind(self) -> int:
+        return self.get_max_offset() - self.flushed_where
+
+    # -- durability ------------------------------------------------------------------------
+    def flush(self, flush_least_pages: int = 0) -> bool:
+        """Flush the file holding flushed_where; True if anything was flushed (RocketMQ returns the inverse)."""
+        mf = self.find_mapped_file_by_offset(self.flushed_where)
+        if mf is None and self.mapped_files and self.flushed_where == mf_end(self.mapped_files[-1]):
+            return False
+        if mf is None:
+            return False
+        before = self.flushed_where
+        self.flushed_where = mf.file_from_offset + mf.flush(flush_least_pages)
+        return self.flushed_where != before
+
+    def flush_all(self) -> None:
+        while self.flush(0):
+            pass
+
+    # -- recovery / truncation -------------------------------------------------------------
+    def set_positions(self, offset: int) -> None:
+        """Recovery result: every byte below `offset` is valid; files beyond it are destroyed."""
+        self.truncate_dirty_files(offset)
+        self.flushed_where = offset
+
+    def truncate_dirty_files(self, offset: int) -> None:
+        """MappedFileQueue.truncateDirtyFiles: cut the log at `offset`."""
+        keep: list[MappedFile] = []
+        for mf in self.mapped_files:
+            end = mf.file_from_offset + self.mapped_file_size
+            if end <= offset:
+                mf.wrote_position = self.mapped_file_size
+                mf.mark_durable()
+                keep.append(mf)
+            elif mf.file_from_offset <= offset:
+                mf.truncate_to(offset - mf.file_from_offset)
+                keep.append(mf)
+            else:
+                log.info("truncate: destroy %s beyond offset %d", mf.file_name, offset)
+                mf.destroy()
+        self.mapped_files = keep
+        self.flushed_where = min(self.flushed_where, offset) if self.flushed_where else offset
+
+    def delete_last_mapped_file(self) -> None:
+        if self.mapped_files:
+            self.mapped_files.pop().destroy()
+
+    def close(self) -> None:
+        for mf in self.mapped_files:
+            mf.close()
+
+    def destroy(self) -> None:
+        for mf in self.mapped_files:
+            mf.destroy()
+        self.mapped_files = []
+        self.flushed_where = 0
+
+
+def mf_end(mf: MappedFile) -> int:
+    return mf.file_from_offset + mf.wrote_position

@@ -1,0 +1,69 @@
+"""ReputMessageService: the dispatcher that turns CommitLog records into ConsumeQueue units.
+
+Mirrors DefaultMessageStore.ReputMessageService. It trails the commitlog asynchronously from
+`reput_from_offset`: each valid record is handed to the dispatchers (the consume-queue builder;
+IndexFile is optional and not built), a BLANK jumps to the next file. Until a message has been
+dispatched it is in the commitlog but invisible to consumers — `dispatch_behind_bytes` measures
+that gap. RocketMQ wakes it every 1 ms; here a runtime calls `do_reput` on its schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from rmqlab.common.message.message_sys_flag import MessageSysFlag
+from rmqlab.store.dispatch_request import DispatchRequest
+
+log = logging.getLogger("rmqlab.store")
+
+
+class ReputMessageService:
+    def __init__(self, commit_log, dispatch: Callable[[DispatchRequest], None]):
+        self.commit_log = commit_log
+        self.dispatch = dispatch
+        self.reput_from_offset = 0
+        self.last_dispatched_store_timestamp = 0
+        # Called after each dispatched message (long polling wakes pull requests here).
+        self.message_arriving_listeners: list[Callable[[DispatchRequest], None]] = []
+        # Dispatch stops here when set (controller mode dispatches only up to the confirm offset).
+        self.dispatch_limit: Callable[[], int] | None = None
+
+    def dispatch_behind_bytes(self) -> int:
+        return self._end() - self.reput_from_offset
+
+    def _end(self) -> int:
+        end = self.commit_log.get_max_offset()
+        if self.dispatch_limit is not None:
+            end = min(end, self.dispatch_limit())
+        return end
+
+    def do_reput(self, max_messages: int | None = None) -> int:
+        """Dispatch what is available (at most `max_messages`); returns how many messages."""
+        n = 0
+        end = self._end()
+        if self.reput_from_offset < self.commit_log.get_min_offset():
+            log.warning("reput offset %d is below the commitlog min %d: skipping ahead",
+                        self.reput_from_offset, self.commit_log.get_min_offset())
+            self.reput_from_offset = self.commit_log.get_min_offset()
+        while self.reput_from_offset < end and (max_messages is None or n < max_messages):
+            req = self.commit_log.check_message_at(self.reput_from_offset)
+            if req is None:
+                break
+            if req.success and req.msg_size > 0:
+                if self.reput_from_offset + req.msg_size > end:
+                    break  # only partly confirmed yet
+                tran = MessageSysFlag.get_transaction_value(req.sys_flag)
+                if tran in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE):
+                    self.dispatch(req)
+                self.reput_from_offset += req.msg_size
+                self.last_dispatched_store_timestamp = req.store_timestamp
+                n += 1
+                for listener in self.message_arriving_listeners:
+                    listener(req)
+            elif req.success:
+                self.reput_from_offset = self.commit_log.roll_next_file(self.reput_from_offset)
+            else:
+                log.error("[BUG] dispatch stopped: invalid record at commitlog offset %d", self.reput_from_offset)
+                break
+        return n
