@@ -1,0 +1,153 @@
+"""ScheduleMessageService: delay levels and their delivery progress (``<root>/config/delayOffset.json``).
+
+Implements the metadata half of
+``broker/src/main/java/org/apache/rocketmq/broker/schedule/ScheduleMessageService.java``:
+
+* the delay-level table parsed from MessageStoreConfig ``messageDelayLevel``
+  (default ``"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"``; level *n* is the
+  *n*-th entry and is stored in queue *n-1* of ``SCHEDULE_TOPIC_XXXX``);
+* the per-level offset into that queue up to which messages have been re-delivered, persisted
+  through ``DelayOffsetSerializeWrapper`` as
+  ``{"dataVersion":{...},"offsetTable":{1:12,2:0}}`` (bare integer keys, fastjson's map format).
+
+The data version advances on every ``delayOffsetUpdateVersionStep``-th offset update (default
+200), counted in memory from 0 in every process (reference §5, §6.4).
+
+Delivering delayed messages (the per-level timer tasks that read SCHEDULE_TOPIC_XXXX and put the
+messages back on their real topics) and ``correctDelayOffset`` (clamping the offsets into the
+consume queue's range at load) need the message store and come with the broker issue.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from rmqlab.common.config_manager import (
+    ConfigManager,
+    check_int_key,
+    check_long,
+    check_object,
+    parse_fastjson,
+    state_version_source,
+    to_fastjson,
+)
+from rmqlab.common.data_version import DataVersion
+
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+# ScheduleMessageService.parseDelayLevel's timeUnitTable.
+TIME_UNIT_MILLIS = {"s": 1000, "m": 1000 * 60, "h": 1000 * 60 * 60, "d": 1000 * 60 * 60 * 24}
+
+# Long.parseLong accepts an optional sign and decimal digits.
+_LEVEL_RE = re.compile(r"([+-]?[0-9]+)(.)", re.ASCII | re.DOTALL)
+
+
+def parse_delay_level(level_string: str) -> dict[int, int]:
+    """``parseDelayLevel``: ``{level: delay millis}`` for levels 1..n; ``ValueError`` names the bad entry.
+
+    Like Java, entries are separated by single spaces (``split(" ")``), so a doubled space is an
+    empty entry and an error. Deviation: a negative delay, which Java accepts and which then
+    delivers at once, is rejected as a configuration mistake.
+    """
+    table: dict[int, int] = {}
+    for index, entry in enumerate(level_string.split(" ")):
+        level = index + 1
+        where = f"messageDelayLevel {level_string!r}: level {level} ({entry!r})"
+        if entry == "":
+            raise ValueError(f"{where} is empty; entries are separated by single spaces")
+        match = _LEVEL_RE.fullmatch(entry)
+        if match is None:
+            raise ValueError(f"{where} is not <number><unit>, e.g. 10s")
+        number, unit = int(match.group(1)), match.group(2)
+        if unit not in TIME_UNIT_MILLIS:
+            raise ValueError(f"{where} has unit {unit!r}; the units are s, m, h, d")
+        if number < 0:
+            raise ValueError(f"{where} is negative")
+        table[level] = number * TIME_UNIT_MILLIS[unit]
+    return table
+
+
+class ScheduleMessageService(ConfigManager):
+    """Delay-level table and delayOffset.json (see the module docstring).
+
+    Deviation: RocketMQ parses ``messageDelayLevel`` inside ``load()`` and turns a bad value into
+    ``load() == false``; rmqlab parses it in the constructor and raises ``ValueError`` at once.
+    """
+
+    def __init__(
+        self,
+        store_path_root_dir: str,
+        clock: Callable[[], int],
+        *,
+        message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL,
+        delay_offset_update_version_step: int = 200,
+        state_machine_version: Callable[[], int] | None = None,
+    ):
+        super().__init__()
+        if delay_offset_update_version_step <= 0:
+            # Java would throw ArithmeticException (modulo by zero) on the first update.
+            raise ValueError(f"delayOffsetUpdateVersionStep must be positive, got {delay_offset_update_version_step}")
+        self.store_path_root_dir = store_path_root_dir
+        self.clock = clock
+        self.delay_offset_update_version_step = delay_offset_update_version_step
+        self._state_machine_version = state_version_source(state_machine_version)
+        self.delay_level_table: dict[int, int] = parse_delay_level(message_delay_level)
+        self.max_delay_level = max(self.delay_level_table)
+        self.offset_table: dict[int, int] = {}
+        self.data_version = DataVersion(timestamp=clock())
+        self.version_change_counter = 0  # transient, as in Java
+
+    @staticmethod
+    def queue_id2_delay_level(queue_id: int) -> int:
+        return queue_id + 1
+
+    @staticmethod
+    def delay_level2_queue_id(delay_level: int) -> int:
+        return delay_level - 1
+
+    def compute_deliver_timestamp(self, delay_level: int, store_timestamp: int) -> int:
+        """``computeDeliverTimestamp``: store time + the level's delay (unknown level: + 1 s)."""
+        delay = self.delay_level_table.get(delay_level)
+        return store_timestamp + (delay if delay is not None else 1000)
+
+    def update_offset(self, delay_level: int, offset: int) -> None:
+        """``updateOffset``: record delivery progress; every step-th update advances the version."""
+        self.offset_table[delay_level] = offset
+        self.version_change_counter += 1
+        if self.version_change_counter % self.delay_offset_update_version_step == 0:
+            self.data_version.next_version(self.clock(), self._state_machine_version())
+
+    def query_offset(self, delay_level: int) -> int:
+        """The stored offset of a level; the delivery task starts from 0 when there is none."""
+        return self.offset_table.get(delay_level, 0)
+
+    # -- ConfigManager ------------------------------------------------------------------------------
+
+    def config_file_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "config", "delayOffset.json")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_json_dict(),
+            "offsetTable": {level: self.offset_table[level] for level in sorted(self.offset_table)},
+        }
+
+    def encode(self, pretty: bool = False) -> str:
+        return to_fastjson(self.to_json_dict(), pretty)
+
+    def decode(self, json_str: str) -> None:
+        """Merge the stored offsets (``putAll``); adopt the stored data version if the file has one
+        (files written before data versions existed do not)."""
+        doc = check_object(parse_fastjson(json_str), "delayOffset.json")
+        offsets = {
+            check_int_key(level, "offsetTable"): check_long(offset, f"offsetTable[{level}]")
+            for level, offset in check_object(doc.get("offsetTable", {}), "offsetTable").items()
+        }
+        version = doc.get("dataVersion")
+        parsed = DataVersion.from_json_dict(version, "dataVersion") if version is not None else None
+        self.offset_table.update(offsets)
+        if parsed is not None:
+            self.data_version.assign_new_one(parsed)
