@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rmqlab.common.manual_clock import ManualClock
 from rmqlab.common.message.message import MessageExtBrokerInner
-from rmqlab.config.broker import MessageStoreConfig
+from rmqlab.config import MessageStoreConfig
 from rmqlab.store import DefaultMessageStore
 
 SMALL_COMMITLOG = 16 * 1024  # 4 OS pages: rolling happens every dozen or so 1 KiB messages

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmqlab.common.manual_clock import ManualClock
-from rmqlab.config.broker import MessageStoreConfig
+from rmqlab.config import MessageStoreConfig
 from rmqlab.store import DefaultMessageStore
 from rmqlab.store.consume_queue import decode_cq_unit, encode_cq_unit
 from rmqlab.store.get_message_result import GetMessageStatus

@@ -37,17 +37,15 @@ def decode_cq_unit(buf: bytes, pos: int = 0) -> tuple[int, int, int]:
     return _UNIT.unpack_from(buf, pos)
 
 
-def consume_queue_file_size(configured: int) -> int:
-    """RocketMQ rounds the configured size to whole units (MessageStoreConfig.getMappedFileSizeConsumeQueue)."""
-    return max(1, configured // CQ_STORE_UNIT_SIZE) * CQ_STORE_UNIT_SIZE
-
-
 class ConsumeQueue:
     def __init__(self, topic: str, queue_id: int, store_path: str, mapped_file_size: int,
                  page_cache: PageCache | None = None):
+        if mapped_file_size % CQ_STORE_UNIT_SIZE:
+            raise ValueError(f"consume queue file size {mapped_file_size} is not a multiple of {CQ_STORE_UNIT_SIZE}"
+                             " (MessageStoreConfig.get_mapped_file_size_consume_queue rounds it)")
         self.topic = topic
         self.queue_id = queue_id
-        self.mapped_file_size = consume_queue_file_size(mapped_file_size)
+        self.mapped_file_size = mapped_file_size
         self.queue_dir = os.path.join(store_path, topic, str(queue_id))
         self.mapped_file_queue = MappedFileQueue(self.queue_dir, self.mapped_file_size, page_cache)
         self.max_physic_offset = -1  # end (offset+size) of the last dispatched message

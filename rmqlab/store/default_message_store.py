@@ -61,19 +61,19 @@ class DefaultMessageStore:
         self._lock_fd = self._lock_store_dir()
         self.page_cache = PageCache(self.root)
         self.commit_log = CommitLog(
-            os.path.join(self.root, "commitlog"), cfg.mappedFileSizeCommitLog, clock=clock, store_host=store_host,
+            cfg.get_store_path_commit_log(), cfg.mappedFileSizeCommitLog, clock=clock, store_host=store_host,
             flush_disk_type=_enum_name(cfg.flushDiskType), sync_flush_timeout=cfg.syncFlushTimeout,
             max_message_size=cfg.maxMessageSize, flush_least_pages=cfg.flushCommitLogLeastPages,
             flush_thorough_interval=cfg.flushCommitLogThoroughInterval,
             check_crc_on_recover=cfg.checkCRCOnRecover, page_cache=self.page_cache)
-        self.consume_queue_dir = os.path.join(self.root, "consumequeue")
+        self.consume_queue_dir = cfg.get_store_path_consume_queue()
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
-        self.store_checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"), self.page_cache)
+        self.store_checkpoint = StoreCheckpoint(cfg.get_store_checkpoint(), self.page_cache)
         self.reput_message_service = ReputMessageService(self.commit_log, self._dispatch)
         self.flush_consume_queue_service = FlushConsumeQueueService(
             self, clock, flush_least_pages=cfg.flushConsumeQueueLeastPages,
             thorough_interval=cfg.flushConsumeQueueThoroughInterval)
-        self.abort_file = os.path.join(self.root, "abort")
+        self.abort_file = cfg.get_abort_file()
         self.running = False
 
     @property
@@ -82,7 +82,7 @@ class DefaultMessageStore:
         return self.commit_log.flush_service
 
     def _lock_store_dir(self) -> int:
-        path = os.path.join(self.root, "lock")
+        path = self.config.get_lock_file()
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -157,8 +157,8 @@ class DefaultMessageStore:
         key = (topic, queue_id)
         cq = self.consume_queue_table.get(key)
         if cq is None:
-            cq = ConsumeQueue(topic, queue_id, self.consume_queue_dir, self.config.mappedFileSizeConsumeQueue,
-                              self.page_cache)
+            cq = ConsumeQueue(topic, queue_id, self.consume_queue_dir,
+                              self.config.get_mapped_file_size_consume_queue(), self.page_cache)
             self.consume_queue_table[key] = cq
         return cq
 

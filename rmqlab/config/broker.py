@@ -1,0 +1,299 @@
+"""Broker configuration: BrokerIdentity, BrokerConfig, MessageStoreConfig and their enums.
+
+Field names are RocketMQ's property keys, exactly as a broker.conf spells them, and defaults are
+those of apache/rocketmq at commit 8fc57f1 (reference §5 and §3;
+common/src/main/java/org/apache/rocketmq/common/BrokerConfig.java, BrokerIdentity.java,
+store/src/main/java/org/apache/rocketmq/store/config/MessageStoreConfig.java). Only the settings
+rmqlab implements are fields; the loader recognises RocketMQ's other keys and warns that they
+have no effect here (see :mod:`rmqlab.config.rocketmq_keys`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import Enum
+
+from rmqlab.common.java_compat import INT32_MAX
+from rmqlab.config.addresses import check_addr_list, split_addr_list
+from rmqlab.config.fields import (
+    bool_field,
+    enum_field,
+    int_field,
+    long_field,
+    path_field,
+    str_field,
+)
+
+# ConsumeQueue entry size (offset 8 + size 4 + tags code 8), reference §7.2.
+CQ_STORE_UNIT_SIZE = 20
+
+MASTER_ID = 0  # MixAll.MASTER_ID
+
+
+class BrokerRole(Enum):
+    """store/.../config/BrokerRole.java."""
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+class FlushDiskType(Enum):
+    """store/.../config/FlushDiskType.java."""
+
+    SYNC_FLUSH = "SYNC_FLUSH"
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+
+
+_DELAY_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(text: str) -> dict[int, int]:
+    """messageDelayLevel ("1s 5s 10s ... 2h") -> {level: delay in ms}, levels numbered from 1 as
+    in ScheduleMessageService.parseDelayLevel. ValueError when an entry is not <number><s|m|h|d>."""
+    table: dict[int, int] = {}
+    for level, item in enumerate(text.split(), start=1):
+        number, unit = item[:-1], item[-1:]
+        if unit not in _DELAY_UNITS_MS or not number.isascii() or not number.isdigit():
+            raise ValueError(f"{item!r} is not <number><s|m|h|d>")
+        table[level] = int(number) * _DELAY_UNITS_MS[unit]
+    if not table:
+        raise ValueError("no delay levels")
+    return table
+
+
+def _check_delay_levels(text: str) -> str | None:
+    try:
+        parse_delay_levels(text)
+    except ValueError as e:
+        return f"space-separated delays such as '1s 5s 10s 30s 1m 2h' ({e})"
+    return None
+
+
+def _check_delete_when(text: str) -> str | None:
+    # UtilAll.isItTimeToDo: hours of the day separated by ';', each compared with the current hour.
+    for part in text.split(";"):
+        if not (part.isascii() and part.isdigit() and 0 <= int(part) <= 23):
+            return "hours of the day 0..23 separated by ';', e.g. 04 or 04;16"
+    return None
+
+
+@dataclass
+class BrokerIdentity:
+    """common/.../BrokerIdentity.java: which broker group and which member this broker is."""
+
+    # RocketMQ defaults brokerName to the local host name (falling back to "DEFAULT_BROKER");
+    # rmqlab uses the fallback so a configuration never depends on the machine it runs on.
+    brokerName: str = str_field("DEFAULT_BROKER", nonempty=True)
+    brokerClusterName: str = str_field("DefaultCluster", nonempty=True)
+    # 0 is the master; slaves use > 0; in controller mode the controller assigns it (-1 = unset).
+    brokerId: int = long_field(MASTER_ID)
+
+    def get_canonical_name(self) -> str:
+        """BrokerIdentity.getCanonicalName: ``<cluster>_<name>_<id>``."""
+        return f"{self.brokerClusterName}_{self.brokerName}_{self.brokerId}"
+
+
+@dataclass
+class BrokerConfig(BrokerIdentity):
+    """common/.../BrokerConfig.java (reference §5, §6): naming, registration, RIP-32 and
+    controller-mode (RIP-44) settings of a broker."""
+
+    # RocketMQ falls back to -Drocketmq.namesrv.addr or $NAMESRV_ADDR; rmqlab takes the address
+    # from the file, -n or an override only, so a lab never depends on the shell it started in.
+    namesrvAddr: str | None = str_field(None, check=check_addr_list)
+    # RocketMQ picks the machine's first non-loopback address (NetworkUtil.getLocalAddress);
+    # rmqlab's labs run every process on loopback, so the advertised addresses default to it.
+    brokerIP1: str = str_field("127.0.0.1", nonempty=True)  # address clients and namesrv use
+    brokerIP2: str = str_field("127.0.0.1", nonempty=True)  # address slaves replicate from (HA)
+    # PermName: READ 4 | WRITE 2 | INHERIT 1 (valid perms 0..7), default READ|WRITE.
+    brokerPermission: int = int_field(6, min=0, max=7)
+    defaultTopicQueueNums: int = int_field(8, min=1)
+    autoCreateTopicEnable: bool = bool_field(True)
+    clusterTopicEnable: bool = bool_field(True)
+    brokerTopicEnable: bool = bool_field(True)
+    autoCreateSubscriptionGroup: bool = bool_field(True)
+    flushConsumerOffsetInterval: int = int_field(5000, min=1)
+    longPollingEnable: bool = bool_field(True)
+    shortPollingTimeMills: int = long_field(1000, min=1)
+    notifyConsumerIdsChangedEnable: bool = bool_field(True)
+    registerBrokerTimeoutMills: int = int_field(24000, min=1)
+    sendHeartbeatTimeoutMillis: int = int_field(1000, min=1)
+    slaveReadEnable: bool = bool_field(False)
+    forceRegister: bool = bool_field(True)
+    # The effective period is clamped to [10000, 60000] ms (get_register_name_server_period).
+    registerNameServerPeriod: int = int_field(30000, min=1)
+    # RIP-32 "new configuration" (seed 001, reference §6.2).
+    brokerHeartbeatInterval: int = int_field(1000, min=1)
+    brokerNotActiveTimeoutMillis: int = long_field(10000, min=1)
+    syncBrokerMemberGroupPeriod: int = int_field(1000, min=1)
+    transactionTimeOut: int = long_field(6000, min=0)
+    transactionCheckMax: int = int_field(15, min=0)
+    transactionCheckInterval: int = long_field(30000, min=1)
+    forwardTimeout: int = long_field(3000, min=1)
+    enableSlaveActingMaster: bool = bool_field(False)
+    enableRemoteEscape: bool = bool_field(False)
+    skipPreOnline: bool = bool_field(False)
+    consumerOffsetUpdateVersionStep: int = long_field(500, min=1)
+    delayOffsetUpdateVersionStep: int = long_field(200, min=1)
+    lockInStrictMode: bool = bool_field(False)
+    compatibleWithOldNameSrv: bool = bool_field(True)
+    # Controller mode, RIP-44 (seed 000 "Broker 部署", reference §5).
+    enableControllerMode: bool = bool_field(False)
+    controllerAddr: str = str_field("", check=check_addr_list)
+    fetchControllerAddrByDnsLookup: bool = bool_field(False)
+    syncBrokerMetadataPeriod: int = long_field(5000, min=1)
+    checkSyncStateSetPeriod: int = long_field(5000, min=1)
+    syncControllerMetadataPeriod: int = long_field(10000, min=1)
+    controllerHeartBeatTimeoutMills: int = long_field(10000, min=1)
+    brokerElectionPriority: int = int_field(INT32_MAX)  # smaller is preferred
+
+    def get_namesrv_addr_list(self) -> list[str]:
+        """namesrvAddr split on ';' (empty when unset)."""
+        return split_addr_list(self.namesrvAddr) if self.namesrvAddr else []
+
+    def get_controller_addr_list(self) -> list[str]:
+        """controllerAddr split on ';' (ReplicasManager.updateControllerAddr without DNS lookup)."""
+        return split_addr_list(self.controllerAddr) if self.controllerAddr else []
+
+    def get_register_name_server_period(self) -> int:
+        """The period BrokerController actually schedules: max(10000, min(configured, 60000))."""
+        return max(10000, min(self.registerNameServerPeriod, 60000))
+
+
+@dataclass
+class MessageStoreConfig:
+    """store/.../config/MessageStoreConfig.java (reference §3, §5): where and how the CommitLog,
+    ConsumeQueues and HA replication work.
+
+    Paths: storePathRootDir defaults to ``~/store``; storePathCommitLog, storePathEpochFile and
+    storePathBrokerIdentity are None (RocketMQ's null) until set, meaning "derived from the root";
+    read them through the ``get_*`` methods, which apply that rule like RocketMQ's getters."""
+
+    storePathRootDir: str = path_field("~/store")
+    storePathCommitLog: str | None = path_field(None)
+    storePathEpochFile: str | None = path_field(None)
+    storePathBrokerIdentity: str | None = path_field(None)
+    mappedFileSizeCommitLog: int = int_field(1024 * 1024 * 1024, min=1)
+    # 300000 entries of CQ_STORE_UNIT_SIZE; read it through get_mapped_file_size_consume_queue.
+    mappedFileSizeConsumeQueue: int = int_field(300000 * CQ_STORE_UNIT_SIZE, min=1)
+    flushIntervalCommitLog: int = int_field(500, min=1)
+    flushCommitLogTimed: bool = bool_field(True)
+    flushIntervalConsumeQueue: int = int_field(1000, min=1)
+    flushCommitLogLeastPages: int = int_field(4, min=0)
+    flushConsumeQueueLeastPages: int = int_field(2, min=0)
+    flushCommitLogThoroughInterval: int = int_field(10 * 1000, min=0)
+    flushConsumeQueueThoroughInterval: int = int_field(60 * 1000, min=0)
+    cleanResourceInterval: int = int_field(10000, min=1)
+    deleteWhen: str = str_field("04", check=_check_delete_when)
+    diskMaxUsedSpaceRatio: int = int_field(75, min=0, max=100)
+    fileReservedTime: int = int_field(72, min=0)  # hours
+    maxMessageSize: int = int_field(1024 * 1024 * 4, min=1)
+    checkCRCOnRecover: bool = bool_field(True)
+    maxTransferBytesOnMessageInMemory: int = int_field(1024 * 256, min=1)
+    maxTransferCountOnMessageInMemory: int = int_field(32, min=1)
+    maxTransferBytesOnMessageInDisk: int = int_field(1024 * 64, min=1)
+    maxTransferCountOnMessageInDisk: int = int_field(8, min=1)
+    accessMessageInMemoryMaxRatio: int = int_field(40, min=0, max=100)
+    # RocketMQ's setter turns a negative port into 0, and mqbroker replaces <= 0 by listenPort + 1
+    # (BrokerStartup); the loader applies both, get_ha_listen_port gives the rule.
+    haListenPort: int = int_field(10912, max=65535)
+    haSendHeartbeatInterval: int = int_field(1000 * 5, min=1)
+    haHousekeepingInterval: int = int_field(1000 * 20, min=1)
+    haTransferBatchSize: int = int_field(1024 * 32, min=1)
+    haMasterAddress: str | None = str_field(None)
+    haMaxGapNotInSync: int = int_field(1024 * 1024 * 256, min=0)
+    brokerRole: BrokerRole = enum_field(BrokerRole.ASYNC_MASTER)
+    flushDiskType: FlushDiskType = enum_field(FlushDiskType.ASYNC_FLUSH)
+    syncFlushTimeout: int = int_field(1000 * 5, min=1)
+    putMessageTimeout: int = int_field(1000 * 8, min=1)
+    slaveTimeout: int = int_field(3000, min=1)
+    messageDelayLevel: str = str_field("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+                                       check=_check_delay_levels)
+    flushDelayOffsetInterval: int = long_field(1000 * 10, min=1)
+    # rmqlab implements no DLedger CommitLog; the loader rejects true (controller mode is the
+    # supported way to get automatic failover, and RocketMQ forbids combining the two anyway).
+    enableDLegerCommitLog: bool = bool_field(False)
+    totalReplicas: int = int_field(1, min=1)
+    inSyncReplicas: int = int_field(1, min=1)
+    minInSyncReplicas: int = int_field(1, min=1)
+    allAckInSyncStateSet: bool = bool_field(False)
+    enableAutoInSyncReplicas: bool = bool_field(False)
+    haFlowControlEnable: bool = bool_field(False)
+    maxHaTransferByteInSecond: int = long_field(100 * 1024 * 1024, min=1)
+    haMaxTimeSlaveNotCatchup: int = long_field(1000 * 15, min=1)
+    syncMasterFlushOffsetWhenStartup: bool = bool_field(False)
+    syncFromLastFile: bool = bool_field(False)
+    asyncLearner: bool = bool_field(False)
+    readUnCommitted: bool = bool_field(False)
+
+    # -- derived paths (RocketMQ's getters and StorePathConfigHelper / BrokerPathConfigHelper) --
+
+    def _under_root(self, *parts: str) -> str:
+        return os.path.join(self.storePathRootDir, *parts)
+
+    def get_store_path_commit_log(self) -> str:
+        return self.storePathCommitLog or self._under_root("commitlog")
+
+    def get_store_path_consume_queue(self) -> str:
+        return self._under_root("consumequeue")
+
+    def get_store_path_index(self) -> str:
+        return self._under_root("index")
+
+    def get_store_checkpoint(self) -> str:
+        return self._under_root("checkpoint")
+
+    def get_abort_file(self) -> str:
+        return self._under_root("abort")
+
+    def get_lock_file(self) -> str:
+        return self._under_root("lock")
+
+    def get_store_path_epoch_file(self) -> str:
+        return self.storePathEpochFile or self._under_root("epochFileCheckpoint")
+
+    def get_store_path_broker_identity(self) -> str:
+        return self.storePathBrokerIdentity or self._under_root("brokerIdentity")
+
+    def get_config_dir(self) -> str:
+        """<root>/config, home of topics.json, consumerOffset.json, ... (reference §7.4)."""
+        return self._under_root("config")
+
+    def get_topic_config_path(self) -> str:
+        return os.path.join(self.get_config_dir(), "topics.json")
+
+    def get_consumer_offset_path(self) -> str:
+        return os.path.join(self.get_config_dir(), "consumerOffset.json")
+
+    def get_subscription_group_path(self) -> str:
+        return os.path.join(self.get_config_dir(), "subscriptionGroup.json")
+
+    def get_delay_offset_store_path(self) -> str:
+        return os.path.join(self.get_config_dir(), "delayOffset.json")
+
+    # -- derived values --
+
+    def get_mapped_file_size_consume_queue(self) -> int:
+        """Rounded up to whole ConsumeQueue entries, like RocketMQ's getter."""
+        units = -(-self.mappedFileSizeConsumeQueue // CQ_STORE_UNIT_SIZE)
+        return units * CQ_STORE_UNIT_SIZE
+
+    def get_ha_listen_port(self, listen_port: int) -> int:
+        """The HA port the broker listens on: haListenPort, or listenPort + 1 when it is <= 0."""
+        return self.haListenPort if self.haListenPort > 0 else listen_port + 1
+
+    def get_delay_level_table(self) -> dict[int, int]:
+        """messageDelayLevel as {level: delay ms}."""
+        return parse_delay_levels(self.messageDelayLevel)
+
+    def effective_values(self) -> dict[str, object]:
+        """Values that differ from the raw fields once RocketMQ's derivation rules are applied
+        (used by the -p printout so it shows what the broker will really use)."""
+        return {
+            "storePathCommitLog": self.get_store_path_commit_log(),
+            "storePathEpochFile": self.get_store_path_epoch_file(),
+            "storePathBrokerIdentity": self.get_store_path_broker_identity(),
+            "mappedFileSizeConsumeQueue": self.get_mapped_file_size_consume_queue(),
+        }

@@ -1,0 +1,36 @@
+"""Name server configuration: NamesrvConfig.
+
+common/src/main/java/org/apache/rocketmq/common/namesrv/NamesrvConfig.java at commit 8fc57f1
+(reference §6.1 for the RIP-32 keys, §4.8 for enableControllerInNamesrv). The name server's
+port is its NettyServerConfig.listenPort (9876, set by NamesrvStartup).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rmqlab.config.fields import bool_field, int_field, long_field, path_field
+
+
+@dataclass
+class NamesrvConfig:
+    """Settings of the NameServer (RocketMQ's mqnamesrv)."""
+
+    kvConfigPath: str = path_field("~/namesrv/kvConfig.json")
+    # NamesrvStartup overwrites this with the -c file; the loader does the same.
+    configStorePath: str = path_field("~/namesrv/namesrv.properties")
+    orderMessageEnable: bool = bool_field(False)
+    returnOrderTopicConfigToBroker: bool = bool_field(True)
+    scanNotActiveBrokerInterval: int = long_field(5 * 1000, min=1)
+    # RIP-32: rewrite routes so the smallest-id slave of a masterless group serves as read-only
+    # master (seed 001 "Configuration in nameserver", reference §6.1).
+    supportActingMaster: bool = bool_field(False)
+    enableAllTopicList: bool = bool_field(True)
+    enableTopicList: bool = bool_field(True)
+    notifyMinBrokerIdChanged: bool = bool_field(False)
+    # Run a controller inside this name server (seed 000 "Controller 嵌入 NameServer 部署"); when
+    # true the same file also configures a ControllerConfig.
+    enableControllerInNamesrv: bool = bool_field(False)
+    needWaitForService: bool = bool_field(False)
+    waitSecondsForService: int = int_field(45, min=0)
+    deleteTopicWithBrokerRegistration: bool = bool_field(False)
