@@ -191,12 +191,10 @@ class CommitLog:
         files = self.mapped_file_queue.mapped_files
         return self._scan("normal", max(0, len(files) - 3), None)
 
-    def recover_abnormally(self, min_timestamp: int, dispatch: Callable[[DispatchRequest], None]) -> RecoveryScan:
-        """After a crash: start at the last file whose first message is not newer than the checkpoint
-        (isMappedFileMatchedRecover) and re-dispatch every valid message to the consume queues, since
-        their durable state may lag the commitlog's."""
+    def abnormal_recovery_start(self, min_timestamp: int) -> int:
+        """Index of the file abnormal recovery starts from: the last file whose first message is not
+        newer than the checkpoint's min timestamp (isMappedFileMatchedRecover), else the first."""
         files = self.mapped_file_queue.mapped_files
-        index = 0
         for i in range(len(files) - 1, -1, -1):
             view = files[i].view(0, self.mapped_file_size)
             try:
@@ -204,8 +202,16 @@ class CommitLog:
             finally:
                 view.release()
             if req.success and req.msg_size > 0 and 0 < req.store_timestamp <= min_timestamp:
-                index = i
-                break
+                return i
+        return 0
+
+    def file_start_offset(self, index: int) -> int:
+        files = self.mapped_file_queue.mapped_files
+        return files[index].file_from_offset if files else 0
+
+    def recover_abnormally(self, index: int, dispatch: Callable[[DispatchRequest], None]) -> RecoveryScan:
+        """After a crash: scan from file `index` (see abnormal_recovery_start) and re-dispatch every
+        valid message to the consume queues, whose durable state may lag the commitlog's."""
         return self._scan("abnormal", index, dispatch)
 
     def _scan(self, mode: str, index: int, dispatch: Callable[[DispatchRequest], None] | None) -> RecoveryScan:

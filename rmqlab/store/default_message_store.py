@@ -44,7 +44,8 @@ class StoreLoadReport:
 
     last_exit_ok: bool
     recovery: RecoveryScan
-    consume_queue_truncations: dict[str, int] = field(default_factory=dict)  # "topic-qid" -> units cut
+    # "topic-qid" -> units lost: found on disk, not backed by the recovered commitlog
+    consume_queue_truncations: dict[str, int] = field(default_factory=dict)
     redispatched: int = 0
     reput_from_offset: int = 0
     checkpoint: dict[str, int] = field(default_factory=dict)
@@ -108,17 +109,29 @@ class DefaultMessageStore:
             redispatched += 1
             self._dispatch(req)
 
+        recovered_units = {(cq.topic, cq.queue_id): cq.get_max_offset_in_queue() for cq in self.consume_queues()}
+
+        def truncate_consume_queues(phy_offset: int) -> None:
+            for cq in self.consume_queues():
+                cq.truncate_dirty_logic_files(phy_offset)
+
         if last_exit_ok:
             scan = self.commit_log.recover_normally()
         else:
-            scan = self.commit_log.recover_abnormally(self.store_checkpoint.get_min_timestamp(), redispatch)
-        truncations: dict[str, int] = {}
+            index = self.commit_log.abnormal_recovery_start(self.store_checkpoint.get_min_timestamp())
+            # Deviation from RocketMQ (which keeps every unit that looks valid): units for messages
+            # from the scan start on are dropped and rebuilt by the re-dispatch below, because a
+            # machine crash can tear a unit (e.g. lose the low byte of its size) so that it still
+            # looks valid. Units before the scan start were made durable by a thorough flush.
+            start = self.commit_log.file_start_offset(index)
+            if max_phy_of_cq > start:
+                truncate_consume_queues(start)
+            scan = self.commit_log.recover_abnormally(index, redispatch)
         if max_phy_of_cq > scan.process_offset:  # units pointing past the cut (truncateDirtyLogicFiles)
-            for cq in self.consume_queues():
-                before = cq.get_max_offset_in_queue()
-                cq.truncate_dirty_logic_files(scan.process_offset)
-                if cq.get_max_offset_in_queue() != before:
-                    truncations[f"{cq.topic}-{cq.queue_id}"] = before - cq.get_max_offset_in_queue()
+            truncate_consume_queues(scan.process_offset)
+        truncations = {f"{topic}-{qid}": units - self.get_max_offset_in_queue(topic, qid)
+                       for (topic, qid), units in recovered_units.items()
+                       if self.get_max_offset_in_queue(topic, qid) < units}
         self._recover_topic_queue_table()
         self.reput_message_service.reput_from_offset = self._reput_start_offset()
         with open(self.abort_file, "w"):
@@ -233,6 +246,13 @@ class DefaultMessageStore:
                 if len(data) != size:
                     if not result.message_buffers:
                         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                    break
+                if int.from_bytes(data[:4], "big") != size:
+                    # Never serve bytes the unit does not describe (recovery should make this impossible).
+                    log.error("[BUG] %s-%d unit %d says %d bytes at %d, the commitlog record there is %d bytes",
+                              topic, queue_id, next_offset - 1, size, phy, int.from_bytes(data[:4], "big"))
+                    if not result.message_buffers:
+                        result.status = GetMessageStatus.OFFSET_FOUND_NULL
                     break
                 result.message_buffers.append(data)
                 result.queue_offsets.append(next_offset - 1)
