@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message import MessageExtBrokerInner, MessageFormatError
-from rmqlab.common.message.message_decoder import create_message_id, decode
+from rmqlab.common.message.message_decoder import decode
 from rmqlab.store.dispatch_request import DispatchRequest, check_message_and_return_size
 from rmqlab.store.flush_commit_log_service import FlushRealTimeService, GroupCommitRequest, GroupCommitService
 from rmqlab.store.mapped_file_queue import MappedFileQueue
@@ -103,8 +103,8 @@ class CommitLog:
         mf.append(data)
         self._store_timestamps[mf.file_from_offset] = msg.store_timestamp
         return AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset=physical, wrote_bytes=len(data),
-                                   msg_id=create_message_id(self.store_host, physical),
-                                   store_timestamp=msg.store_timestamp, logics_offset=queue_offset)
+                                   store_timestamp=msg.store_timestamp, logics_offset=queue_offset,
+                                   store_host=self.store_host)
 
     def _handle_disk_flush(self, result: AppendMessageResult, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
         if self.sync_flush and msg.wait_store_msg_ok:

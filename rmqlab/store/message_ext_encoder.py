@@ -38,6 +38,7 @@ _NON_BODY_RESERVE = 64 * 1024
 _PROPERTIES_MAX = 32767  # Short.MAX_VALUE: the PROPERTIES length field is a signed short
 
 _HEAD = struct.Struct(">iiiiiqqiq")
+_HEAD_V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # TOTALSIZE .. BODY length with two IPv4 hosts (88 bytes)
 _TAIL = struct.Struct(">iq")
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
@@ -161,7 +162,7 @@ class MessageExtEncoder:
 
         topic_data = _utf8(msg.topic, "topic")
         topic_length = len(topic_data)
-        version = msg.version
+        version = MessageVersion.for_topic_length(topic_length)
         if topic_length > version.max_topic_length:
             # Java casts the length to short and writes a corrupt message; refuse instead.
             raise MessageEncodeError(f"topic is {topic_length} bytes; max {version.max_topic_length}")
@@ -170,9 +171,13 @@ class MessageExtEncoder:
         body_length = len(body)
 
         sys_flag = msg.sys_flag
-        _check_range("sys_flag", sys_flag, INT32_MIN, INT32_MAX, "int")
-        sys_flag = self._host_flag(sys_flag, msg.born_host, "born_host", MessageSysFlag.BORNHOST_V6_FLAG)
-        sys_flag = self._host_flag(sys_flag, msg.store_host, "store_host",
+        if not isinstance(sys_flag, int) or isinstance(sys_flag, bool):
+            raise MessageEncodeError(f"sys_flag must be an int, not {type(sys_flag).__name__}")
+        born_host = self._host_bytes(msg.born_host, "born_host")
+        store_host = self._host_bytes(msg.store_host, "store_host")
+        sys_flag = self._host_flag(sys_flag, len(born_host), msg.born_host, "born_host",
+                                   MessageSysFlag.BORNHOST_V6_FLAG)
+        sys_flag = self._host_flag(sys_flag, len(store_host), msg.store_host, "store_host",
                                    MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 
         msg_len = calc_msg_length(sys_flag, body_length, topic_length, properties_length, version)
@@ -183,6 +188,45 @@ class MessageExtEncoder:
             raise MessageEncodeError(
                 f"message is {msg_len} bytes; max {self.max_message_size} (maxMessageSize + 64 KiB)")
 
+        try:
+            if len(born_host) == 8 and len(store_host) == 8:
+                # Both hosts IPv4 (the usual case): fields 1-15's length in one precompiled pack.
+                head = _HEAD_V4.pack(msg_len, version.magic_code, crc32(body), msg.queue_id, msg.flag,
+                                     queue_offset, physical_offset, sys_flag, msg.born_timestamp, born_host,
+                                     msg.store_timestamp, store_host, msg.reconsume_times,
+                                     msg.prepared_transaction_offset, body_length)
+            else:
+                head = b"".join((
+                    _HEAD.pack(msg_len,                         # 1 TOTALSIZE
+                               version.magic_code,              # 2 MAGICCODE
+                               crc32(body),                     # 3 BODYCRC
+                               msg.queue_id,                    # 4 QUEUEID
+                               msg.flag,                        # 5 FLAG
+                               queue_offset,                    # 6 QUEUEOFFSET
+                               physical_offset,                 # 7 PHYSICALOFFSET
+                               sys_flag,                        # 8 SYSFLAG
+                               msg.born_timestamp),             # 9 BORNTIMESTAMP
+                    born_host,                                  # 10 BORNHOST
+                    _LONG.pack(msg.store_timestamp),            # 11 STORETIMESTAMP
+                    store_host,                                 # 12 STOREHOSTADDRESS
+                    _TAIL.pack(msg.reconsume_times,             # 13 RECONSUMETIMES
+                               msg.prepared_transaction_offset),  # 14 PREPARED TRANSACTION OFFSET
+                    _INT.pack(body_length)))                    # 15 BODY length
+            data = b"".join((head, body,                                   # 15 BODY
+                             version.pack_topic_length(topic_length), topic_data,  # 16 TOPIC
+                             _SHORT.pack(properties_length), properties_data))     # 17 PROPERTIES
+        except (struct.error, TypeError):
+            # struct.pack enforces the Java ranges; name the offending field for the error.
+            self._check_fields(msg, queue_offset, physical_offset)
+            raise
+        if self.crc32_reserved_length:
+            # 18 CRC32, over everything before it (doAppend computes it once the offsets and
+            # the store timestamp are in place; here they already are).
+            data += create_crc32(crc32(data))
+        return data
+
+    @staticmethod
+    def _check_fields(msg: MessageExtBrokerInner, queue_offset: int, physical_offset: int) -> None:
         for name, value in (("queue_id", msg.queue_id), ("flag", msg.flag),
                             ("reconsume_times", msg.reconsume_times)):
             _check_range(name, value, INT32_MIN, INT32_MAX, "int")
@@ -192,40 +236,18 @@ class MessageExtEncoder:
                             ("prepared_transaction_offset", msg.prepared_transaction_offset)):
             _check_range(name, value, INT64_MIN, INT64_MAX, "long")
 
-        data = b"".join((
-            _HEAD.pack(msg_len,                         # 1 TOTALSIZE
-                       version.magic_code,              # 2 MAGICCODE
-                       crc32(body),                     # 3 BODYCRC
-                       msg.queue_id,                    # 4 QUEUEID
-                       msg.flag,                        # 5 FLAG
-                       queue_offset,                    # 6 QUEUEOFFSET
-                       physical_offset,                 # 7 PHYSICALOFFSET
-                       sys_flag,                        # 8 SYSFLAG
-                       msg.born_timestamp),             # 9 BORNTIMESTAMP
-            socket_address_to_bytes(msg.born_host, "born_host"),      # 10 BORNHOST
-            _LONG.pack(msg.store_timestamp),                          # 11 STORETIMESTAMP
-            socket_address_to_bytes(msg.store_host, "store_host"),    # 12 STOREHOSTADDRESS
-            _TAIL.pack(msg.reconsume_times,                           # 13 RECONSUMETIMES
-                       msg.prepared_transaction_offset),              # 14 PREPARED TRANSACTION OFFSET
-            _INT.pack(body_length), body,                             # 15 BODY
-            version.pack_topic_length(topic_length), topic_data,      # 16 TOPIC
-            _SHORT.pack(properties_length), properties_data,          # 17 PROPERTIES
-        ))
-        if self.crc32_reserved_length:
-            # 18 CRC32, over everything before it (doAppend computes it once the offsets and
-            # the store timestamp are in place; here they already are).
-            data += create_crc32(crc32(data))
-        return data
-
     @staticmethod
-    def _host_flag(sys_flag: int, host, what: str, v6_flag: int) -> int:
+    def _host_bytes(host, what: str) -> bytes:
         if host is None:
             raise MessageEncodeError(f"{what} is not set")
         try:
-            ipv6 = is_ipv6_host(host, what)
+            return socket_address_to_bytes(host, what)
         except MessageFormatError as e:
             raise MessageEncodeError(str(e)) from None
-        if ipv6:
+
+    @staticmethod
+    def _host_flag(sys_flag: int, host_length: int, host, what: str, v6_flag: int) -> int:
+        if host_length == 20:  # 16 address bytes + port: IPv6
             return sys_flag | v6_flag
         if sys_flag & v6_flag:
             # Java would write 8 host bytes but count 20 in TOTALSIZE: a corrupt message.

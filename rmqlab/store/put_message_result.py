@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from rmqlab.common.message.message_decoder import create_message_id
+
 
 class PutMessageStatus(enum.Enum):
     PUT_OK = 0
@@ -48,14 +50,20 @@ class AppendMessageResult:
     status: AppendMessageStatus
     wrote_offset: int = 0
     wrote_bytes: int = 0
-    msg_id: str = ""
     store_timestamp: int = 0
     logics_offset: int = 0  # the queue offset the message got
     msg_num: int = 1
+    store_host: tuple[str, int] | None = None
 
     @property
     def next_offset(self) -> int:
         return self.wrote_offset + self.wrote_bytes
+
+    @property
+    def msg_id(self) -> str:
+        """The offset message id (store host + wrote offset), built on demand like RocketMQ's
+        msgIdSupplier: most appends never need it as a string."""
+        return create_message_id(self.store_host, self.wrote_offset) if self.store_host else ""
 
 
 @dataclass

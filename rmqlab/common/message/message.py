@@ -7,6 +7,7 @@ must be an IPv4 or IPv6 literal (rmqlab never resolves names).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from collections.abc import Iterable
@@ -29,7 +30,12 @@ def _parse_ip(host: Host, what: str) -> ipaddress.IPv4Address | ipaddress.IPv6Ad
     if not (isinstance(host, tuple) and len(host) == 2 and isinstance(host[0], str)
             and isinstance(host[1], int) and not isinstance(host[1], bool)):
         raise MessageFormatError(f"{what} {host!r} is not an (ip_str, port) tuple")
-    ip, port = host
+    return _parse_ip_cached(host[0], host[1], what)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_ip_cached(ip: str, port: int, what: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    # Cached: every append encodes the born and store hosts, and a broker sees few distinct ones.
     if not 0 <= port <= 65535:
         # InetSocketAddress refuses ports outside 0..65535.
         raise MessageFormatError(f"{what} port {port} is outside 0..65535")
@@ -47,7 +53,17 @@ def is_ipv6_host(host: Host, what: str = "host") -> bool:
 def socket_address_to_bytes(host: Host, what: str = "host") -> bytes:
     """``MessageExt.socketAddress2ByteBuffer``: the address bytes (4 or 16) then the port as a
     big-endian int - the BORNHOST/STOREHOSTADDRESS field and the head of an offset message id."""
-    return _parse_ip(host, what).packed + _PORT.pack(host[1])
+    try:
+        return _socket_address_bytes(host)
+    except (TypeError, MessageFormatError):  # unhashable or invalid: re-check to name the field
+        _parse_ip(host, what)
+        raise
+
+
+@functools.lru_cache(maxsize=4096)
+def _socket_address_bytes(host: Host) -> bytes:
+    # Cached on the (ip, port) tuple: every append encodes the born and store hosts.
+    return _parse_ip(host, "host").packed + _PORT.pack(host[1])
 
 
 def bytes_to_socket_address(data: bytes | bytearray | memoryview, what: str = "host") -> Host:
