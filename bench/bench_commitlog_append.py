@@ -21,6 +21,7 @@ import time
 
 from rmqlab.common.manual_clock import ManualClock
 from rmqlab.common.message.message import MessageExtBrokerInner
+from rmqlab.common.message.message_decoder import message_properties_to_string
 from rmqlab.config.broker import MessageStoreConfig
 from rmqlab.store import DefaultMessageStore
 
@@ -34,6 +35,9 @@ def make_messages(n: int) -> list[MessageExtBrokerInner]:
         m.queue_id = i % 8
         m.born_timestamp = 1_700_000_000_000 + i
         m.born_host = ("127.0.0.1", 50000)
+        # The broker serializes the properties once (SendMessageProcessor); the store writes the
+        # string as given, so it is set here as the broker would before calling the store.
+        m.properties_string = message_properties_to_string(m.properties)
         out.append(m)
     return out
 

@@ -9,6 +9,7 @@ produces the final bytes in one step; the caller (the CommitLog) supplies them u
 from __future__ import annotations
 
 import struct
+import zlib
 
 from rmqlab.common.java_compat import (INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, crc32)
 from rmqlab.common.message.message import (MessageExtBrokerInner, MessageFormatError,
@@ -39,6 +40,8 @@ _PROPERTIES_MAX = 32767  # Short.MAX_VALUE: the PROPERTIES length field is a sig
 
 _HEAD = struct.Struct(">iiiiiqqiq")
 _HEAD_V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # TOTALSIZE .. BODY length with two IPv4 hosts (88 bytes)
+_BYTE = struct.Struct(">b")
+_HOST_V6_FLAGS = MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _TAIL = struct.Struct(">iq")
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
@@ -144,12 +147,13 @@ class MessageExtEncoder:
         if not isinstance(msg, MessageExtBrokerInner):
             raise TypeError(f"encode needs a MessageExtBrokerInner, not {type(msg).__name__}")
 
-        properties = msg.properties
-        if self.enabled_append_prop_crc and MessageConst.PROPERTY_CRC32 in properties:
-            # asyncPutMessage deletes a stale __CRC32# before the store appends its own.
-            properties = {k: v for k, v in properties.items() if k != MessageConst.PROPERTY_CRC32}
         try:
-            properties_string = message_properties_to_string(properties)
+            if self.enabled_append_prop_crc and MessageConst.PROPERTY_CRC32 in msg.properties:
+                # asyncPutMessage deletes a stale __CRC32# before the store appends its own.
+                properties_string = message_properties_to_string(
+                    {k: v for k, v in msg.properties.items() if k != MessageConst.PROPERTY_CRC32})
+            else:
+                properties_string = msg.properties_string  # as given by the broker (see the class)
         except MessageFormatError as e:
             raise MessageEncodeError(str(e)) from None
         properties_data = _utf8(properties_string, "properties")
@@ -162,10 +166,14 @@ class MessageExtEncoder:
 
         topic_data = _utf8(msg.topic, "topic")
         topic_length = len(topic_data)
-        version = MessageVersion.for_topic_length(topic_length)
-        if topic_length > version.max_topic_length:
-            # Java casts the length to short and writes a corrupt message; refuse instead.
-            raise MessageEncodeError(f"topic is {topic_length} bytes; max {version.max_topic_length}")
+        if topic_length <= 127:  # V1 (MessageVersion.for_topic_length), the usual case
+            magic_code, topic_length_field = MESSAGE_MAGIC_CODE, _BYTE.pack(topic_length)
+        else:
+            version = MessageVersion.for_topic_length(topic_length)
+            if topic_length > version.max_topic_length:
+                # Java casts the length to short and writes a corrupt message; refuse instead.
+                raise MessageEncodeError(f"topic is {topic_length} bytes; max {version.max_topic_length}")
+            magic_code, topic_length_field = version.magic_code, version.pack_topic_length(topic_length)
 
         body = msg.body if msg.body is not None else b""
         body_length = len(body)
@@ -175,12 +183,16 @@ class MessageExtEncoder:
             raise MessageEncodeError(f"sys_flag must be an int, not {type(sys_flag).__name__}")
         born_host = self._host_bytes(msg.born_host, "born_host")
         store_host = self._host_bytes(msg.store_host, "store_host")
-        sys_flag = self._host_flag(sys_flag, len(born_host), msg.born_host, "born_host",
-                                   MessageSysFlag.BORNHOST_V6_FLAG)
-        sys_flag = self._host_flag(sys_flag, len(store_host), msg.store_host, "store_host",
-                                   MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+        both_ipv4 = len(born_host) == 8 and len(store_host) == 8
+        if not both_ipv4 or sys_flag & _HOST_V6_FLAGS:
+            sys_flag = self._host_flag(sys_flag, len(born_host), msg.born_host, "born_host",
+                                       MessageSysFlag.BORNHOST_V6_FLAG)
+            sys_flag = self._host_flag(sys_flag, len(store_host), msg.store_host, "store_host",
+                                       MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
 
-        msg_len = calc_msg_length(sys_flag, body_length, topic_length, properties_length, version)
+        # calc_msg_length, with the field sizes already known (74 = the fixed-size fields).
+        msg_len = (74 + len(born_host) + len(store_host) + body_length + len(topic_length_field)
+                   + topic_length + properties_length)
         if body_length > self.max_message_body_size:
             raise MessageEncodeError(
                 f"body is {body_length} bytes; max {self.max_message_body_size} (maxMessageSize)")
@@ -189,17 +201,18 @@ class MessageExtEncoder:
                 f"message is {msg_len} bytes; max {self.max_message_size} (maxMessageSize + 64 KiB)")
 
         try:
-            if len(born_host) == 8 and len(store_host) == 8:
-                # Both hosts IPv4 (the usual case): fields 1-15's length in one precompiled pack.
-                head = _HEAD_V4.pack(msg_len, version.magic_code, crc32(body), msg.queue_id, msg.flag,
+            body_crc = zlib.crc32(body) & 0x7FFFFFFF  # UtilAll.crc32 (java_compat.crc32), inlined
+            if both_ipv4:
+                # Fields 1 to 15's length in one precompiled pack.
+                head = _HEAD_V4.pack(msg_len, magic_code, body_crc, msg.queue_id, msg.flag,
                                      queue_offset, physical_offset, sys_flag, msg.born_timestamp, born_host,
                                      msg.store_timestamp, store_host, msg.reconsume_times,
                                      msg.prepared_transaction_offset, body_length)
             else:
                 head = b"".join((
                     _HEAD.pack(msg_len,                         # 1 TOTALSIZE
-                               version.magic_code,              # 2 MAGICCODE
-                               crc32(body),                     # 3 BODYCRC
+                               magic_code,                      # 2 MAGICCODE
+                               body_crc,                        # 3 BODYCRC
                                msg.queue_id,                    # 4 QUEUEID
                                msg.flag,                        # 5 FLAG
                                queue_offset,                    # 6 QUEUEOFFSET
@@ -213,8 +226,8 @@ class MessageExtEncoder:
                                msg.prepared_transaction_offset),  # 14 PREPARED TRANSACTION OFFSET
                     _INT.pack(body_length)))                    # 15 BODY length
             data = b"".join((head, body,                                   # 15 BODY
-                             version.pack_topic_length(topic_length), topic_data,  # 16 TOPIC
-                             _SHORT.pack(properties_length), properties_data))     # 17 PROPERTIES
+                             topic_length_field, topic_data,               # 16 TOPIC
+                             _SHORT.pack(properties_length), properties_data))  # 17 PROPERTIES
         except (struct.error, TypeError):
             # struct.pack enforces the Java ranges; name the offending field for the error.
             self._check_fields(msg, queue_offset, physical_offset)

@@ -216,15 +216,35 @@ class MessageExt(Message):
 class MessageExtBrokerInner(MessageExt):
     """``MessageExtBrokerInner``: what the broker hands to the store to append.
 
-    ``properties_string`` and ``version`` are derived from the message, so they cannot go stale:
-    the broker sets propertiesString from the properties map on every send path, and the store
-    chooses the version from the topic length."""
+    ``properties_string`` is, as in RocketMQ, the serialized properties the CommitLog writes as
+    given: the broker fills it (from the wire string, or by serializing after adding its own
+    properties), so an append never re-serializes. Unset, it is derived from ``properties``;
+    ``put_property`` / ``clear_property`` reset it. Code that edits ``properties`` directly
+    after setting it must reset it too (``properties_string = None``), as RocketMQ's broker calls
+    setPropertiesString again. ``version`` follows the topic length."""
+
+    _properties_string: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def properties_string(self) -> str:
-        # Imported here because message_decoder imports this module (MessageExt).
+        if self._properties_string is not None:
+            return self._properties_string
         from rmqlab.common.message.message_decoder import message_properties_to_string
         return message_properties_to_string(self.properties)
+
+    @properties_string.setter
+    def properties_string(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"properties_string must be str or None, not {type(value).__name__}")
+        self._properties_string = value
+
+    def put_property(self, name: str, value: str) -> None:
+        super().put_property(name, value)
+        self._properties_string = None
+
+    def clear_property(self, name: str) -> None:
+        super().clear_property(name)
+        self._properties_string = None
 
     @property
     def version(self) -> MessageVersion:

@@ -61,7 +61,22 @@ def message_properties_to_string(properties: dict[str, str] | None) -> str:
     empty one, would be silently split or dropped when read back, so rmqlab refuses them."""
     if properties is None:
         return ""
-    parts = []
+    try:
+        # Fast path: build, then check in bulk — exactly one \x01 and one \x02 per property
+        # means no name or value contained a separator.
+        items = [(n, v) for n, v in properties.items() if v is not None]
+        text = "".join([f"{n}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for n, v in items])
+        if (text.count(NAME_VALUE_SEPARATOR) == len(items) == text.count(PROPERTY_SEPARATOR)
+                and all(type(n) is str and type(v) is str and n and v for n, v in items)):
+            return text
+    except TypeError:
+        pass
+    _explain_bad_properties(properties)
+    raise MessageFormatError(f"properties {properties!r} cannot be encoded")  # not reached
+
+
+def _explain_bad_properties(properties: dict) -> None:
+    """Raise the precise error for the first property the fast path refused."""
     for name, value in properties.items():
         if value is None:
             continue
@@ -77,8 +92,6 @@ def message_properties_to_string(properties: dict[str, str] | None) -> str:
                     raise MessageFormatError(
                         f"property {what} {text!r} contains the separator {sep_name} "
                         f"at index {text.index(sep)}")
-        parts.append(f"{name}{NAME_VALUE_SEPARATOR}{value}{PROPERTY_SEPARATOR}")
-    return "".join(parts)
 
 
 def string_to_message_properties(properties: str | None) -> dict[str, str]:
