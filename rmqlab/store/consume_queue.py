@@ -167,8 +167,3 @@ class ConsumeQueue:
 
     def close(self) -> None:
         self.mapped_file_queue.close()
-
-    def destroy(self) -> None:
-        self.mapped_file_queue.destroy()
-        self.max_physic_offset = -1
-        self.min_logic_offset = 0

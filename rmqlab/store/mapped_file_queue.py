@@ -82,19 +82,11 @@ class MappedFileQueue:
         last = self.get_last_mapped_file()
         return last.file_from_offset + last.wrote_position if last else 0
 
-    def get_max_wrote_position(self) -> int:
-        return self.get_max_offset()
-
-    def how_much_fall_behind(self) -> int:
-        return self.get_max_offset() - self.flushed_where
-
     # -- durability ------------------------------------------------------------------------
     def flush(self, flush_least_pages: int = 0) -> bool:
         """Flush the file holding flushed_where; True if anything was flushed (RocketMQ returns the inverse)."""
         mf = self.find_mapped_file_by_offset(self.flushed_where)
-        if mf is None and self.mapped_files and self.flushed_where == mf_end(self.mapped_files[-1]):
-            return False
-        if mf is None:
+        if mf is None:  # nothing written yet, or flushed to the very end of the last file
             return False
         before = self.flushed_where
         self.flushed_where = mf.file_from_offset + mf.flush(flush_least_pages)
@@ -128,20 +120,6 @@ class MappedFileQueue:
         self.mapped_files = keep
         self.flushed_where = min(self.flushed_where, offset) if self.flushed_where else offset
 
-    def delete_last_mapped_file(self) -> None:
-        if self.mapped_files:
-            self.mapped_files.pop().destroy()
-
     def close(self) -> None:
         for mf in self.mapped_files:
             mf.close()
-
-    def destroy(self) -> None:
-        for mf in self.mapped_files:
-            mf.destroy()
-        self.mapped_files = []
-        self.flushed_where = 0
-
-
-def mf_end(mf: MappedFile) -> int:
-    return mf.file_from_offset + mf.wrote_position

@@ -67,10 +67,6 @@ class PageCache:
         if self._entries.pop(self._rel(path), None) is not None:
             self._save()
 
-    def durable_length(self, path: str) -> int | None:
-        entry = self._entries.get(self._rel(path))
-        return None if entry is None or "append" not in entry else entry["append"]
-
     def _save(self) -> None:
         # Not fsync'd: the ledger only has to outlive the *process*; the machine crash it describes
         # is emulated, so the real page cache keeps it.
@@ -119,17 +115,27 @@ def crash_machine(root_dir: str, torn_bytes: Callable[[str, int], int] | None = 
 
 
 def _written_length(path: str, start: int) -> int:
-    """End of the non-zero data in `path` at or after `start` (files are zero-filled beyond it)."""
-    size = os.path.getsize(path)
-    chunk = 1 << 20
+    """End of the non-zero data in `path` at or after `start` (files are zero-filled beyond it).
+
+    Mapped files are sparse, so only the allocated extents (SEEK_DATA/SEEK_HOLE) are read.
+    """
     end = start
+    chunk = 1 << 20
     with open(path, "rb") as f:
+        fd = f.fileno()
         pos = start
-        while pos < size:
-            f.seek(pos)
-            data = f.read(min(chunk, size - pos))
-            stripped = data.rstrip(b"\0")
-            if stripped:
-                end = pos + len(stripped)
-            pos += len(data)
+        while True:
+            try:
+                data_start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after pos
+                break
+            hole = os.lseek(fd, data_start, os.SEEK_HOLE)
+            while data_start < hole:
+                f.seek(data_start)
+                data = f.read(min(chunk, hole - data_start))
+                stripped = data.rstrip(b"\0")
+                if stripped:
+                    end = data_start + len(stripped)
+                data_start += len(data)
+            pos = hole
     return end
