@@ -451,7 +451,7 @@ def test_delay_messages_get_the_deliver_time_as_tags_code():
     msg = broker_inner(sched, b"", {"DELAY": "2"}, store_timestamp=5, **hosts())
     data = ENCODER.encode(msg, queue_offset=0, physical_offset=0)
     assert check_message_and_return_size(data, 0, delay_level_table=table).tags_code == 86_400_005
-    with pytest.raises(ValueError, match="does not end with s, m, h or d"):
+    with pytest.raises(ValueError, match="has unit .x.; the units are s, m, h, d"):
         parse_delay_level("1s 5x")
 
 

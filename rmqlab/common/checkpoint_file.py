@@ -32,6 +32,8 @@ import os
 import re
 import threading
 import zlib
+
+from rmqlab.common.java_compat import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
@@ -41,8 +43,8 @@ BAK_SUFFIX = ".bak"
 # CheckpointFile.NOT_CHECK_CRC_MAGIC_CODE: a stored CRC of 0 disables the CRC check on read.
 NOT_CHECK_CRC_MAGIC_CODE = 0
 
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+# Java's int/long limits under the names the epoch file code uses.
+INT_MIN, INT_MAX, LONG_MIN, LONG_MAX = INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX
 
 # RocketMQ writes System.lineSeparator(). rmqlab always writes "\n" so its files are identical on
 # every platform and equal to what RocketMQ writes on Linux (reference §1.5).

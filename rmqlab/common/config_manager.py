@@ -42,15 +42,12 @@ import json
 import logging
 import os
 import threading
+from rmqlab.common.java_compat import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-JAVA_INT_MIN = -(2**31)
-JAVA_INT_MAX = 2**31 - 1
-JAVA_LONG_MIN = -(2**63)
-JAVA_LONG_MAX = 2**63 - 1
 
 BAK_SUFFIX = ".bak"
 
@@ -217,7 +214,7 @@ def check_object(value: Any, where: str) -> dict[str, Any]:
 def check_int(value: Any, where: str, java_type: str = "int") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{where}: expected an integer, got {_describe(value)}")
-    lo, hi = (JAVA_INT_MIN, JAVA_INT_MAX) if java_type == "int" else (JAVA_LONG_MIN, JAVA_LONG_MAX)
+    lo, hi = (INT32_MIN, INT32_MAX) if java_type == "int" else (INT64_MIN, INT64_MAX)
     if not lo <= value <= hi:
         raise ValueError(f"{where}: {value} does not fit a Java {java_type}")
     return value

@@ -20,10 +20,9 @@ read the wall clock, so the caller passes the time (managers pass their injected
 from __future__ import annotations
 
 import json
+from rmqlab.common.java_compat import INT64_MAX, INT64_MIN
 from typing import Any
 
-JAVA_LONG_MIN = -(2**63)
-JAVA_LONG_MAX = 2**63 - 1
 
 # fastjson's bean order: properties sorted by name.
 JSON_KEYS = ("counter", "stateVersion", "timestamp")
@@ -33,7 +32,7 @@ def _check_long(name: str, value: Any) -> int:
     # bool is an int subclass in Python; JSON true/false must not pass as a number.
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
-    if not JAVA_LONG_MIN <= value <= JAVA_LONG_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"{name}: {value} does not fit a Java long")
     return value
 

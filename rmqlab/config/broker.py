@@ -24,6 +24,7 @@ from rmqlab.config.fields import (
     path_field,
     str_field,
 )
+from rmqlab.common.delay_level import parse_delay_level
 
 # ConsumeQueue entry size (offset 8 + size 4 + tags code 8), reference §7.2.
 CQ_STORE_UNIT_SIZE = 20
@@ -46,26 +47,9 @@ class FlushDiskType(Enum):
     ASYNC_FLUSH = "ASYNC_FLUSH"
 
 
-_DELAY_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_delay_levels(text: str) -> dict[int, int]:
-    """messageDelayLevel ("1s 5s 10s ... 2h") -> {level: delay in ms}, levels numbered from 1 as
-    in ScheduleMessageService.parseDelayLevel. ValueError when an entry is not <number><s|m|h|d>."""
-    table: dict[int, int] = {}
-    for level, item in enumerate(text.split(), start=1):
-        number, unit = item[:-1], item[-1:]
-        if unit not in _DELAY_UNITS_MS or not number.isascii() or not number.isdigit():
-            raise ValueError(f"{item!r} is not <number><s|m|h|d>")
-        table[level] = int(number) * _DELAY_UNITS_MS[unit]
-    if not table:
-        raise ValueError("no delay levels")
-    return table
-
-
-def _check_delay_levels(text: str) -> str | None:
+def check_delay_levels(text: str) -> str | None:
     try:
-        parse_delay_levels(text)
+        parse_delay_level(text)
     except ValueError as e:
         return f"space-separated delays such as '1s 5s 10s 30s 1m 2h' ({e})"
     return None
@@ -210,7 +194,7 @@ class MessageStoreConfig:
     putMessageTimeout: int = int_field(1000 * 8, min=1)
     slaveTimeout: int = int_field(3000, min=1)
     messageDelayLevel: str = str_field("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
-                                       check=_check_delay_levels)
+                                       check=check_delay_levels)
     flushDelayOffsetInterval: int = long_field(1000 * 10, min=1)
     # rmqlab implements no DLedger CommitLog; the loader rejects true (controller mode is the
     # supported way to get automatic failover, and RocketMQ forbids combining the two anyway).
@@ -286,7 +270,7 @@ class MessageStoreConfig:
 
     def get_delay_level_table(self) -> dict[int, int]:
         """messageDelayLevel as {level: delay ms}."""
-        return parse_delay_levels(self.messageDelayLevel)
+        return parse_delay_level(self.messageDelayLevel)
 
     def effective_values(self) -> dict[str, object]:
         """Values that differ from the raw fields once RocketMQ's derivation rules are applied

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rmqlab.config.errors import ConfigError
+from rmqlab.config.properties import read_config_bytes
 
 _JSON_WHITESPACE = " \t\n\r"
 
@@ -124,15 +125,7 @@ def parse_json_object(text: str, source: str = "<string>") -> list[JsonEntry]:
 
 def read_json_file(path: str) -> list[JsonEntry]:
     """Read and parse a JSON configuration file; a missing or empty file is a ConfigError."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: configuration file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read configuration file: {e.strerror}") from None
+    data = read_config_bytes(path)
     if not data:
         # RocketMQ's Configuration.loadJsonConfig refuses an empty file the same way.
         raise ConfigError(f"{path}: configuration file is empty")

@@ -151,17 +151,22 @@ def parse_properties(text: str, source: str = "<string>") -> list[PropertyEntry]
     return entries
 
 
-def read_properties_file(path: str) -> list[PropertyEntry]:
-    """Read and parse a ``.properties`` file; a missing or undecodable file is a ConfigError."""
+def read_config_bytes(path: str) -> bytes:
+    """The bytes of a configuration file; a missing or unreadable file is a ConfigError."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            return f.read()
     except FileNotFoundError:
         raise ConfigError(f"{path}: configuration file not found") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a configuration file") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read configuration file: {e.strerror}") from None
+
+
+def read_properties_file(path: str) -> list[PropertyEntry]:
+    """Read and parse a ``.properties`` file; a missing or undecodable file is a ConfigError."""
+    data = read_config_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

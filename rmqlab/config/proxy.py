@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rmqlab.config.addresses import check_addr_list
-from rmqlab.config.broker import parse_delay_levels
+from rmqlab.common.delay_level import parse_delay_level
+from rmqlab.config.broker import check_delay_levels
 from rmqlab.config.fields import bool_field, int_field, long_field, str_field
 
 CLUSTER_MODE = "CLUSTER"
@@ -21,14 +22,6 @@ def _check_proxy_mode(value: str) -> str | None:
     # ProxyMode.isClusterMode / isLocalMode compare the upper-cased value.
     if value.upper() not in (CLUSTER_MODE, LOCAL_MODE):
         return f"{CLUSTER_MODE} or {LOCAL_MODE} (any case)"
-    return None
-
-
-def _check_delay_levels(text: str) -> str | None:
-    try:
-        parse_delay_levels(text)
-    except ValueError as e:
-        return f"space-separated delays such as '1s 5s 10s 30s 1m 2h' ({e})"
     return None
 
 
@@ -71,7 +64,7 @@ class ProxyConfig:
     topicRouteServiceCacheRefreshSeconds: int = int_field(20, min=1)
     useDelayLevel: bool = bool_field(False)
     messageDelayLevel: str = str_field("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
-                                       check=_check_delay_levels)
+                                       check=check_delay_levels)
 
     def init_data(self) -> None:
         """ProxyConfig.initData: fill the addresses left empty. RocketMQ takes the machine's
@@ -87,4 +80,4 @@ class ProxyConfig:
         return self.proxyMode.upper() == CLUSTER_MODE
 
     def get_delay_level_table(self) -> dict[int, int]:
-        return parse_delay_levels(self.messageDelayLevel)
+        return parse_delay_level(self.messageDelayLevel)

@@ -16,6 +16,7 @@ import logging
 import os
 import struct
 
+from rmqlab.common.java_compat import INT32_MAX
 from rmqlab.store.mapped_file_queue import MappedFileQueue
 from rmqlab.store.page_cache import PageCache
 
@@ -23,9 +24,8 @@ log = logging.getLogger("rmqlab.store")
 
 CQ_STORE_UNIT_SIZE = 20
 _UNIT = struct.Struct(">qiq")
-INT_MAX = 2**31 - 1
 # Units written before the first real one when a queue starts at a non-zero offset (fillPreBlank).
-BLANK_UNIT = _UNIT.pack(0, INT_MAX, 0)
+BLANK_UNIT = _UNIT.pack(0, INT32_MAX, 0)
 
 
 def encode_cq_unit(commit_log_offset: int, size: int, tags_code: int) -> bytes:
@@ -70,7 +70,7 @@ class ConsumeQueue:
                 offset, size, _tags = _UNIT.unpack_from(view, pos)
                 if offset >= 0 and size > 0:
                     pos += CQ_STORE_UNIT_SIZE
-                    if size != INT_MAX:
+                    if size != INT32_MAX:
                         max_ext = offset + size
                 else:
                     break
@@ -105,7 +105,7 @@ class ConsumeQueue:
             if mf is None:
                 break
             offset, size, _ = decode_cq_unit(mf.read(new_end - CQ_STORE_UNIT_SIZE - mf.file_from_offset, CQ_STORE_UNIT_SIZE))
-            if size != INT_MAX and offset + size <= phy_offset:
+            if size != INT32_MAX and offset + size <= phy_offset:
                 last_ext = offset + size
                 break
             new_end -= CQ_STORE_UNIT_SIZE

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from rmqlab.common.delay_level import DEFAULT_MESSAGE_DELAY_LEVEL, compute_deliver_timestamp, parse_delay_level
 from rmqlab.common.java_compat import crc32, java_parse_int, java_string_hash_code, java_utf8_decode, to_int32
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import (CRC32_RESERVED_LEN, parse_crc32_property,
@@ -29,11 +30,6 @@ __all__ = [
 # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC: where delayed messages wait for their level's delay.
 RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
-# MessageStoreConfig.messageDelayLevel default: level i (1-based) is the i-th delay.
-DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-
-_TIME_UNIT_MILLIS = {"s": 1000, "m": 1000 * 60, "h": 1000 * 60 * 60, "d": 1000 * 60 * 60 * 24}
-
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 _LONG = struct.Struct(">q")
@@ -41,27 +37,7 @@ _AFTER_MAGIC = struct.Struct(">iiiqqiq")  # BODYCRC .. BORNTIMESTAMP (40 bytes)
 _INT_LONG = struct.Struct(">iq")
 
 
-def parse_delay_level(level_string: str = DEFAULT_MESSAGE_DELAY_LEVEL) -> dict[int, int]:
-    """``DefaultMessageStore.parseDelayLevel``: ``{level: delay_millis}`` from a string such as
-    ``"1s 5s 1m 2h"`` (units s, m, h, d; levels start at 1). Raises ValueError naming the bad
-    entry (Java logs and returns false)."""
-    table: dict[int, int] = {}
-    for i, value in enumerate(level_string.split(" ")):
-        unit = _TIME_UNIT_MILLIS.get(value[-1:])
-        if unit is None:
-            raise ValueError(f"delay level {i + 1} {value!r} in {level_string!r} does not end with s, m, h or d")
-        table[i + 1] = java_parse_int(value[:-1], 64) * unit
-    return table
-
-
-_DEFAULT_DELAY_LEVEL_TABLE = parse_delay_level()
-
-
-def compute_deliver_timestamp(delay_level_table: dict[int, int], delay_level: int, store_timestamp: int) -> int:
-    """``DefaultMessageStore.computeDeliverTimestamp``: store time + the level's delay, or + 1 s
-    for a level missing from the table."""
-    delay = delay_level_table.get(delay_level)
-    return store_timestamp + (delay if delay is not None else 1000)
+_DEFAULT_DELAY_LEVEL_TABLE = parse_delay_level(DEFAULT_MESSAGE_DELAY_LEVEL)
 
 
 @dataclass
