@@ -1,0 +1,72 @@
+"""SimLoop: an asyncio event loop on a virtual clock.
+
+asyncio's loop asks its selector to wait for I/O until the next timer is due. The simulator has
+no file descriptors, so the "selector" here never waits: it moves the virtual clock forward by the
+timeout instead. Everything that is runnable runs at the current virtual instant; when nothing is,
+time jumps to the next timer. Ready callbacks run in FIFO order and timers in (time, insertion)
+order, so a run is a pure function of its inputs: no wall clock, no threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import asyncio.base_events
+import asyncio.events
+
+
+class SimulationDeadlock(RuntimeError):
+    """Nothing can run and no timer is pending, yet the awaited result is not there."""
+
+
+class _VirtualSelector:
+    def __init__(self, loop: "SimLoop"):
+        self._loop = loop
+
+    def select(self, timeout: float | None):
+        if timeout is None:
+            raise SimulationDeadlock("the simulation is waiting for something that can never happen "
+                                     "(no task is runnable and no timer is pending)")
+        if timeout > 0:
+            loop = self._loop
+            target = loop._now + timeout
+            # Land exactly on the timer that is due, not on a float sum that misses it by 1e-16.
+            if loop._scheduled and abs(loop._scheduled[0]._when - target) < 1e-6:
+                target = loop._scheduled[0]._when
+            loop._now = max(loop._now, target)
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+class SimLoop(asyncio.base_events.BaseEventLoop):
+    def __init__(self) -> None:
+        super().__init__()
+        self._now = 0.0  # virtual seconds since the start of the simulation
+        self._selector = _VirtualSelector(self)
+        # Timers due within this resolution run together; keep it tiny so the virtual clock, not
+        # the wall clock's granularity, orders events.
+        self._clock_resolution = 1e-9
+
+    def time(self) -> float:
+        return self._now
+
+    # BaseEventLoop hooks that only a real selector loop needs.
+    def _process_events(self, event_list) -> None:
+        pass
+
+    def _write_to_self(self) -> None:
+        pass
+
+    def run_until_complete_nested(self, future):
+        """run_until_complete, also from inside a running loop (a Jupyter kernel runs one).
+
+        The simulation runs to completion synchronously, so the outer loop is merely paused; it is
+        restored afterwards.
+        """
+        outer = asyncio.events._get_running_loop()
+        asyncio.events._set_running_loop(None)
+        try:
+            return self.run_until_complete(future)
+        finally:
+            asyncio.events._set_running_loop(outer)

@@ -1,0 +1,146 @@
+"""TraceEvent: one structured event of the trace (issue 3 §5), and the canonical JSON it is written as.
+
+An event is an envelope — `seq`, `time_ms`, `node`, `kind` — plus `fields`, a JSON object whose
+content the event kind defines (see `rmqlab.trace.kinds`). Everything that leaves the running
+system for widgets, checkers and grading travels as these events, so they hold plain JSON values
+only: str, int, float, bool, None, lists, and dicts with str keys. Bytes are refused; a frame is
+traced as its decoded fields and its size (and, if wanted, a hex preview string).
+
+Canonical JSON
+--------------
+"Same seed ⇒ identical trace, byte for byte, whatever PYTHONHASHSEED is" needs one spelling per
+value. `canonical_json` is ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+ensure_ascii=False, allow_nan=False)``: keys sorted (so neither dict insertion order nor hash
+order matters), no spaces, non-ASCII text as UTF-8, floats as Python's shortest round-trip repr
+(identical on every IEEE-754 platform), NaN and infinities rejected. Values are normalized when
+an event is built, so what is kept in memory equals what a file round trip gives back: tuples
+become lists, str/int/float subclasses (enums) become the plain type, and anything that JSON
+would spell ambiguously or not at all (bytes, sets, non-str keys, NaN, lone surrogates) raises
+ValueError naming where it was found.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+# The envelope keys of an event record, in the order they appear in a canonical line (sorted).
+RECORD_KEYS = ("fields", "kind", "node", "seq", "time_ms")
+
+
+def canonical_json(value: Any) -> str:
+    """`value` (already plain JSON, see `json_value`) in rmqlab's canonical JSON spelling."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in a trace (JSON has no such number)")
+
+
+def parse_json(text: str) -> Any:
+    """json.loads that refuses NaN/Infinity, which Python's parser would otherwise accept."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def json_value(value: Any, where: str) -> Any:
+    """`value` as plain JSON data (a fresh copy), or ValueError naming `where` and the problem.
+
+    `where` is a path such as ``frame.send.fields.ext_fields.topic`` so the emitter knows which
+    value to fix.
+    """
+    # bool before int: bool is an int subclass and must stay true/false (bool has no subclasses).
+    if value is None or type(value) is bool:
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{where}: string {value!r} is not valid Unicode (lone surrogate)") from None
+        # str.__str__ drops a subclass (a str-valued Enum) to its plain value.
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: {value!r} is not allowed (JSON has no NaN or infinity)")
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [json_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{where}: key {key!r} is not a str (JSON object keys are strings)")
+            out[str.__str__(key)] = json_value(item, f"{where}.{key}")
+        return out
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise ValueError(
+            f"{where}: bytes are not allowed in a trace; emit the decoded fields and a size "
+            "(and a hex preview string if useful)"
+        )
+    raise ValueError(f"{where}: {type(value).__name__} value {value!r} is not JSON (use str, int, float, "
+                     "bool, None, list or dict)")
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One event: `seq` (per tracer, from 0), `time_ms`, `node`, `kind`, `fields`.
+
+    `time_ms` is virtual milliseconds since the simulation start on the simulator and wall-clock
+    epoch milliseconds on the real runtime; it is always a float. `node` is the node the event is
+    about ("broker-a", "namesrv", "controller-n0", "client-1", "nemesis"). `fields` is normalized
+    to plain JSON on construction (see module docstring); treat it as read-only — the same dict
+    is shared with every subscriber and with the written files.
+    """
+
+    seq: int
+    time_ms: float
+    node: str
+    kind: str
+    fields: dict
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seq, bool) or not isinstance(self.seq, int) or self.seq < 0:
+            raise ValueError(f"trace event seq must be a non-negative int, not {self.seq!r}")
+        object.__setattr__(self, "seq", int(self.seq))
+        if isinstance(self.time_ms, bool) or not isinstance(self.time_ms, (int, float)):
+            raise ValueError(f"trace event time_ms must be a number, not {self.time_ms!r}")
+        if not math.isfinite(self.time_ms):
+            raise ValueError(f"trace event time_ms must be finite, not {self.time_ms!r}")
+        object.__setattr__(self, "time_ms", float(self.time_ms))
+        for name in ("node", "kind"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"trace event {name} must be a non-empty str, not {value!r}")
+            object.__setattr__(self, name, json_value(value, name))
+        if not isinstance(self.fields, dict):
+            raise ValueError(f"{self.kind}: fields must be a dict, not {type(self.fields).__name__}")
+        object.__setattr__(self, "fields", json_value(self.fields, f"{self.kind}.fields"))
+
+    def to_record(self) -> dict:
+        """The event as the JSON object written on its JSONL line."""
+        return {"seq": self.seq, "time_ms": self.time_ms, "node": self.node, "kind": self.kind,
+                "fields": self.fields}
+
+    @classmethod
+    def from_record(cls, record: Any) -> "TraceEvent":
+        """An event from a parsed JSONL record; ValueError when the envelope is malformed.
+
+        The kind is not checked against the catalog: a reader must accept kinds added after it
+        was written (see `rmqlab.trace.kinds` on versioning).
+        """
+        if not isinstance(record, dict):
+            raise ValueError(f"an event record must be a JSON object, not {type(record).__name__}")
+        keys = set(record)
+        if keys != set(RECORD_KEYS):
+            missing = sorted(set(RECORD_KEYS) - keys)
+            extra = sorted(keys - set(RECORD_KEYS))
+            detail = []
+            if missing:
+                detail.append(f"missing {', '.join(missing)}")
+            if extra:
+                detail.append(f"unexpected {', '.join(extra)}")
+            raise ValueError(f"an event record has keys {', '.join(RECORD_KEYS)}: {'; '.join(detail)}")
+        return cls(record["seq"], record["time_ms"], record["node"], record["kind"], record["fields"])

@@ -1,0 +1,93 @@
+"""client_ops: the Jepsen-style history of client operations in a trace (issue 3 §5).
+
+Clients emit `client` events the way Jepsen records operations: an ``invoke`` when an operation
+starts, then one completion with the same node, process and op_id — ``ok`` (it happened),
+``fail`` (it certainly did not happen) or ``info`` (unknown: a timeout, a lost connection).
+Checkers work on operations, not events, so `client_ops` pairs each invoke with its completion.
+
+An operation whose completion never appears in the trace (the client was killed, the run ended)
+is indeterminate, exactly like an explicit ``info``: it may or may not have taken effect, at any
+time after its invoke. It is returned with ``type == "info"`` and ``complete_time_ms is None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rmqlab.trace.event import TraceEvent
+from rmqlab.trace.kinds import kind_spec
+
+
+@dataclass(frozen=True)
+class ClientOp:
+    """One client operation: invoke and completion. `invoke_value` is the argument, `value` the
+    result reported on completion (None when none, or when it never completed)."""
+
+    node: str
+    process: int
+    op_id: int
+    f: str
+    type: str  # "ok", "fail" or "info"
+    invoke_value: Any
+    value: Any
+    error: Any
+    invoke_time_ms: float
+    complete_time_ms: float | None  # None: never completed
+    invoke_seq: int
+    complete_seq: int | None
+
+    @property
+    def indeterminate(self) -> bool:
+        """True when the operation may or may not have taken effect (info, or never completed)."""
+        return self.type == "info"
+
+
+def client_ops(events: Iterable[TraceEvent]) -> list[ClientOp]:
+    """Pair the `client` events of `events` by (node, process, op_id) into operations, in invoke
+    order. Other kinds are ignored. ValueError, naming the event's node and seq, for a client event
+    that does not fit the catalog, a completion without an invoke, a second invoke of a pending
+    operation, or a completion whose f differs from its invoke's."""
+    spec = kind_spec("client")
+    # (invoke, completion or None) per operation, in invoke order; `pending` maps an operation's
+    # key to its slot until it completes (a key may be reused after that).
+    slots: list[tuple[TraceEvent, TraceEvent | None]] = []
+    pending: dict[tuple[str, int, int], int] = {}
+    for event in events:
+        if event.kind != "client":
+            continue
+        where = f"client event {event.node} seq {event.seq}"
+        try:
+            spec.validate(event.fields)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        f = event.fields
+        key = (event.node, f["process"], f["op_id"])
+        where += f" (process {key[1]}, op_id {key[2]})"
+        if f["type"] == "invoke":
+            if key in pending:
+                raise ValueError(f"{where}: invoked again while the first invoke is pending")
+            pending[key] = len(slots)
+            slots.append((event, None))
+            continue
+        slot = pending.pop(key, None)
+        if slot is None:
+            raise ValueError(f"{where}: {f['type']} without a pending invoke")
+        invoke = slots[slot][0]
+        if invoke.fields["f"] != f["f"]:
+            raise ValueError(f"{where}: completes f={f['f']!r} but was invoked as f={invoke.fields['f']!r}")
+        slots[slot] = (invoke, event)
+    return [_op(invoke, completion) for invoke, completion in slots]
+
+
+def _op(invoke: TraceEvent, completion: TraceEvent | None) -> ClientOp:
+    fi = invoke.fields
+    fc = completion.fields if completion is not None else {}
+    return ClientOp(
+        node=invoke.node, process=fi["process"], op_id=fi["op_id"], f=fi["f"],
+        type=fc.get("type", "info"), invoke_value=fi["value"], value=fc.get("value"),
+        error=fc.get("error"), invoke_time_ms=invoke.time_ms,
+        complete_time_ms=None if completion is None else completion.time_ms,
+        invoke_seq=invoke.seq, complete_seq=None if completion is None else completion.seq,
+    )

@@ -1,0 +1,144 @@
+"""Trace files as JSON Lines, and the trace hash (issue 3 §5).
+
+Layout: the first line is the header (see `rmqlab.trace.header`), then one event per line, each
+line the canonical JSON of the event record (`rmqlab.trace.event.canonical_json`: keys sorted,
+no spaces, UTF-8), ended by "\\n"::
+
+    {"meta":{"runtime":"sim","seed":7},"schema":"rmqlab.trace","version":1}
+    {"fields":{"component":"broker"},"kind":"node.start","node":"broker-a","seq":0,"time_ms":0.0}
+
+Lines are split at "\\n" only: JSON escapes every control character inside strings, and other
+Unicode line breaks (U+2028, U+0085) are legal unescaped inside a string, so `str.splitlines`
+would cut events apart.
+
+A streaming writer (`JsonlWriter`, used by `Tracer(jsonl_path=...)`) writes each line with one
+write and flushes it to the operating system, so a process killed with SIGKILL leaves every
+completed line behind (the page cache survives a process crash) and at most one torn last line;
+the reader skips that line with a TraceWarning. There is no fsync: trace files belong to the
+observer, not to the system under test, and the lab's machine crash is emulated (the real
+machine keeps running).
+
+`trace_hash` is the SHA-256 of the event lines exactly as written (header excluded), so for a
+file this module wrote, ``tail -n +2 trace.jsonl | sha256sum`` prints the same value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rmqlab.trace.errors import TraceFormatError, TraceWarning
+from rmqlab.trace.event import TraceEvent, canonical_json, parse_json
+from rmqlab.trace.header import TraceFile, header_record, meta_from_header
+
+
+def dumps_event(event: TraceEvent) -> str:
+    """The event's line (without the "\\n"): the canonical JSON of its record."""
+    return canonical_json(event.to_record())
+
+
+def dumps_header(meta: Mapping[str, Any] | None = None) -> str:
+    """The header line (without the "\\n") for run metadata `meta`."""
+    return canonical_json(header_record(meta))
+
+
+def trace_hash(events: Iterable[TraceEvent]) -> str:
+    """SHA-256 hex digest of the canonical JSONL body of `events`: every event's line followed by
+    "\\n", UTF-8 encoded, in the given order, no header. Determinism tests compare this value."""
+    digest = hashlib.sha256()
+    for event in events:
+        digest.update(dumps_event(event).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+class JsonlWriter:
+    """Writes a JSONL trace file line by line as events happen, flushing every line.
+
+    The file must not exist yet (FileExistsError otherwise): one file holds the events of one
+    tracer, numbered from seq 0, so a restarted process writes a new file rather than appending a
+    second numbering to the old one.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None):
+        self.path = os.fspath(path)
+        # newline="\n": never translate to "\r\n", whatever the platform.
+        self._file = open(self.path, "x", encoding="utf-8", newline="\n")
+        self._write_line(dumps_header(meta))
+
+    def write(self, event: TraceEvent) -> None:
+        self._write_line(dumps_event(event))
+
+    def _write_line(self, line: str) -> None:
+        # One write per line, then a flush: a SIGKILL can only tear the line being written.
+        self._file.write(line + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "JsonlWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_jsonl(events: Iterable[TraceEvent], path: str | os.PathLike[str],
+                meta: Mapping[str, Any] | None = None) -> None:
+    """Write `events` to `path` (replacing it) as a JSONL trace with header metadata `meta`."""
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(dumps_header(meta) + "\n")
+        for event in events:
+            f.write(dumps_event(event) + "\n")
+
+
+def load_jsonl(path: str | os.PathLike[str]) -> TraceFile:
+    """Read a JSONL trace: its metadata and events.
+
+    A malformed header or event raises TraceFormatError naming ``file:line`` (TraceVersionError
+    for a newer schema version). A last line without "\\n" that does not parse is the torn line
+    of a killed writer: it is skipped with a TraceWarning and `torn_tail` is set.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data:
+        raise TraceFormatError(f"{path}: empty file, not a trace (no header line)")
+    lines = data.split(b"\n")
+    # After a final "\n" split leaves an empty piece; anything else there is an unterminated line.
+    tail = lines.pop()
+    meta = None
+    events: list[TraceEvent] = []
+    torn = False
+    for index, raw in enumerate([*lines, tail] if tail else lines):
+        lineno = index + 1
+        where = f"{path}:{lineno}"
+        unterminated = bool(tail) and index == len(lines)
+        try:
+            record = parse_json(raw.decode("utf-8"))
+        except ValueError as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            # A writer killed mid-line can cut a UTF-8 sequence or the JSON text anywhere, but a
+            # torn line always lacks its "\n"; with a header and a "\n", the line is just bad.
+            if unterminated and meta is not None:
+                warnings.warn(f"{where}: skipped a torn last line ({len(raw)} bytes without a "
+                              "newline; its writer was probably killed mid-write)", TraceWarning, stacklevel=2)
+                torn = True
+                break
+            raise TraceFormatError(f"{where}: not valid JSON ({e})") from None
+        if meta is None:
+            meta = meta_from_header(record, where)
+            continue
+        try:
+            events.append(TraceEvent.from_record(record))
+        except ValueError as e:
+            raise TraceFormatError(f"{where}: {e}") from None
+    return TraceFile(meta, events, torn)
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[TraceEvent]:
+    """The events of a JSONL trace (see `load_jsonl` for the checks and the torn last line)."""
+    return load_jsonl(path).events

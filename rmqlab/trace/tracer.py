@@ -1,0 +1,146 @@
+"""Tracer: where components emit the structured events of the trace (issue 3 §5).
+
+Every component of both runtimes gets a Tracer and calls ``tracer.emit(node, kind, **fields)``.
+The tracer numbers the event (`seq`, from 0), stamps it with its clock (`time_ms`), checks it
+against the kind catalog (`rmqlab.trace.kinds`), keeps it in `events`, hands it to every
+subscriber (widgets, checkers) and, with `jsonl_path`, appends it to a JSONL file as it happens.
+The trace is the only road from the running system to widgets, checkers and grading: they
+subscribe here or read the files, never the components.
+
+The clock is a callable returning milliseconds: the simulator's virtual clock (ms since the
+simulation start) or, on the real runtime, a wall clock in epoch ms supplied by the runtime
+(modules under rmqlab/ do not read the time themselves).
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rmqlab.trace.event import TraceEvent
+from rmqlab.trace.header import normalize_meta
+from rmqlab.trace.jsonl import JsonlWriter
+from rmqlab.trace.kinds import validate_fields
+
+Subscriber = Callable[[TraceEvent], None]
+
+
+def _field_name(name: str) -> str:
+    # `from` is a field of role/state events but a Python keyword: emit(..., from_="SLAVE").
+    if name.endswith("_") and keyword.iskeyword(name[:-1]):
+        return name[:-1]
+    return name
+
+
+class Tracer:
+    """Numbers, stamps, validates, keeps, fans out and optionally streams trace events.
+
+    `clock_ms` returns the current time in ms. `jsonl_path`, if given, is a new file (it must not
+    exist) receiving the header with `meta` and then every event as it is emitted, each line
+    flushed. `meta` is the run metadata (`rmqlab.trace.header`). Emitting is thread-safe: seq order
+    is the order of the lines in the file and of the deliveries to each subscriber.
+    """
+
+    def __init__(self, clock_ms: Callable[[], float], *, jsonl_path: str | os.PathLike[str] | None = None,
+                 meta: Mapping[str, Any] | None = None):
+        self._clock_ms = clock_ms
+        self.meta = normalize_meta(meta)
+        self.events: list[TraceEvent] = []
+        self._next_seq = 0
+        self._subscribers: dict[int, Subscriber] = {}
+        self._next_token = 0
+        # Re-entrant: a subscriber may emit (a checker reporting a violation as a log event).
+        self._lock = threading.RLock()
+        self._pending: deque[TraceEvent] = deque()
+        self._delivering = False
+        self._closed = False
+        self._sink = JsonlWriter(jsonl_path, self.meta) if jsonl_path is not None else None
+
+    def emit(self, node: str, kind: str, /, **fields: Any) -> TraceEvent:
+        """Record one event and return it.
+
+        ValueError names the kind and field for an unknown kind, a missing required field, a
+        declared field of the wrong type, a value JSON cannot hold exactly (bytes, NaN, ...), or a
+        reserved "_" name. Extra fields are welcome. A field named after a Python keyword is
+        passed with a trailing underscore (``from_="SLAVE"`` stores ``"from"``).
+
+        If a subscriber raises, the others still receive the event, and the first exception is
+        re-raised here afterwards (the event stays recorded): a failing checker must not go
+        unnoticed.
+        """
+        named = {_field_name(name): value for name, value in fields.items()}
+        if len(named) != len(fields):
+            raise ValueError(f"trace event {kind!r}: a field is given both with and without its trailing '_'")
+        validate_fields(kind, named)
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"trace event {kind!r} emitted on a closed Tracer")
+            now = self._clock_ms()
+            if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
+                raise ValueError(f"the trace clock returned {now!r}, not a finite number of ms")
+            event = TraceEvent(self._next_seq, now, node, kind, named)
+            self._next_seq += 1
+            self.events.append(event)
+            if self._sink is not None:
+                self._sink.write(event)
+            self._pending.append(event)
+            if self._delivering:
+                # Emitted by a subscriber: the delivery loop below (further up this thread's
+                # stack) hands it out after the current event, so every subscriber sees seq order.
+                return event
+            self._deliver()
+        return event
+
+    def _deliver(self) -> None:
+        self._delivering = True
+        first_error: Exception | None = None
+        try:
+            while self._pending:
+                event = self._pending.popleft()
+                # A snapshot: a subscriber may (un)subscribe while being called.
+                for fn in tuple(self._subscribers.values()):
+                    try:
+                        fn(event)
+                    except Exception as e:
+                        if first_error is None:
+                            first_error = e
+        finally:
+            self._delivering = False
+        if first_error is not None:
+            raise first_error
+
+    def subscribe(self, fn: Subscriber, *, replay: bool = False) -> Callable[[], None]:
+        """Call `fn(event)` for every event emitted from now on; with `replay`, first for every
+        event already emitted. Returns a function that unsubscribes (calling it twice is harmless)."""
+        with self._lock:
+            token = self._next_token
+            self._next_token += 1
+            if replay:
+                for event in tuple(self.events):
+                    fn(event)
+            self._subscribers[token] = fn
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subscribers.pop(token, None)
+
+        return unsubscribe
+
+    def close(self) -> None:
+        """Close the JSONL sink; emitting afterwards raises ValueError. Idempotent."""
+        with self._lock:
+            self._closed = True
+            if self._sink is not None:
+                self._sink.close()
+                self._sink = None
+
+    def __enter__(self) -> "Tracer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
