@@ -62,9 +62,21 @@ class FieldSpec:
         if self.choices and "str" not in self.type.split("|"):
             raise ValueError(f"field {self.name!r}: only a str field can list choices")
 
+    @property
+    def _checks(self) -> tuple:
+        # Compiled once per field (frozen dataclass: cached in __dict__): emit runs this a lot.
+        checks = self.__dict__.get("_compiled")
+        if checks is None:
+            checks = tuple(_TYPE_CHECKS[t] for t in self.type.split("|"))
+            object.__setattr__(self, "_compiled", checks)
+        return checks
+
     def check(self, kind: str, value: Any) -> None:
         """ValueError naming the kind and field when `value` does not fit this field."""
-        if not any(_TYPE_CHECKS[t](value) for t in self.type.split("|")):
+        for fits in self._checks:
+            if fits(value):
+                break
+        else:
             raise ValueError(f"trace event {kind!r}: field {self.name!r} must be {self.type}, "
                              f"not {type(value).__name__} {value!r}")
         if self.choices and isinstance(value, str) and value not in self.choices:

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rmqlab.trace.event import TraceEvent
+from rmqlab.trace.event import TraceEvent, json_fields, json_value
 from rmqlab.trace.header import normalize_meta
 from rmqlab.trace.jsonl import JsonlWriter
 from rmqlab.trace.kinds import validate_fields
@@ -83,7 +83,12 @@ class Tracer:
             now = self._clock_ms()
             if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
                 raise ValueError(f"the trace clock returned {now!r}, not a finite number of ms")
-            event = TraceEvent(self._next_seq, now, node, kind, named)
+            if type(node) is not str or not node:
+                raise ValueError(f"trace event node must be a non-empty str, not {node!r}")
+            if not node.isascii():
+                json_value(node, "node")  # a lone surrogate cannot be written as UTF-8
+            event = TraceEvent.trusted(self._next_seq, float(now), node, kind,
+                                       json_fields(named, f"{kind}.fields"))
             self._next_seq += 1
             self.events.append(event)
             if self._sink is not None:

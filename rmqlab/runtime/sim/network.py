@@ -61,11 +61,14 @@ class _Half:
         self.last_deliver_at = 0.0
         self.stalled: list[tuple[str, bytes]] = []  # waiting for a blocked link to open
         self.closed = False  # the sender closed it (EOF queued)
+        # This half's own random stream: its draws happen in its own send order, so they never
+        # depend on how sends to different destinations interleave.
+        self.rng = random.Random(f"{conn.seed}|{conn.cid}|{src}|{dst}")
 
 
 class SimConnection:
-    def __init__(self, cid: int, a: str, a_addr: tuple[str, int], b: str, b_addr: tuple[str, int]):
-        self.cid, self.a, self.a_addr, self.b, self.b_addr = cid, a, a_addr, b, b_addr
+    def __init__(self, seed: int, cid: int, a: str, a_addr: tuple[str, int], b: str, b_addr: tuple[str, int]):
+        self.seed, self.cid, self.a, self.a_addr, self.b, self.b_addr = seed, cid, a, a_addr, b, b_addr
         self.reader_a = asyncio.StreamReader(limit=2**31)
         self.reader_b = asyncio.StreamReader(limit=2**31)
         self.a_to_b = _Half(self, a, b, self.reader_b)
@@ -171,9 +174,9 @@ class SimNetwork:
     def _rng(self, *key: Any) -> random.Random:
         return random.Random("|".join(map(str, (self.seed, *key))))
 
-    def _latency_s(self, src: str, dst: str, key: tuple) -> float:
+    def _latency_s(self, src: str, dst: str, key: tuple, rng: random.Random | None = None) -> float:
         lo, hi = self.links.get((src, dst), LinkKnobs()).latency_ms or self.default_latency_ms
-        return (lo + (hi - lo) * self._rng("lat", *key).random()) / 1000.0
+        return (lo + (hi - lo) * (rng or self._rng("lat", *key)).random()) / 1000.0
 
     # -- listen / connect --------------------------------------------------------------------
     def listen(self, node: str, host: str, port: int, handler) -> SimListener:
@@ -215,7 +218,7 @@ class SimNetwork:
             dst = listener.node
             if self.is_blocked(dst, node) or self.down.get(dst) == "machine":
                 return  # SYN-ACK lost: the connect times out
-            conn = SimConnection(cid, node, local, dst, (host, port))
+            conn = SimConnection(self.seed, cid, node, local, dst, (host, port))
             self.connections.append(conn)
             writer_b = SimStreamWriter(self, conn, dst)
 
@@ -257,11 +260,10 @@ class SimNetwork:
         if kind == "eof":
             half.closed = True
         half.seq += 1
-        key = (conn.cid, src, half.seq)
-        delay = self._latency_s(src, half.dst, key)
+        delay = self._latency_s(src, half.dst, (), half.rng)
         loss = self.links.get((src, half.dst), LinkKnobs()).loss
         if loss > 0:
-            rng = self._rng("loss", *key)
+            rng = half.rng
             rto = RTO_MS
             retries = 0
             while rng.random() < loss:
@@ -325,8 +327,7 @@ class SimNetwork:
                     pending, half.stalled = half.stalled, []
                     for kind, payload in pending:
                         half.seq += 1
-                        at = max(self.loop.time() + self._latency_s(src, dst, (conn.cid, src, half.seq)),
-                                 half.last_deliver_at)
+                        at = max(self.loop.time() + self._latency_s(src, dst, (), half.rng), half.last_deliver_at)
                         half.last_deliver_at = at
                         self._schedule(at, src, dst, conn, half.seq,
                                        lambda h=half, k=kind, p=payload: self._arrive(h, k, p))
