@@ -40,7 +40,8 @@ class PingPong(Component):
                 payload = await reader.readexactly(n)
                 writer.write(_LEN.pack(n) + payload)
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError) as e:
+            self.node.trace("net.close", peer=str(writer.get_extra_info("peername")), reason=_why(e))
             writer.close()
 
     async def _ping_loop(self, peer: str, port: int) -> None:
@@ -68,8 +69,13 @@ class PingPong(Component):
             except (asyncio.IncompleteReadError, ConnectionError) as e:
                 node.trace("client", type="info", process=self.process, f="ping", op_id=self.op_id, value=None,
                            error=type(e).__name__)
+                node.trace("net.close", peer=peer, reason=_why(e))
                 writer.close()
                 await node.sleep(100)
+
+
+def _why(e: Exception) -> str:
+    return "remote" if isinstance(e, asyncio.IncompleteReadError) else f"reset: {e}"
 
 
 def build(sim, nodes: int, base_port: int = 20000, interval_ms: float = 10.0) -> list[str]:

@@ -87,8 +87,20 @@ def json_value(value: Any, where: str) -> Any:
 _PLAIN = (int, float, bool, type(None))
 
 
+def _flat_copy(value: dict) -> dict | None:
+    """A copy of a dict of str keys and plain values (a frame's extFields), else None."""
+    out = {}
+    for k, v in value.items():
+        t = type(v)
+        if type(k) is not str or not ((t is str and v.isascii()) or (t in _PLAIN and (t is not float or math.isfinite(v)))):
+            return None
+        out[k] = v
+    return out
+
+
 def json_fields(fields: dict, where: str) -> dict:
-    """`json_value` for an event's fields, with a fast path for the flat fields most events have."""
+    """`json_value` for an event's fields, with fast paths for the flat values most events have;
+    anything else goes through `json_value`, which normalizes and names what is wrong."""
     out = {}
     for key, value in fields.items():
         t = type(value)
@@ -96,6 +108,8 @@ def json_fields(fields: dict, where: str) -> dict:
             out[key] = value
         elif t in _PLAIN and (t is not float or math.isfinite(value)):
             out[key] = value
+        elif t is dict and (flat := _flat_copy(value)) is not None:
+            out[key] = flat
         else:
             if type(key) is not str:
                 raise ValueError(f"{where}: key {key!r} is not a str (JSON object keys are strings)")

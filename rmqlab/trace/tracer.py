@@ -73,9 +73,13 @@ class Tracer:
         re-raised here afterwards (the event stays recorded): a failing checker must not go
         unnoticed.
         """
-        named = {_field_name(name): value for name, value in fields.items()}
-        if len(named) != len(fields):
-            raise ValueError(f"trace event {kind!r}: a field is given both with and without its trailing '_'")
+        named = fields
+        for name in fields:
+            if name[-1] == "_":  # rare: a keyword field such as from_
+                named = {_field_name(n): value for n, value in fields.items()}
+                if len(named) != len(fields):
+                    raise ValueError(f"trace event {kind!r}: a field is given both with and without its trailing '_'")
+                break
         validate_fields(kind, named)
         with self._lock:
             if self._closed:

@@ -18,6 +18,9 @@ The knobs, per directed link (src node → dst node):
   blocked              a partition: segments wait ("retransmitting") until the link is unblocked;
                        a connect through a blocked link times out
 
+Like the real runtime, the network traces connects and accepts; a close is traced by the component
+that sees it, which knows why (rmqlab.remoting's channels do).
+
 Node states seen by the network: a *suspended* node (SIGSTOP) keeps its connections but its
 input waits until it resumes; a *process crash* closes its connections (peers read EOF, their
 later writes get a reset); a *machine crash* is silent (peers hear nothing; their segments are
@@ -346,7 +349,6 @@ class SimNetwork:
         own_reader = conn.reader_a if node == conn.a else conn.reader_b
         if not own_reader.at_eof():
             own_reader.feed_eof()
-        self._trace(node, "net.close", peer=conn.b if node == conn.a else conn.a, reason=reason, conn_id=conn.cid)
         self._send(conn, node, "eof", b"")
         other = conn.half_from(conn.b if node == conn.a else conn.a)
         if other.closed:
@@ -359,8 +361,6 @@ class SimNetwork:
         for node, reader in ((conn.a, conn.reader_a), (conn.b, conn.reader_b)):
             if node not in self.down and not reader.at_eof():
                 reader.set_exception(ConnectionResetError(f"connection reset ({reason})"))
-                self._trace(node, "net.close", peer=conn.b if node == conn.a else conn.a,
-                            reason=f"reset: {reason}", conn_id=conn.cid)
         self._forget(conn)
 
     def _forget(self, conn: SimConnection) -> None:

@@ -1,0 +1,279 @@
+"""RemotingChannel: one remoting connection, in either direction (reference §8, real-clients §3.1).
+
+RocketMQ runs both ends of a connection through ``NettyRemotingAbstract``: whichever side opened
+it, each side may send requests and answer the other's. A broker answers its clients' requests on
+the connections they opened and sends them requests too (NOTIFY_CONSUMER_IDS_CHANGED); the
+controller answers a broker's requests and sends NOTIFY_BROKER_ROLE_CHANGED the other way. So a
+channel is symmetric:
+
+* **sending requests** - :meth:`invoke` gives the request the next opaque of this connection,
+  parks a future under it and arms a timer (``node.call_later``); the response with that opaque
+  completes the future, the timer fails it with :class:`RemotingTimeoutError`, and losing the
+  connection fails every pending one with :class:`RemotingConnectError`. :meth:`invoke_oneway`
+  marks the request oneway and expects nothing back;
+* **serving requests** - every incoming request is handed to the owner (the server or client the
+  channel belongs to, see ``RemotingAbstract.process_request_command``) in a task of its own.
+  Clients multiplex everything over one connection (real-clients §3.1): a PULL_MESSAGE held for a
+  long poll must not delay the requests behind it, so responses leave in completion order, each
+  carrying its request's opaque.
+
+Reading is an incremental :class:`FrameDecoder`; a :class:`FrameError` closes this connection only
+(as ``NettyDecoder`` does), logged with its reason and traced as ``net.close``. Every frame is
+traced as ``frame.send`` / ``frame.recv`` with ``proto="remoting"`` and the decoded header fields;
+``name`` is the request code's name for a request and the response code's for a response.
+
+Only the Node interface and the stream methods both runtimes provide are used, so the same code
+runs over TCP and inside the simulator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from rmqlab.remoting.exceptions import FrameError, RemotingCommandError, RemotingConnectError, \
+    RemotingTimeoutError
+from rmqlab.remoting.frame_decoder import FRAME_MAX_LENGTH, FrameDecoder
+from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.remoting_helper import exception_simple_desc, get_request_code_desc, \
+    get_response_code_desc, peer_address
+from rmqlab.remoting.response_code import RemotingSysResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.remoting.remoting_abstract import RemotingAbstract
+    from rmqlab.runtime.node import Node
+
+_READ_SIZE = 256 * 1024
+_OPAQUE_MASK = 0x7FFFFFFF  # stays a non-negative Java int when the counter wraps
+
+
+class RemotingChannel:
+    """A connection carrying RemotingCommands both ways; see the module docstring."""
+
+    def __init__(self, node: "Node", reader: Any, writer: Any, owner: "RemotingAbstract",
+                 remote_addr: str | None = None):
+        self.node = node
+        self.owner = owner
+        self._reader = reader
+        self._writer = writer
+        # A client names the channel by the address it dialled; an accepted one by its peer.
+        self.remote_addr = remote_addr or peer_address(writer.get_extra_info("peername"))
+        self._decoder = FrameDecoder()
+        self._pending: dict[int, asyncio.Future] = {}
+        self._next_opaque = 0
+        self._closed = False
+        self.close_reason: str | None = None
+        self._run_done: asyncio.Event | None = None
+        self._run_task: asyncio.Task | None = None
+
+    def __repr__(self) -> str:
+        state = f"closed: {self.close_reason}" if self._closed else "open"
+        return f"RemotingChannel({self.remote_addr}, {state}, {len(self._pending)} pending)"
+
+    def is_active(self) -> bool:
+        return not self._closed and not self._writer.is_closing()
+
+    @property
+    def pending_count(self) -> int:
+        """Requests sent on this channel still waiting for their response."""
+        return len(self._pending)
+
+    # -- reading --------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Read and dispatch frames until the connection ends; then close the channel.
+
+        Runs as a node task spawned by the channel's owner; :meth:`close` cancels it.
+        """
+        self._run_done = asyncio.Event()
+        self._run_task = asyncio.current_task()
+        reason = "remote"
+        try:
+            while not self._closed:
+                try:
+                    data = await self._reader.read(_READ_SIZE)
+                except (ConnectionError, OSError) as e:
+                    reason = f"reset: {e}" if str(e) else "reset"
+                    break
+                if not data:
+                    break  # EOF: the peer closed its side
+                try:
+                    commands = self._decoder.feed(data)
+                except FrameError as e:
+                    # Frames completed before the bad one arrived intact; Netty hands them on too.
+                    for cmd in e.commands:
+                        self._dispatch(cmd)
+                    reason = f"frame error: {e.reason}"
+                    self.node.log.warning("remoting: closing the connection with %s: %s",
+                                          self.remote_addr, e.reason)
+                    break
+                for cmd in commands:
+                    self._dispatch(cmd)
+        except asyncio.CancelledError:
+            reason = "local"
+            raise
+        except Exception as e:  # a bug here must not leave a half-dead connection behind
+            self.node.log.exception("remoting: reading from %s failed", self.remote_addr)
+            reason = f"internal error: {exception_simple_desc(e)}"
+        finally:
+            self.close(reason)
+            self._run_done.set()
+
+    def _dispatch(self, cmd: RemotingCommand) -> None:
+        # As on the wire: what arrived, mixed types from some clients included.
+        self._trace("frame.recv", cmd, cmd.frame_size or 0, cmd.ext_fields)
+        if cmd.is_response_type():
+            future = self._pending.pop(cmd.opaque, None)
+            if future is None:
+                # Late (after its timeout) or unsolicited; RocketMQ logs and drops it too.
+                self.node.log.warning("remoting: response from %s matches no pending request: %r",
+                                      self.remote_addr, cmd)
+            elif not future.done():
+                future.set_result(cmd)
+        else:
+            self.node.spawn(self.owner.process_request_command(self, cmd))
+
+    # -- writing --------------------------------------------------------------------------------
+    def _trace(self, kind: str, cmd: RemotingCommand, size: int, ext_fields: dict | None) -> None:
+        describe = get_response_code_desc if cmd.is_response_type() else get_request_code_desc
+        fields: dict[str, Any] = dict(proto="remoting", peer=self.remote_addr, size=size, code=cmd.code,
+                                      name=describe(cmd.code), opaque=cmd.opaque, flag=cmd.flag,
+                                      remark=cmd.remark, body_size=len(cmd.body) if cmd.body else 0)
+        if ext_fields is not None:
+            fields["ext_fields"] = ext_fields
+        self.node.trace(kind, **fields)
+
+    def _check_open(self) -> None:
+        if self._closed or self._writer.is_closing():
+            raise RemotingConnectError(self.remote_addr, f"connection closed ({self.close_reason or 'closing'})")
+
+    def send_command(self, cmd: RemotingCommand) -> int:
+        """Encode ``cmd`` and hand the frame to the connection without waiting for it to drain;
+        returns the frame's size. RemotingConnectError when the channel is closed."""
+        self._check_open()
+        frame, ext_fields = cmd.encode_frame()
+        if len(frame) > FRAME_MAX_LENGTH:
+            # The peer's decoder would drop the connection, and every request on it, for this.
+            raise RemotingCommandError(f"frame of {len(frame)} bytes exceeds the {FRAME_MAX_LENGTH}-byte limit")
+        # Traced first: a value the trace refuses then fails the send before anything is written.
+        self._trace("frame.send", cmd, len(frame), ext_fields)
+        self._writer.write(frame)
+        return len(frame)
+
+    async def write_command(self, cmd: RemotingCommand) -> None:
+        """:meth:`send_command`, then wait until the connection accepts more (flow control)."""
+        self.send_command(cmd)
+        try:
+            await self._writer.drain()
+        except (ConnectionError, OSError) as e:
+            self.close(f"reset: {e}" if str(e) else "reset")
+            raise RemotingConnectError(self.remote_addr, f"write failed: {e}") from e
+
+    async def invoke(self, request: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        """Send ``request`` and wait for its response (``invokeSyncImpl``).
+
+        Sets ``request.opaque``. Raises RemotingTimeoutError after ``timeout_ms`` and
+        RemotingConnectError when the connection is or gets closed first.
+        """
+        if request.is_response_type() or request.is_oneway_rpc():
+            raise ValueError(f"invoke needs a two-way request, not flag {request.flag:#b}")
+        self._check_open()
+        opaque = self._next_opaque
+        self._next_opaque = (opaque + 1) & _OPAQUE_MASK
+        request.opaque = opaque
+        future = asyncio.get_running_loop().create_future()
+        self._pending[opaque] = future
+        timer = self.node.call_later(timeout_ms, self._expire, opaque, timeout_ms)
+        try:
+            # Not drained here: the timeout must bound the whole call, and a peer that stopped
+            # reading would hold a drain forever. The transport buffers the frame; the number of
+            # requests a caller keeps in flight bounds what piles up.
+            self.send_command(request)
+            return await future
+        finally:
+            timer.cancel()
+            self._pending.pop(opaque, None)
+
+    def _expire(self, opaque: int, timeout_ms: float) -> None:
+        future = self._pending.pop(opaque, None)
+        if future is not None and not future.done():
+            future.set_exception(RemotingTimeoutError(self.remote_addr, timeout_ms))
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send ``request`` marked oneway (``invokeOnewayImpl``): the peer sends nothing back."""
+        if request.is_response_type():
+            raise ValueError("a response cannot be sent as a oneway request")
+        request.mark_oneway_rpc()
+        request.opaque = self._next_opaque
+        self._next_opaque = (self._next_opaque + 1) & _OPAQUE_MASK
+        await self.write_command(request)
+
+    async def write_response(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        """``NettyRemotingAbstract.writeResponse``: answer ``request`` with ``response``.
+
+        Nothing is sent for a oneway request or a None response. A response that cannot be
+        encoded (a processor bug) is replaced by SYSTEM_ERROR naming the problem, so the caller
+        is not left to time out; a closed channel drops the response with a log line, as the
+        client is gone.
+        """
+        if response is None or request.is_oneway_rpc():
+            return
+        response.opaque = request.opaque
+        response.mark_response_type()
+        try:
+            try:
+                await self.write_command(response)
+            except ValueError as e:  # RemotingCommandError included
+                self.node.log.error("remoting: response to request code %s cannot be sent: %s",
+                                    request.code, e)
+                error = RemotingCommand.create_response_command(RemotingSysResponseCode.SYSTEM_ERROR,
+                                                                exception_simple_desc(e))
+                error.opaque = request.opaque
+                await self.write_command(error)
+        except RemotingConnectError as e:
+            self.node.log.info("remoting: response to request code %s (opaque %d) not sent: %s",
+                               request.code, request.opaque, e.reason)
+
+    # -- closing --------------------------------------------------------------------------------
+    def close(self, reason: str = "local") -> None:
+        """Close the connection now; pending requests fail with RemotingConnectError.
+
+        ``reason`` goes to the ``net.close`` trace event: ``local`` when this side decided,
+        ``remote`` when the peer closed, ``reset``, or an error message. Closing twice is a no-op.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self.close_reason = reason
+        self.node.trace("net.close", peer=self.remote_addr, reason=reason)
+        try:
+            self._writer.close()
+        except (ConnectionError, OSError):
+            pass  # already gone; closing is all that was wanted
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(RemotingConnectError(self.remote_addr, f"connection closed ({reason})"))
+        # Stop the reader now rather than trusting every runtime to end a pending read when the
+        # writer closes.
+        if self._run_task is not None and self._run_task is not asyncio.current_task():
+            self._run_task.cancel()
+        self.owner.on_channel_closed(self)
+
+    async def aclose(self, reason: str = "local", flush_limit_ms: float = 1000) -> None:
+        """:meth:`close`, then wait until the reader has stopped and the connection is closed.
+
+        Closing a connection first flushes what is still buffered for the peer, which never ends
+        if the peer stopped reading; so the wait for that is bounded by ``flush_limit_ms``.
+        """
+        self.close(reason)
+        if self._run_done is not None:
+            await self._run_done.wait()
+        waiter = self.node.spawn(self._writer.wait_closed(), name=f"remoting-close {self.remote_addr}")
+        timer = self.node.call_later(flush_limit_ms, waiter.cancel)
+        try:
+            # asyncio.wait never raises the waiter's outcome; our own cancellation still does.
+            await asyncio.wait({waiter})
+        finally:
+            timer.cancel()
+        if not waiter.cancelled():
+            waiter.exception()  # retrieved and dropped: a reset while closing still means closed
