@@ -320,3 +320,14 @@ def test_trace_is_identical_across_processes_and_hash_seeds():
         assert r.returncode == 0, r.stderr
         outs.add(r.stdout.strip())
     assert len(outs) == 1, outs
+
+
+def test_data_for_a_locally_closed_socket_draws_a_reset():
+    sim, srv = two_nodes()
+    reader, writer = connect(sim)
+    writer.write(b"request")
+    writer.close()  # closed before the reply ("ack:request") arrives
+    sim.run_for(10)
+    assert sim.network._queue == [] and sim.network.connections == []  # delivery kept going
+    # The server's reply hit the closed socket: the server sees a reset on its next read.
+    assert [d for _, d in srv["c"].received] == [b"request"]

@@ -78,6 +78,7 @@ class SimConnection:
         self.b_to_a = _Half(self, b, a, self.reader_a)
         self.dead = False           # reset
         self.gone: dict[str, str] = {}  # end node -> "process" | "machine": that end crashed
+        self.closed_ends: set[str] = set()  # ends their own node closed
 
     def half_from(self, node: str) -> _Half:
         return self.a_to_b if node == self.a else self.b_to_a
@@ -315,7 +316,15 @@ class SimNetwork:
         self._deliver_to(half.dst, lambda: self._feed(half, kind, payload))
 
     def _feed(self, half: _Half, kind: str, payload: bytes) -> None:
-        if half.conn.dead:
+        conn = half.conn
+        if conn.dead:
+            return
+        if half.dst in conn.closed_ends:
+            # The receiving socket is closed: data draws a RST (as TCP does); an EOF completes the close.
+            if kind == "data":
+                self._reset(conn, reason="data arrived for a closed socket")
+            elif half.closed and conn.half_from(half.dst).closed:
+                self._forget(conn)
             return
         self.segments_delivered += 1
         if kind == "data":
@@ -346,6 +355,7 @@ class SimNetwork:
         """`node` closes its end: the peer reads EOF after the data already sent."""
         if conn.dead or node in self.down:
             return
+        conn.closed_ends.add(node)
         own_reader = conn.reader_a if node == conn.a else conn.reader_b
         if not own_reader.at_eof():
             own_reader.feed_eof()
