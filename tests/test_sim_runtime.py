@@ -331,3 +331,11 @@ def test_data_for_a_locally_closed_socket_draws_a_reset():
     assert sim.network._queue == [] and sim.network.connections == []  # delivery kept going
     # The server's reply hit the closed socket: the server sees a reset on its next read.
     assert [d for _, d in srv["c"].received] == [b"request"]
+
+
+def test_pingpong_history_pairs_every_operation():
+    from rmqlab.trace import client_ops
+    sim = scenario(seed=4, nodes=4, ms=1500)
+    ops = client_ops(sim.tracer.events)  # raises on an unpaired completion
+    assert {op.type for op in ops} >= {"ok", "info"}
+    sim.close()

@@ -52,10 +52,11 @@ class PingPong(Component):
             except (ConnectionError, TimeoutError):
                 await node.sleep(100)
                 continue
+            pending = None  # the op invoked on this connection and not yet completed
             try:
                 while True:
                     self.op_id += 1
-                    op = self.op_id
+                    op = pending = self.op_id
                     payload = f"{node.name}->{peer}#{op}:{node.random.randrange(10**6)}".encode()
                     node.trace("client", type="invoke", process=self.process, f="ping", op_id=op, value=peer)
                     writer.write(_LEN.pack(len(payload)) + payload)
@@ -65,10 +66,12 @@ class PingPong(Component):
                     self.acked += ok
                     node.trace("client", type="ok" if ok else "fail", process=self.process, f="ping", op_id=op,
                                value=len(echo))
+                    pending = None
                     await node.sleep(self.interval_ms)
             except (asyncio.IncompleteReadError, ConnectionError) as e:
-                node.trace("client", type="info", process=self.process, f="ping", op_id=self.op_id, value=None,
-                           error=type(e).__name__)
+                if pending is not None:
+                    node.trace("client", type="info", process=self.process, f="ping", op_id=pending, value=None,
+                               error=type(e).__name__)
                 node.trace("net.close", peer=peer, reason=_why(e))
                 writer.close()
                 await node.sleep(100)

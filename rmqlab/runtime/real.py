@@ -1,25 +1,170 @@
-"""The real runtime: Node on asyncio, TCP sockets and the wall clock (issue 3 §2).
+"""The real runtime: Node on asyncio, TCP sockets and the wall clock (issue 3 §2, §4).
 
 Several nodes can share one process (tests), or `run_process` runs one component as its own OS
-process the way RocketMQ's scripts do: logs under `<logs_dir>/<name>.log`, a boot line on stdout
-once the component has started, and a clean shutdown on SIGTERM / SIGINT.
+process the way RocketMQ's scripts do:
+
+* logs: `<logs_dir>/<name>.log`, one logs directory per component (RocketMQ writes
+  ~/logs/rocketmqlogs/broker.log); the boot-success line goes to the log and to stdout once the
+  component has started ("The PingPong node n0 boot success. ...", like "The broker[...] boot
+  success");
+* clean shutdown on SIGTERM or SIGINT: the component's `shutdown()`, then the node's tasks are
+  cancelled, a `node.stop` event is traced and the process exits with code 0;
+* the trace: with a `trace_path`, every event is appended to that JSONL file as it happens.
+
+Inside a RealCluster (rmqlab.runtime.real_cluster) the process manager describes the node to its
+process through RMQLAB_* environment variables (`ProcessSettings`): its name, directories, trace
+file, incarnation, its own loopback address and the cluster map (`ClusterView`). With those:
+
+* **source address**: connections to a loopback host are bound to the node's own loopback IP
+  (127.0.0.2, 127.0.0.3, ...), so the fault-injecting relay (rmqlab.runtime.relay) knows which node
+  is connecting from the peer address alone — no root needed;
+* **listeners**: a listener on one of the node's relayed ports binds (node IP, port) instead of the
+  address asked for; the relay listens on the asked ("public") address the peers dial;
+* **connects** to a relayed address wait for the relay's handshake byte: no byte in time is a
+  TimeoutError (a partition, a crashed machine), the relay closing first is ConnectionRefusedError
+  (nothing listens behind it) — the simulator's meaning of a connect.
+
+The node's clock. `now_ms()` is the wall clock minus the time this node's clock spent paused;
+`monotonic_s()` the same on the monotonic clock (for libraries that read one). The node keeps its
+own timers (like SimNode), so `clock_pause()` can freeze them. In a process, SIGUSR1 pauses the
+clock and SIGUSR2 resumes it (a real process's clock cannot be paused without root). While
+paused:
+
+* paused: `now_ms()` and `monotonic_s()` stand still; no `call_later` timer fires, so `sleep()`
+  does not return and periodic tasks stop; on resume the clock continues from where it stopped
+  (the skew remains) and timers fire when the node's clock reaches their deadline;
+* not paused: network I/O (the node still serves requests), connect timeouts (they run on the
+  event loop's clock, as on the simulator where the network, not the node, times a connect), the
+  trace's timestamps (the observer's clock), and any code reading `time` directly.
+
+A pause and a resume are traced by the node as `log` events with its `now_ms` and its total
+`lag_ms`, so checkers can see the node's own time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import json
 import logging
 import os
 import random
 import signal
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.node import ConnectionHandler, Listener, Node, Timer
+from rmqlab.runtime.relay import HANDSHAKE
 from rmqlab.trace import Tracer
+
+# The environment a RealCluster gives each node process (see ProcessSettings).
+ENV_NODE = "RMQLAB_NODE"
+ENV_NODE_IP = "RMQLAB_NODE_IP"
+ENV_STORE_DIR = "RMQLAB_STORE_DIR"
+ENV_LOGS_DIR = "RMQLAB_LOGS_DIR"
+ENV_TRACE = "RMQLAB_TRACE"
+ENV_INCARNATION = "RMQLAB_INCARNATION"
+ENV_CLUSTER = "RMQLAB_CLUSTER"
+ENV_CLOCK = "RMQLAB_CLOCK"
+ENV_MANAGER_PID = "RMQLAB_MANAGER_PID"
+
+CLOCK_PAUSE_SIGNAL = signal.SIGUSR1
+CLOCK_RESUME_SIGNAL = signal.SIGUSR2
+_ORPHAN_CHECK_S = 0.5
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What a node knows of its RealCluster: each node's loopback IP (the source address of its
+    connections), and which public listen addresses the relay serves for which node."""
+
+    ips: Mapping[str, str] = field(default_factory=dict)                  # node -> its loopback IP
+    relayed: Mapping[tuple[str, int], str] = field(default_factory=dict)  # (host, port) -> node behind it
+
+    def node_of_ip(self, ip: str) -> str | None:
+        for name, node_ip in self.ips.items():
+            if node_ip == ip:
+                return name
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps({"ips": dict(self.ips),
+                           "relayed": [[host, port, node] for (host, port), node in sorted(self.relayed.items())]},
+                          sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ClusterView":
+        data = json.loads(text)
+        return cls(ips=dict(data["ips"]), relayed={(h, int(p)): n for h, p, n in data["relayed"]})
+
+
+@dataclass(frozen=True)
+class ClockState:
+    """A node's clock relative to the wall clock: `lag_ms` spent paused, and the reading it is
+    frozen at while paused (None when running). A restarted process keeps its machine's clock."""
+
+    lag_ms: float = 0.0
+    frozen_ms: float | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({"lag_ms": self.lag_ms, "frozen_ms": self.frozen_ms})
+
+    @classmethod
+    def from_json(cls, text: str) -> "ClockState":
+        data = json.loads(text)
+        return cls(float(data["lag_ms"]), None if data["frozen_ms"] is None else float(data["frozen_ms"]))
+
+
+@dataclass(frozen=True)
+class ProcessSettings:
+    """How a process manager describes a node to its process (the RMQLAB_* environment)."""
+
+    name: str | None = None
+    store_dir: str | None = None
+    logs_dir: str | None = None
+    trace_path: str | None = None
+    node_ip: str | None = None
+    incarnation: int = 0
+    cluster: ClusterView | None = None
+    clock: ClockState = ClockState()
+    manager_pid: int | None = None
+
+    def to_environ(self) -> dict[str, str]:
+        env = {ENV_INCARNATION: str(self.incarnation), ENV_CLOCK: self.clock.to_json()}
+        for key, value in ((ENV_NODE, self.name), (ENV_STORE_DIR, self.store_dir), (ENV_LOGS_DIR, self.logs_dir),
+                           (ENV_TRACE, self.trace_path), (ENV_NODE_IP, self.node_ip)):
+            if value is not None:
+                env[key] = value
+        if self.cluster is not None:
+            env[ENV_CLUSTER] = self.cluster.to_json()
+        if self.manager_pid is not None:
+            env[ENV_MANAGER_PID] = str(self.manager_pid)
+        return env
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "ProcessSettings":
+        cluster = environ.get(ENV_CLUSTER)
+        clock = environ.get(ENV_CLOCK)
+        manager = environ.get(ENV_MANAGER_PID)
+        return cls(name=environ.get(ENV_NODE), store_dir=environ.get(ENV_STORE_DIR),
+                   logs_dir=environ.get(ENV_LOGS_DIR), trace_path=environ.get(ENV_TRACE),
+                   node_ip=environ.get(ENV_NODE_IP), incarnation=int(environ.get(ENV_INCARNATION, "0")),
+                   cluster=ClusterView.from_json(cluster) if cluster else None,
+                   clock=ClockState.from_json(clock) if clock else ClockState(),
+                   manager_pid=int(manager) if manager else None)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _ServerListener:
@@ -31,93 +176,268 @@ class _ServerListener:
         self._server.close()
 
 
+class RealTimer:
+    """A timer on the node's clock: re-armed on the event loop whenever the clock resumes."""
+
+    def __init__(self, node: "RealNode", deadline_ms: float, callback: Callable[..., Any], args: tuple):
+        self.node, self.deadline_ms, self.callback, self.args = node, deadline_ms, callback, args
+        self.loop = asyncio.get_running_loop()
+        self.handle: asyncio.TimerHandle | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        self.node._timers.pop(id(self), None)
+
+    def _arm(self) -> None:
+        delay_s = max(0.0, self.deadline_ms - self.node._monotonic_ms()) / 1000.0
+        self.handle = self.loop.call_later(delay_s, self._fire)
+
+    def _fire(self) -> None:
+        self.handle = None
+        if self.node._monotonic_ms() < self.deadline_ms:
+            self._arm()  # the loop's clock and the node's can round apart by a hair
+            return
+        self.node._timers.pop(id(self), None)
+        if not self.cancelled:
+            self.callback(*self.args)
+
+
 class RealNode(Node):
-    def __init__(self, name: str, store_dir: str, *, tracer: Tracer | None = None, seed: int | None = None):
+    def __init__(self, name: str, store_dir: str, *, tracer: Tracer | None = None, seed: int | None = None,
+                 node_ip: str | None = None, cluster: ClusterView | None = None, incarnation: int = 0,
+                 clock: ClockState = ClockState()):
         self.name = name
         self.store_dir = store_dir
+        self.node_ip = node_ip
+        self.cluster = cluster or ClusterView()
+        self.incarnation = incarnation
         # Seeded when asked (repeatable client choices in tests); else from the OS, like Java.
         self.random = random.Random(seed if seed is not None else os.urandom(16))
         self.log = logging.getLogger(f"rmqlab.{name}")
         self.tracer = tracer or Tracer(lambda: time.time() * 1000.0)
         self._tasks: set[asyncio.Task] = set()
         self._listeners: list[_ServerListener] = []
+        self._timers: dict[int, RealTimer] = {}
+        # The clock: wall (and monotonic) time minus the time spent paused; frozen while paused.
+        self._lag_ms = clock.lag_ms
+        self._frozen_wall_ms: float | None = None
+        self._frozen_mono_ms: float | None = None
+        self._paused_since: float | None = None  # time.monotonic() when the clock stopped
+        if clock.frozen_ms is not None:
+            self._paused_since = time.monotonic()
+            self._frozen_wall_ms = clock.frozen_ms
+            self._frozen_mono_ms = time.monotonic() * 1000.0 - clock.lag_ms
+        relayed_ports = {port for (_host, port), node in self.cluster.relayed.items() if node == name}
+        self._private_ports = relayed_ports if node_ip else set()
 
+    # -- clock -------------------------------------------------------------------------------
     def now_ms(self) -> int:
-        return int(time.time() * 1000)
+        if self._frozen_wall_ms is not None:
+            return int(self._frozen_wall_ms)
+        return int(time.time() * 1000.0 - self._lag_ms)
+
+    def _monotonic_ms(self) -> float:
+        if self._frozen_mono_ms is not None:
+            return self._frozen_mono_ms
+        return time.monotonic() * 1000.0 - self._lag_ms
+
+    def monotonic_s(self) -> float:
+        """The node's monotonic clock in seconds (stands still while its clock is paused)."""
+        return self._monotonic_ms() / 1000.0
+
+    @property
+    def clock_paused(self) -> bool:
+        return self._paused_since is not None
 
     def call_later(self, delay_ms: float, callback: Callable[..., Any], *args: Any) -> Timer:
-        return asyncio.get_running_loop().call_later(max(0.0, delay_ms) / 1000.0, callback, *args)
+        timer = RealTimer(self, self._monotonic_ms() + max(0.0, delay_ms), callback, args)
+        self._timers[id(timer)] = timer
+        if not self.clock_paused:
+            timer._arm()
+        return timer
 
+    def clock_pause(self) -> None:
+        """Stop this node's clock and its timers (see module docstring for what keeps running)."""
+        if self.clock_paused:
+            return
+        self._frozen_wall_ms = time.time() * 1000.0 - self._lag_ms
+        self._frozen_mono_ms = time.monotonic() * 1000.0 - self._lag_ms
+        self._paused_since = time.monotonic()
+        for t in self._timers.values():
+            if t.handle is not None:
+                t.handle.cancel()
+                t.handle = None
+        self.trace("log", level="INFO", message="clock paused", now_ms=self.now_ms(), lag_ms=round(self._lag_ms, 3))
+
+    def clock_resume(self) -> None:
+        """Let the clock run again from where it stopped; due timers fire as it reaches them."""
+        if not self.clock_paused:
+            return
+        frozen = self.now_ms()
+        self._lag_ms += (time.monotonic() - self._paused_since) * 1000.0
+        self._paused_since = self._frozen_wall_ms = self._frozen_mono_ms = None
+        for t in sorted(self._timers.values(), key=lambda t: t.deadline_ms):
+            if t.handle is None:
+                t._arm()
+        self.trace("log", level="INFO", message="clock resumed", now_ms=frozen, lag_ms=round(self._lag_ms, 3))
+
+    # -- tasks -------------------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
         return task
 
-    async def listen(self, host: str, port: int, handler: ConnectionHandler) -> Listener:
-        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            peer = writer.get_extra_info("peername")
-            self.trace("net.accept", peer=f"{peer[0]}:{peer[1]}" if peer else "?", local=f"{host}:{port}")
-            await handler(reader, writer)
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        # A failed task would otherwise vanish silently until garbage collection.
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            self.log.error("%s: task %s failed: %r", self.name, task.get_name(), exc)
+            self.trace("log", level="ERROR", message=f"task {task.get_name()} failed: {exc!r}")
 
-        server = await asyncio.start_server(on_connect, host, port)
+    # -- network -----------------------------------------------------------------------------
+    def _peer_name(self, host: str, port: int) -> str:
+        return self.cluster.node_of_ip(host) or f"{host}:{port}"
+
+    async def listen(self, host: str, port: int, handler: ConnectionHandler) -> Listener:
+        def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            peer = writer.get_extra_info("peername")
+            self.trace("net.accept", peer=self._peer_name(*peer[:2]) if peer else "?", local=f"{host}:{port}")
+            # A node task (Node.listen): cancelled with the node's other tasks on close.
+            self.spawn(handler(reader, writer), name=f"{self.name} accept {host}:{port}")
+
+        # Behind the relay: bind the private address; the relay serves (host, port) to the peers.
+        bind_host = self.node_ip if port in self._private_ports else host
+        server = await asyncio.start_server(on_connect, bind_host, port)
         listener = _ServerListener(server)
         self._listeners.append(listener)
         return listener
 
     async def connect(self, host: str, port: int, timeout_ms: float = 3000) -> tuple[asyncio.StreamReader, Any]:
+        behind = self.cluster.relayed.get(("127.0.0.1" if host == "localhost" else host, port))
+        local_addr = (self.node_ip, 0) if self.node_ip and _is_loopback(host) else None
+
+        async def open_() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            if behind is None:
+                return await asyncio.open_connection(host, port, local_addr=local_addr)
+            try:
+                reader, writer = await asyncio.open_connection(host, port, local_addr=local_addr)
+            except ConnectionResetError:  # the relay's RST came before the connect completed
+                raise ConnectionRefusedError(f"{self.name}: connect to {host}:{port} ({behind}) refused") from None
+            try:
+                first = await reader.read(len(HANDSHAKE))
+            except (ConnectionError, OSError):
+                first = b""
+            except BaseException:  # cancelled by the timeout: drop the half-open connection
+                writer.transport.abort()
+                raise
+            if first != HANDSHAKE:
+                writer.transport.abort()
+                raise ConnectionRefusedError(f"{self.name}: connect to {host}:{port} ({behind}) refused")
+            return reader, writer
+
         try:
-            streams = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_ms / 1000.0)
+            reader, writer = await asyncio.wait_for(open_(), timeout_ms / 1000.0)
         except asyncio.TimeoutError:
             raise TimeoutError(f"{self.name}: connect to {host}:{port} timed out after {timeout_ms:.0f} ms") from None
-        self.trace("net.connect", peer=f"{host}:{port}")
-        return streams
+        local = writer.get_extra_info("sockname")
+        self.trace("net.connect", peer=behind or f"{host}:{port}", local=f"{local[0]}:{local[1]}")
+        return reader, writer
 
     def trace(self, kind: str, **fields: Any) -> None:
         self.tracer.emit(self.name, kind, **fields)
 
     async def close(self) -> None:
-        """Stop listening and cancel this node's tasks (after the component's own shutdown)."""
+        """Stop listening, stop the timers and cancel this node's tasks (after the component's shutdown)."""
         for listener in self._listeners:
             listener.close()
+        for t in list(self._timers.values()):
+            t.cancel()
         tasks = [t for t in self._tasks if t is not asyncio.current_task()]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def run_process(component: Component, name: str, *, store_dir: str, logs_dir: str, boot_line: Callable[[], str],
-                trace_path: str | None = None) -> int:
-    """Run `component` as this OS process until SIGTERM/SIGINT; returns the exit code."""
+def run_process(component: Component, name: str | None = None, *, store_dir: str | None = None,
+                logs_dir: str | None = None, boot_line: Callable[[], str], trace_path: str | None = None) -> int:
+    """Run `component` as this OS process until SIGTERM/SIGINT; returns the exit code.
+
+    Arguments left out come from the RMQLAB_* environment a RealCluster sets (`ProcessSettings`);
+    the node's IP, cluster map, incarnation and clock come only from there. SIGUSR1 / SIGUSR2
+    pause / resume the node's clock. A process whose manager is gone (it was re-parented) stops
+    cleanly instead of running on as an orphan.
+    """
+    settings = ProcessSettings.from_environ()
+    name = name or settings.name
+    store_dir = store_dir or settings.store_dir
+    logs_dir = logs_dir or settings.logs_dir
+    trace_path = trace_path or settings.trace_path
+    missing = [what for what, value in (("name", name), ("store_dir", store_dir), ("logs_dir", logs_dir)) if not value]
+    if missing:
+        raise ValueError(f"run_process: {', '.join(missing)} not given (nor set in the RMQLAB_* environment)")
     os.makedirs(logs_dir, exist_ok=True)
-    handler = logging.FileHandler(os.path.join(logs_dir, f"{name}.log"))
+    os.makedirs(store_dir, exist_ok=True)
+    log_path = os.path.join(logs_dir, f"{name}.log")
+    handler = logging.FileHandler(log_path)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s - %(message)s"))
     root = logging.getLogger("rmqlab")
     root.addHandler(handler)
     root.setLevel(logging.INFO)
-    tracer = Tracer(lambda: time.time() * 1000.0, jsonl_path=trace_path) if trace_path else None
-    node = RealNode(name, store_dir, tracer=tracer)
+    meta = {"runtime": "real", "source": f"{name}.{settings.incarnation}"}
+    tracer = Tracer(lambda: time.time() * 1000.0, jsonl_path=trace_path, meta=meta) if trace_path else None
+    node = RealNode(name, store_dir, tracer=tracer, node_ip=settings.node_ip, cluster=settings.cluster,
+                    incarnation=settings.incarnation, clock=settings.clock)
 
     async def main() -> int:
         stop = asyncio.Event()
+        why: list[str] = []
         loop = asyncio.get_running_loop()
+
+        def on_signal(sig: signal.Signals) -> None:
+            why.append(sig.name)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal, sig)
+        loop.add_signal_handler(CLOCK_PAUSE_SIGNAL, node.clock_pause)
+        loop.add_signal_handler(CLOCK_RESUME_SIGNAL, node.clock_resume)
+
+        def check_orphan() -> None:
+            if os.getppid() != settings.manager_pid:
+                why.append("manager gone")
+                stop.set()
+            else:
+                loop.call_later(_ORPHAN_CHECK_S, check_orphan)
+
+        if settings.manager_pid is not None:
+            check_orphan()
         await component.start(node)
-        node.trace("node.start")
+        node.trace("node.start", component=component.component_type, pid=os.getpid(), incarnation=node.incarnation)
         line = boot_line()
         root.info(line)
         print(line, flush=True)
         await stop.wait()
-        root.info("%s: shutting down (signal)", name)
+        root.info("%s: shutdown hook was invoked (%s)", name, why[0])
         await component.shutdown()
         await node.close()
-        node.trace("node.stop")
+        node.trace("node.stop", reason=why[0])
+        root.info("%s: shutdown complete", name)
         return 0
 
     try:
         return asyncio.run(main())
-    except Exception:
+    except Exception as e:
         root.exception("%s: failed", name)
-        print(f"rmqlab {name}: failed, see {os.path.join(logs_dir, name + '.log')}", file=sys.stderr)
+        node.trace("log", level="ERROR", message=f"process failed: {e!r}")
+        print(f"rmqlab {name}: failed, see {log_path}", file=sys.stderr)
         return 1
+    finally:
+        node.tracer.close()
+        root.removeHandler(handler)
+        handler.close()
