@@ -3,15 +3,17 @@
 Mirrors RocketMQ's start scripts: ``-c`` names the configuration file (``-pc`` for the proxy's
 rmq-proxy.json), ``-n`` the name server list, and ``-p`` prints the effective configuration and
 exits (BrokerStartup, NamesrvStartup and ControllerStartup all do this with
-MixAll.printObjectProperties). The servers themselves arrive in later issues; until then a
-command without ``-p`` validates the configuration and says so.
+MixAll.printObjectProperties). Without ``-p``, ``namesrv`` and ``broker`` run their server as
+this OS process (logs under ``~/logs/rmqlab/`` like RocketMQ's ``~/logs/rocketmqlogs/``, a boot
+line on stdout, clean shutdown on SIGTERM); the controller and the proxy arrive with their issues.
 
-Exit codes: 0 after ``-p``, 1 for a configuration error, 2 when the configuration is fine but
-the server does not exist yet.
+Exit codes: 0 after ``-p`` or a clean shutdown, 1 for a configuration error or a failed server,
+2 when the configuration is fine but that server does not exist yet.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from argparse import Namespace
@@ -76,7 +78,38 @@ def run_component_command(component: str, args: Namespace) -> int:
     if getattr(args, "print_config", False):
         sys.stdout.write(format_config(bundle))
         return 0
+    if component in ("namesrv", "broker"):
+        return _serve(component, bundle)
     source = bundle.configFile or "built-in defaults"
     print(f"rmqlab {component}: configuration OK ({source}); the {component} server is built in a later issue "
-          f"— use -p to print the effective configuration", file=sys.stderr)
+          "— use -p to print the effective configuration", file=sys.stderr)
     return 2
+
+
+DEFAULT_LOGS_DIR = os.path.join("~", "logs", "rmqlab")
+
+
+def _serve(component: str, bundle) -> int:
+    """Run the server as this process (a RealCluster's RMQLAB_* environment takes precedence)."""
+    from rmqlab.runtime.real import ProcessSettings, run_process
+
+    settings = ProcessSettings.from_environ()
+    logs_dir = settings.logs_dir or os.path.expanduser(DEFAULT_LOGS_DIR)
+    if component == "namesrv":
+        from rmqlab.namesrv import NamesrvController
+
+        controller = NamesrvController.from_startup_config(bundle)
+        name = settings.name or "namesrv"
+        store_dir = settings.store_dir or os.path.expanduser(os.path.join("~", "rmqlab", "namesrv"))
+    else:
+        from rmqlab.broker import BrokerController
+
+        controller = BrokerController(bundle)
+        bc = bundle.brokerConfig
+        # A node is named like the conf templates: broker-a, broker-a-s (slave id 1), broker-a-s2, ...
+        default_name = bc.brokerName if bc.brokerId == 0 else \
+            f"{bc.brokerName}-s" + ("" if bc.brokerId == 1 else str(bc.brokerId))
+        name = settings.name or default_name
+        store_dir = bundle.messageStoreConfig.storePathRootDir
+    return run_process(controller, name, store_dir=store_dir, logs_dir=logs_dir,
+                       boot_line=controller.boot_success_message)
