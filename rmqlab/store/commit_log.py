@@ -3,9 +3,10 @@
 Mirrors org.apache.rocketmq.store.CommitLog: `async_put_message` assigns the queue offset and the
 store timestamp, encodes the message (MessageExtEncoder), appends it to the last MappedFile —
 writing a BLANK filler and rolling to a new file when it does not fit — and then handles the disk
-flush (the HA wait is added by the HA service of a later issue). Recovery (`recover_normally`,
-`recover_abnormally`) re-validates the log after a restart and cuts it at the first message that is
-torn or corrupt.
+flush and, on a SYNC_MASTER, the replica acknowledgements (`_handle_disk_flush_and_ha`, reference
+§2.10, §3). Recovery (`recover_normally`, `recover_abnormally`) re-validates the log after a restart
+and cuts it at the first message that is torn or corrupt. For HA, `get_data` feeds the master's
+transfer batches and `append_data` applies them on a slave.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message import MessageExtBrokerInner, MessageFormatError
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.store.dispatch_request import DispatchRequest, check_message_and_return_size
-from rmqlab.store.flush_commit_log_service import FlushRealTimeService, GroupCommitRequest, GroupCommitService
+from rmqlab.store.flush_commit_log_service import FlushRealTimeService, GroupCommitService
+from rmqlab.store.flush_commit_log_service import GroupCommitRequest as _FlushGroupCommitRequest
 from rmqlab.store.mapped_file_queue import MappedFileQueue
 from rmqlab.store.message_ext_encoder import END_FILE_MIN_BLANK_LENGTH, MessageExtEncoder, encode_blank
 from rmqlab.store.page_cache import PageCache
@@ -26,6 +29,16 @@ from rmqlab.store.put_message_result import (AppendMessageResult, AppendMessageS
                                              PutMessageStatus)
 
 log = logging.getLogger("rmqlab.store")
+
+
+@dataclass
+class GroupCommitRequest(_FlushGroupCommitRequest):
+    """CommitLog.GroupCommitRequest: one class for both waits, as in RocketMQ. The disk flush
+    (GroupCommitService) reads next_offset and deadline; the replica wait (the HA service's
+    GroupTransferService) also ack_nums: how many replicas, the master included, must hold every
+    byte below next_offset."""
+
+    ack_nums: int = 1
 
 
 @dataclass
@@ -44,7 +57,8 @@ class CommitLog:
     def __init__(self, store_path: str, mapped_file_size: int, *, clock: Callable[[], int],
                  store_host: tuple[str, int], flush_disk_type: str, sync_flush_timeout: int,
                  max_message_size: int, flush_least_pages: int, flush_thorough_interval: int,
-                 check_crc_on_recover: bool = True, page_cache: PageCache | None = None):
+                 check_crc_on_recover: bool = True, page_cache: PageCache | None = None,
+                 store_config: Any = None):
         self.mapped_file_queue = MappedFileQueue(store_path, mapped_file_size, page_cache)
         self.mapped_file_size = mapped_file_size
         self.clock = clock
@@ -62,6 +76,11 @@ class CommitLog:
             self.flush_service = FlushRealTimeService(self, clock, flush_least_pages=flush_least_pages,
                                                       thorough_interval=flush_thorough_interval)
         self.last_flushed_store_timestamp = 0  # feeds StoreCheckpoint.physicMsgTimestamp
+        # HA: brokerRole, inSyncReplicas and slaveTimeout are read live from the MessageStoreConfig
+        # (None: a bare commitlog, never SYNC_MASTER); the HA service attaches itself
+        # (DefaultMessageStore.set_ha_service).
+        self.store_config = store_config
+        self.ha_service = None
         self._store_timestamps: dict[int, int] = {}  # file start offset -> last store timestamp written
 
     def load(self) -> None:
@@ -81,7 +100,14 @@ class CommitLog:
                       }.get(result.status, PutMessageStatus.UNKNOWN_ERROR)
             return CompletableFuture.completed(PutMessageResult(status, result))
         self.topic_queue_table[key] = queue_offset + 1
-        return self._handle_disk_flush(result, msg)
+        # Only the classic rule (reference §3): controller mode (minInSyncReplicas,
+        # allAckInSyncStateSet) and slave-acting-master (enableAutoInSyncReplicas) compute
+        # needAckNums differently and come with their issues.
+        need_handle_ha = self._need_handle_ha(msg)
+        if not need_handle_ha and not self.sync_flush:  # the common case: nothing to wait for
+            return CompletableFuture.completed(PutMessageResult(PutMessageStatus.PUT_OK, result))
+        need_ack_nums = self.store_config.inSyncReplicas if need_handle_ha else 1
+        return self._handle_disk_flush_and_ha(result, msg, need_ack_nums, need_handle_ha)
 
     def _append(self, msg: MessageExtBrokerInner, queue_offset: int) -> AppendMessageResult:
         mfq = self.mapped_file_queue
@@ -106,23 +132,80 @@ class CommitLog:
                                    store_timestamp=msg.store_timestamp, logics_offset=queue_offset,
                                    store_host=self.store_host)
 
-    def _handle_disk_flush(self, result: AppendMessageResult, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
+    def _need_handle_ha(self, msg: MessageExtBrokerInner) -> bool:
+        """needHandleHA: only a SYNC_MASTER waits for replicas, and only for a message that asks
+        to wait for the store (PROPERTY_WAIT_STORE_MSG_OK; duplicationEnable is not modelled)."""
+        cfg = self.store_config
+        return (cfg is not None and getattr(cfg.brokerRole, "name", cfg.brokerRole) == "SYNC_MASTER"
+                and msg.wait_store_msg_ok)
+
+    def _handle_disk_flush_and_ha(self, result: AppendMessageResult, msg: MessageExtBrokerInner,
+                                  need_ack_nums: int, need_handle_ha: bool) -> CompletableFuture[PutMessageResult]:
+        """handleDiskFlushAndHA: both waits start now and run side by side; the put's status is
+        PUT_OK, overwritten by a failed flush status, then by a failed replica status."""
+        flush = self._handle_disk_flush(result, msg)
+        replica = self._handle_ha(result, need_ack_nums) if need_handle_ha else None
+        if flush.done() and (replica is None or replica.done()):  # the usual case: nothing to wait for
+            return CompletableFuture.completed(self._combine(result, flush, replica))
+        out: CompletableFuture[PutMessageResult] = CompletableFuture()
+
+        def combine(_status: PutMessageStatus) -> None:
+            if flush.done() and (replica is None or replica.done()):
+                out.complete(self._combine(result, flush, replica))
+
+        flush.then_accept(combine)
+        if replica is not None:
+            replica.then_accept(combine)
+        return out
+
+    @staticmethod
+    def _combine(result: AppendMessageResult, flush: CompletableFuture[PutMessageStatus],
+                 replica: CompletableFuture[PutMessageStatus] | None) -> PutMessageResult:
+        status = PutMessageStatus.PUT_OK
+        if flush.result() is not PutMessageStatus.PUT_OK:
+            status = flush.result()
+        if replica is not None and replica.result() is not PutMessageStatus.PUT_OK:
+            status = replica.result()
+        return PutMessageResult(status, result)
+
+    def _handle_disk_flush(self, result: AppendMessageResult, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageStatus]:
         if self.sync_flush and msg.wait_store_msg_ok:
             request = GroupCommitRequest(result.next_offset, self.clock() + self.sync_flush_timeout)
             self.flush_service.put_request(request)
-            out: CompletableFuture[PutMessageResult] = CompletableFuture()
-            request.future.then_accept(lambda status: out.complete(PutMessageResult(status, result)))
-            return out
-        return CompletableFuture.completed(PutMessageResult(PutMessageStatus.PUT_OK, result))
+            return request.future
+        return CompletableFuture.completed(PutMessageStatus.PUT_OK)
+
+    def _handle_ha(self, result: AppendMessageResult, need_ack_nums: int) -> CompletableFuture[PutMessageStatus]:
+        """handleHA. RIP-34: with needAckNums 0 or 1 — inSyncReplicas' default — a SYNC_MASTER
+        does not wait for any slave (reference §2.10, §3)."""
+        if 0 <= need_ack_nums <= 1:
+            return CompletableFuture.completed(PutMessageStatus.PUT_OK)
+        if self.ha_service is None:
+            # Deviation: RocketMQ always has an HA service, and with no slave a request waits
+            # slaveTimeout and fails; a store without one (no runtime to wait on) fails it now.
+            log.warning("SYNC_MASTER put needs %d acks but no HA service is attached", need_ack_nums)
+            return CompletableFuture.completed(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        request = GroupCommitRequest(result.next_offset, self.clock() + self.store_config.slaveTimeout,
+                                     ack_nums=need_ack_nums)
+        self.ha_service.put_request(request)
+        self.ha_service.get_wait_notify_object().wakeup_all()  # the WriteSocketServices send it now
+        return request.future
 
     def append_data(self, start_offset: int, data: bytes) -> bool:
         """Append raw commitlog bytes at `start_offset` (a slave applying an HA batch: appendData).
 
         The bytes may span a file end only through a BLANK record, which the master wrote too, so
-        they are split exactly where the master's files split.
+        they are split exactly where the master's files split. An empty commitlog accepts any file
+        start: a brand-new slave begins at the master's last file (reference §3).
         """
         mfq = self.mapped_file_queue
-        if start_offset != self.get_max_offset():
+        if not mfq.mapped_files and start_offset % self.mapped_file_size == 0:
+            if data:
+                # The first file starts here, and nothing before it needs flushing (RocketMQ's
+                # findMappedFileByOffset(flushedWhere=0) falls back to the first file instead).
+                mfq.get_last_mapped_file(start_offset, need_create=True)
+                mfq.flushed_where = start_offset
+        elif start_offset != self.get_max_offset():
             log.error("append_data at %d but the commitlog ends at %d", start_offset, self.get_max_offset())
             return False
         view = memoryview(data)
@@ -164,12 +247,13 @@ class CommitLog:
             return b""
         return mf.read(offset - mf.file_from_offset, size)
 
-    def get_data(self, offset: int) -> bytes:
-        """Everything written from `offset` to the end of its file (getCommitLogData; never spans files)."""
+    def get_data(self, offset: int, max_size: int | None = None) -> bytes:
+        """What is written from `offset` to the end of its file, at most `max_size` bytes
+        (getCommitLogData, for HA transfer batches; never spans files)."""
         mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
         if mf is None:
             return b""
-        return mf.read(offset - mf.file_from_offset, self.mapped_file_size)
+        return mf.read(offset - mf.file_from_offset, self.mapped_file_size if max_size is None else max_size)
 
     def check_message_at(self, offset: int, check_crc: bool = False) -> DispatchRequest | None:
         """Parse the record at `offset` (None past the end); used by the dispatcher."""

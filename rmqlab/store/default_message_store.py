@@ -9,6 +9,10 @@ No threads: RocketMQ's service threads are step functions listed by `periodic_se
 runtime (simulator or asyncio) runs at their configured intervals. The lifecycle ends one of three
 ways: `shutdown()` (clean: flush everything, remove `abort`), `kill()` (process crash: the page cache
 survives), or `kill()` followed by `crash_machine()` (power loss: unflushed bytes are gone).
+
+HA (reference §3): a broker's DefaultHAService attaches itself (`set_ha_service`); a SYNC_MASTER
+put then also waits for its slaves' acknowledgements (CommitLog), a SLAVE refuses puts and takes
+replicated bytes through `append_to_commit_log`, which its own dispatcher turns into consume queues.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from rmqlab.store.dispatch_request import DispatchRequest
 from rmqlab.store.flush_consume_queue_service import FlushConsumeQueueService
 from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus
 from rmqlab.store.page_cache import PageCache, crash_machine
-from rmqlab.store.put_message_result import PutMessageResult
+from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 from rmqlab.store.reput_message_service import ReputMessageService
 from rmqlab.store.store_checkpoint import StoreCheckpoint
 
@@ -66,7 +70,7 @@ class DefaultMessageStore:
             flush_disk_type=_enum_name(cfg.flushDiskType), sync_flush_timeout=cfg.syncFlushTimeout,
             max_message_size=cfg.maxMessageSize, flush_least_pages=cfg.flushCommitLogLeastPages,
             flush_thorough_interval=cfg.flushCommitLogThoroughInterval,
-            check_crc_on_recover=cfg.checkCRCOnRecover, page_cache=self.page_cache)
+            check_crc_on_recover=cfg.checkCRCOnRecover, page_cache=self.page_cache, store_config=cfg)
         self.consume_queue_dir = cfg.get_store_path_consume_queue()
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self.store_checkpoint = StoreCheckpoint(cfg.get_store_checkpoint(), self.page_cache)
@@ -76,6 +80,13 @@ class DefaultMessageStore:
             thorough_interval=cfg.flushConsumeQueueThoroughInterval)
         self.abort_file = cfg.get_abort_file()
         self.running = False
+        self.ha_service = None  # set by the broker's HA service (set_ha_service)
+
+    def set_ha_service(self, ha_service) -> None:
+        """The HA service replicating this store (RocketMQ's store creates its own; here the
+        broker builds it on its Node and it attaches itself)."""
+        self.ha_service = ha_service
+        self.commit_log.ha_service = ha_service
 
     @property
     def flush_commit_log_service(self):
@@ -187,17 +198,31 @@ class DefaultMessageStore:
     def async_put_message(self, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
         if not self.running:
             raise RuntimeError(f"{self.root}: store is not running (load() it first)")
+        if _enum_name(self.config.brokerRole) == "SLAVE":
+            # A slave's commitlog is written by replication only. RocketMQ 5 refuses here in the
+            # broker (HookUtils.checkBeforePutMessage; 4.x: DefaultMessageStore.checkStoreStatus);
+            # the store does it so that every writer gets the same answer.
+            log.debug("message store is in slave mode, so putMessage is forbidden")
+            return CompletableFuture.completed(PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE))
         return self.commit_log.async_put_message(msg)
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        """Put and wait, as a broker thread does: under SYNC_FLUSH the group commit runs now."""
+        """Put and wait, as a broker thread does: under SYNC_FLUSH the group commit runs now.
+
+        A put waiting for a slave's acknowledgement (SYNC_MASTER) completes only as the runtime
+        runs; use async_put_message there."""
         future = self.async_put_message(msg)
         if not future.done():
             self.flush_commit_log_service.do_commit()
+        if not future.done():
+            raise RuntimeError("the put waits for a slave's acknowledgement: use async_put_message on a runtime")
         return future.result()
 
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
         """A slave applies replicated bytes (DefaultMessageStore.appendToCommitLog)."""
+        if not self.running:
+            log.warning("message store has shutdown, so appendToCommitLog is forbidden")
+            return False
         return self.commit_log.append_data(start_offset, data)
 
     # -- reading ---------------------------------------------------------------------------

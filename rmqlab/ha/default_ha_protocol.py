@@ -1,0 +1,290 @@
+"""The classic master–slave replication protocol (DefaultHAService), without sockets (reference §3).
+
+Theory of operation
+-------------------
+The slave opens one TCP connection to the master's HA port (haListenPort, 10912, or the broker's
+listenPort + 1). There is no handshake and there are no epochs; two kinds of frame flow:
+
+  master → slave   TRANSFER  physicOffset (long) + bodySize (int) + body     12-byte header
+  slave  → master  REPORT    slaveMaxOffset (long)                             8 bytes
+
+A REPORT is at once the slave's request and its acknowledgement: "my commitlog ends here". The
+first one after a connect says where to start: the master streams its commitlog from that offset
+or, when the slave reports 0 (an empty slave), from the start of the master's *last* commitlog
+file — a brand-new slave does not copy history. Batches are at most haTransferBatchSize (32 KiB)
+and never cross a commitlog file; when there is nothing to send for haSendHeartbeatInterval (5 s)
+the master sends a heartbeat, a TRANSFER with bodySize 0. The slave appends each body at its own
+max offset and reports its new max offset; a header whose offset is not where the slave's log ends
+(unless the slave is empty) is an error: the slave drops the connection and reconnects, and its
+first report puts the stream back where its log ends. Nothing is ever truncated: classic HA
+assumes the slave's log is a prefix of the master's.
+
+Each side also reports on a timer: the slave every haSendHeartbeatInterval since its last write,
+and either side closes a connection on which nothing was read for haHousekeepingInterval (20 s).
+
+States (HAConnectionState, as RocketMQ names them):
+
+  slave  (DefaultHAClient)      READY --connected--> TRANSFER --closed--> READY; any --shutdown--> SHUTDOWN
+  master (DefaultHAConnection)  TRANSFER (from accept) --closed / shutdown--> SHUTDOWN
+
+This module is the socket-free core: the frame layouts, the codecs and each end's protocol state.
+It never touches a stream, a clock or a store; the services (default_ha_client,
+default_ha_connection) feed it the bytes they read and the offsets they know, and write the bytes
+it returns. rmqlab deviations are marked "Deviation" where they occur.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from rmqlab.ha.ha_connection_state import HAConnectionState
+
+READY = HAConnectionState.READY
+TRANSFER = HAConnectionState.TRANSFER
+SHUTDOWN = HAConnectionState.SHUTDOWN
+
+
+# -- frame layouts (big-endian, like Java's ByteBuffer) ------------------------------------------
+@dataclass(frozen=True)
+class FrameLayout:
+    name: str
+    direction: str
+    codec: struct.Struct
+    fields: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return self.codec.size
+
+
+# DefaultHAConnection.TRANSFER_HEADER_SIZE and DefaultHAClient.REPORT_HEADER_SIZE.
+TRANSFER_HEADER = FrameLayout("transfer", "master->slave", struct.Struct(">qi"), ("physic_offset", "body_size"))
+REPORT = FrameLayout("report", "slave->master", struct.Struct(">q"), ("slave_max_offset",))
+TRANSFER_HEADER_SIZE = TRANSFER_HEADER.size  # 12
+REPORT_HEADER_SIZE = REPORT.size             # 8
+
+# DefaultHAClient.READ_MAX_BUFFER_SIZE: a TRANSFER must fit in the slave's 4 MiB read buffer.
+CLIENT_READ_MAX_BUFFER_SIZE = 4 * 1024 * 1024
+
+
+def encode_transfer_header(physic_offset: int, body_size: int) -> bytes:
+    return TRANSFER_HEADER.codec.pack(physic_offset, body_size)
+
+
+def encode_report(slave_max_offset: int) -> bytes:
+    return REPORT.codec.pack(slave_max_offset)
+
+
+class HAProtocolError(Exception):
+    """The peer broke the protocol; the connection it came on must be closed (and only that one)."""
+
+
+# -- state machines ------------------------------------------------------------------------------
+CLIENT_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] = {
+    (READY, "connected"): TRANSFER,
+    (TRANSFER, "closed"): READY,
+    (READY, "shutdown"): SHUTDOWN,
+    (TRANSFER, "shutdown"): SHUTDOWN,
+}
+
+CONNECTION_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] = {
+    (TRANSFER, "closed"): SHUTDOWN,
+    (TRANSFER, "shutdown"): SHUTDOWN,
+}
+
+
+def next_state(table: dict[tuple[HAConnectionState, str], HAConnectionState], state: HAConnectionState,
+               event: str) -> HAConnectionState:
+    try:
+        return table[(state, event)]
+    except KeyError:
+        raise ValueError(f"HA state machine: no transition from {state.name} on {event!r}") from None
+
+
+# -- the slave's end (DefaultHAClient) -----------------------------------------------------------
+@dataclass(frozen=True)
+class TransferFrame:
+    """A TRANSFER as the slave decoded it; an empty body is a heartbeat."""
+
+    offset: int
+    body: bytes
+
+    @property
+    def is_heartbeat(self) -> bool:
+        return not self.body
+
+    @property
+    def wire_size(self) -> int:
+        return TRANSFER_HEADER_SIZE + len(self.body)
+
+
+class ClientProtocol:
+    """The slave's protocol state: what DefaultHAClient keeps besides its socket.
+
+    Times are the caller's clock in ms. `last_write_timestamp` starts at construction time, as in
+    DefaultHAClient, so the first report after the very first connect waits for
+    haSendHeartbeatInterval: until then the master sends nothing (it waits for the request).
+    """
+
+    def __init__(self, now_ms: int):
+        self.state = READY
+        self.current_reported_offset = 0
+        self.last_write_timestamp = now_ms
+        self.last_read_timestamp = now_ms
+        self._buf = bytearray()
+        self._pos = 0  # dispatchPosition: start of the first undecoded byte in _buf
+
+    def _move(self, event: str) -> tuple[HAConnectionState, HAConnectionState]:
+        old = self.state
+        self.state = next_state(CLIENT_TRANSITIONS, old, event)
+        return old, self.state
+
+    def connected(self, now_ms: int, slave_max_offset: int) -> tuple[HAConnectionState, HAConnectionState]:
+        """connectMaster succeeded: report from the local max offset on."""
+        self.current_reported_offset = slave_max_offset
+        self.last_read_timestamp = now_ms
+        return self._move("connected")
+
+    def closed(self) -> tuple[HAConnectionState, HAConnectionState]:
+        """closeMaster: forget the half-read stream; the next connection starts afresh."""
+        self.last_read_timestamp = 0
+        self._buf.clear()
+        self._pos = 0
+        return self._move("closed")
+
+    def shutdown(self) -> tuple[HAConnectionState, HAConnectionState]:
+        return self._move("shutdown")
+
+    # reading
+    def feed(self, data: bytes, now_ms: int) -> None:
+        self._buf += data
+        self.last_read_timestamp = now_ms
+
+    def next_frame(self, slave_max_offset: int) -> TransferFrame | None:
+        """The next complete TRANSFER, or None until more bytes arrive.
+
+        The offset is checked as soon as the header is in (dispatchReadRequest): unless the slave
+        is empty, a frame that does not start where the slave's log ends raises HAProtocolError.
+        """
+        avail = len(self._buf) - self._pos
+        if avail < TRANSFER_HEADER_SIZE:
+            return None
+        offset, body_size = TRANSFER_HEADER.codec.unpack_from(self._buf, self._pos)
+        if slave_max_offset != 0 and slave_max_offset != offset:
+            raise HAProtocolError(f"offset gap: master pushed offset {offset}, the slave's log ends at "
+                                  f"{slave_max_offset}")
+        # Deviation: RocketMQ trusts bodySize (a negative one throws later, a huge one stalls the
+        # stream until housekeeping); here a size that cannot fit the read buffer is an error now.
+        if not 0 <= body_size <= CLIENT_READ_MAX_BUFFER_SIZE - TRANSFER_HEADER_SIZE:
+            raise HAProtocolError(f"bad transfer header: body size {body_size} at offset {offset}")
+        end = self._pos + TRANSFER_HEADER_SIZE + body_size
+        if len(self._buf) < end:
+            return None
+        body = bytes(self._buf[self._pos + TRANSFER_HEADER_SIZE:end])
+        self._pos = end
+        if self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        elif self._pos > CLIENT_READ_MAX_BUFFER_SIZE:  # reallocateByteBuffer: keep only the undecoded tail
+            del self._buf[:self._pos]
+            self._pos = 0
+        return TransferFrame(offset, body)
+
+    def buffered(self) -> int:
+        """Bytes received but not yet decoded (a partial frame)."""
+        return len(self._buf) - self._pos
+
+    # reporting
+    def is_time_to_report(self, now_ms: int, heartbeat_interval_ms: int) -> bool:
+        return now_ms - self.last_write_timestamp > heartbeat_interval_ms
+
+    def report(self, now_ms: int) -> bytes:
+        """reportSlaveMaxOffset(currentReportedOffset): the periodic report."""
+        self.last_write_timestamp = now_ms
+        return encode_report(self.current_reported_offset)
+
+    def report_plus(self, slave_max_offset: int, now_ms: int) -> bytes | None:
+        """reportSlaveMaxOffsetPlus: a report when the local log grew since the last one."""
+        if slave_max_offset > self.current_reported_offset:
+            self.current_reported_offset = slave_max_offset
+            return self.report(now_ms)
+        return None
+
+    def housekeeping_expired(self, now_ms: int, housekeeping_interval_ms: int) -> bool:
+        return now_ms - self.last_read_timestamp > housekeeping_interval_ms
+
+
+# -- the master's end (DefaultHAConnection) ------------------------------------------------------
+def transfer_start_offset(slave_request_offset: int, master_max_offset: int, mapped_file_size: int) -> int:
+    """Where the master's WriteSocketService starts: the slave's request, or for a request of 0
+    (an empty slave) the start of the master's last commitlog file."""
+    if slave_request_offset == 0:
+        return max(0, master_max_offset - master_max_offset % mapped_file_size)
+    return slave_request_offset
+
+
+class ConnectionProtocol:
+    """The master's per-slave protocol state: what DefaultHAConnection keeps besides its socket."""
+
+    def __init__(self) -> None:
+        self.state = TRANSFER  # no handshake: a classic connection transfers from the start
+        self.slave_request_offset = -1
+        self.slave_ack_offset = -1
+        self.next_transfer_from_where = -1
+        self._pending = b""  # an incomplete report
+
+    def _move(self, event: str) -> tuple[HAConnectionState, HAConnectionState]:
+        old = self.state
+        self.state = next_state(CONNECTION_TRANSITIONS, old, event)
+        return old, self.state
+
+    def closed(self, event: str = "closed") -> tuple[HAConnectionState, HAConnectionState]:
+        return self._move(event)
+
+    def feed_reports(self, data: bytes, master_max_offset: int) -> list[int]:
+        """Decode the complete 8-byte reports in `data`; the last one becomes the slave's ack
+        offset (and the first ever its request offset). Returns every report decoded.
+
+        RocketMQ's ReadSocketService keeps only the last complete report of what it read at once
+        (its buffer position rounded down to a multiple of 8), which is the last one here too.
+
+        Deviation: RocketMQ accepts any 8 bytes as an offset. Garbage (an HTTP request sent to the
+        HA port reads as an offset near 5e18) then becomes this connection's ack offset, and
+        GroupTransferService counts it as a slave holding every message: a SYNC_MASTER would
+        acknowledge sends no slave has. A report below 0 or beyond the master's max offset (which
+        a real slave can only send if its log diverged, e.g. the master lost unflushed data in a
+        machine crash) raises HAProtocolError here and closes this connection only.
+        """
+        data = self._pending + data
+        whole = len(data) - len(data) % REPORT_HEADER_SIZE
+        self._pending = data[whole:]
+        reports = [v for (v,) in REPORT.codec.iter_unpack(data[:whole])]
+        for value in reports:
+            if not 0 <= value <= master_max_offset:
+                raise HAProtocolError(f"bad report: offset {value} (0x{value & (2**64 - 1):016x}) is outside "
+                                      f"[0, {master_max_offset}], the master's commitlog")
+        if reports:
+            self.slave_ack_offset = reports[-1]
+            if self.slave_request_offset < 0:
+                self.slave_request_offset = reports[-1]
+        return reports
+
+    def transfer_start(self, master_max_offset: int, mapped_file_size: int) -> int:
+        """Fix where the transfer starts (once, after the first report) and return it."""
+        if self.slave_request_offset < 0:
+            raise ValueError("the transfer starts after the slave's first report")
+        if self.next_transfer_from_where < 0:
+            self.next_transfer_from_where = transfer_start_offset(
+                self.slave_request_offset, master_max_offset, mapped_file_size)
+        return self.next_transfer_from_where
+
+    def heartbeat(self) -> bytes:
+        """A TRANSFER without body at the next transfer offset."""
+        return encode_transfer_header(self.next_transfer_from_where, 0)
+
+    def batch(self, body_size: int) -> tuple[int, bytes]:
+        """The header of the next batch of `body_size` bytes; returns (its offset, the header)."""
+        offset = self.next_transfer_from_where
+        self.next_transfer_from_where += body_size
+        return offset, encode_transfer_header(offset, body_size)

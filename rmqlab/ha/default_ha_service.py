@@ -1,0 +1,222 @@
+"""DefaultHAService: classic master–slave replication of the commitlog (reference §3, seeds 000, 004).
+
+Mirrors org.apache.rocketmq.store.ha.DefaultHAService, on a Node instead of threads:
+
+* AcceptSocketService listens on the HA port (haListenPort; a broker passes
+  ``config.get_ha_listen_port(listenPort)``) and gives each accepted slave a DefaultHAConnection.
+  Like RocketMQ, every broker listens, a slave too.
+* A SLAVE (brokerRole at construction) also runs a DefaultHAClient that replicates from the
+  master's HA address: ``haMasterAddress`` when configured (BrokerController.initialize does the
+  same), else whatever the broker passes to ``update_ha_master_address`` after registering with a
+  NameServer (RegisterBrokerResult.haServerAddr).
+* A SYNC_MASTER put that needs acknowledgements (CommitLog.handleHA, needAckNums = inSyncReplicas
+  >= 2) waits in GroupTransferService until enough slaves report its end offset, else
+  FLUSH_SLAVE_TIMEOUT after slaveTimeout.
+
+The service attaches itself to the store (``DefaultMessageStore.set_ha_service``), which is how
+the store's SYNC_MASTER path finds it. The store's clock must be the node's (``node.now_ms``): the
+store stamps a request's deadline, this service's timers enforce it.
+
+Sync vs async replication, and RocketMQ 5 (RIP-34)
+--------------------------------------------------
+Seed 000 describes the "sync double write" mode as: a send succeeds only once master *and* slave
+have written it. Since RIP-34, CommitLog.asyncPutMessage waits for ``inSyncReplicas`` replicas,
+master included, and returns at once when that is 0 or 1 — and inSyncReplicas defaults to 1. So a
+SYNC_MASTER with RocketMQ 5's defaults replicates exactly like an ASYNC_MASTER; RocketMQ's upgrade
+advice is to set totalReplicas=2 and inSyncReplicas=2 (rmqlab's conf/2m-2s-sync templates do).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rmqlab.ha.default_ha_client import DefaultHAClient
+from rmqlab.ha.default_ha_connection import DefaultHAConnection
+from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
+from rmqlab.ha.wait_notify_object import WaitNotifyObject
+from rmqlab.runtime.node import Listener, Node
+
+log = logging.getLogger("rmqlab.ha")
+
+
+def _role(config) -> str:
+    return getattr(config.brokerRole, "name", config.brokerRole)
+
+
+class AcceptSocketService:
+    """DefaultHAService.AcceptSocketService: accept slaves on the HA port."""
+
+    def __init__(self, ha_service: "DefaultHAService", host: str, port: int):
+        self.ha_service = ha_service
+        self.host = host
+        self.port = port
+        self.listener: Listener | None = None
+
+    async def begin_accept(self) -> None:
+        self.listener = await self.ha_service.node.listen(self.host, self.port, self._on_accept)
+        if self.port == 0:
+            # As RocketMQ: the OS picked the port, and haListenPort now says which.
+            self.port = self.listener.port
+            self.ha_service.config.haListenPort = self.port
+            log.info("OS picked up %d to listen for HA", self.port)
+
+    async def _on_accept(self, reader, writer) -> None:
+        ha = self.ha_service
+        if ha.stopped:
+            writer.close()
+            return
+        conn = DefaultHAConnection(ha, reader, writer)
+        log.info("HAService receive new connection, %s", conn.client_address)
+        ha.add_connection(conn)
+        await conn.run()
+
+    def shutdown(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+
+
+class DefaultHAService:
+    """The HA service a broker owns; see the module docstring.
+
+    `config` is the broker's MessageStoreConfig (read live: RocketMQ's getters are live too).
+    `host` / `port` are where AcceptSocketService listens; the port defaults to haListenPort.
+    """
+
+    def __init__(self, node: Node, store, config, *, host: str = "0.0.0.0", port: int | None = None):
+        self.node = node
+        self.store = store
+        self.config = config
+        self.connection_list: list[DefaultHAConnection] = []
+        self.connection_count = 0  # connectionCount: connections created and not yet closed
+        self.push2_slave_max_offset = 0
+        self.wait_notify_object = WaitNotifyObject(node)
+        self.group_transfer_service = GroupTransferService(self)
+        self.accept_socket_service = AcceptSocketService(self, host, config.haListenPort if port is None else port)
+        self.ha_client: DefaultHAClient | None = DefaultHAClient(self) if _role(config) == "SLAVE" else None
+        self.stopped = False
+        self.crashed = False
+        store.set_ha_service(self)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.accept_socket_service.begin_accept()
+        if self.ha_client is not None:
+            addr = self.config.haMasterAddress
+            if addr is not None and len(addr) >= 6:  # BrokerController.initialize's test
+                self.ha_client.update_ha_master_address(addr)
+            self.ha_client.start()
+
+    def shutdown(self) -> None:
+        """Clean stop: the client, the listener, every connection, the waiting puts."""
+        self.stopped = True
+        if self.ha_client is not None:
+            self.ha_client.shutdown()
+        self.accept_socket_service.shutdown()
+        self.destroy_connections()
+        self.group_transfer_service.shutdown()
+
+    def on_crash(self) -> None:
+        """Process crash: the node cancelled the tasks and timers and the network closed the
+        sockets; only in-memory state remains to drop, and nothing more is traced."""
+        self.stopped = self.crashed = True
+        if self.ha_client is not None:
+            self.ha_client.on_crash()
+        self.group_transfer_service.on_crash()
+
+    @property
+    def ha_listen_port(self) -> int:
+        return self.accept_socket_service.port
+
+    # -- slave side --------------------------------------------------------------------------
+    def update_ha_master_address(self, new_addr: str | None) -> None:
+        """A classic slave learns the master's HA address from its NameServer registration."""
+        if self.ha_client is not None:
+            self.ha_client.update_ha_master_address(new_addr)
+
+    def get_ha_client(self) -> DefaultHAClient | None:
+        return self.ha_client
+
+    # -- master side: connections ------------------------------------------------------------
+    def add_connection(self, conn: DefaultHAConnection) -> None:
+        self.connection_list.append(conn)
+
+    def remove_connection(self, conn: DefaultHAConnection) -> None:
+        if conn in self.connection_list:
+            self.connection_list.remove(conn)
+
+    def destroy_connections(self) -> None:
+        for conn in list(self.connection_list):
+            conn.shutdown()
+        self.connection_list.clear()
+
+    def get_connection_count(self) -> int:
+        return self.connection_count
+
+    # -- master side: acknowledgements -------------------------------------------------------
+    def put_request(self, request: GroupCommitRequest) -> None:
+        self.group_transfer_service.put_request(request)
+
+    def get_wait_notify_object(self) -> WaitNotifyObject:
+        return self.wait_notify_object
+
+    def notify_transfer_some(self, offset: int) -> None:
+        """A slave acknowledged `offset`: push2SlaveMaxOffset only grows; waiting puts re-check.
+
+        RocketMQ wakes GroupTransferService only when push2SlaveMaxOffset grew, but its thread also
+        re-checks every 1 ms; re-checking on every ack gives the same result (a second slave
+        reaching an offset the first already reported counts for ackNums >= 3)."""
+        if offset > self.push2_slave_max_offset:
+            self.push2_slave_max_offset = offset
+        self.group_transfer_service.notify_transfer_some()
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        """isSlaveOK: a slave is connected and push2SlaveMaxOffset is within haMaxGapNotInSync.
+
+        What the seed teaches (seed 004, RocketMQ 4.x): a SYNC_MASTER put first asks isSlaveOK; if
+        no slave is connected or the slave lags more than haMaxGapNotInSync (256 MiB) behind, the
+        put returns SLAVE_NOT_AVAILABLE at once instead of waiting (and the producer may resend,
+        duplicating the message, which is already in the commitlog).
+
+        What RocketMQ 5 does (the code rmqlab mirrors): nothing calls isSlaveOK any more. The
+        store never produces SLAVE_NOT_AVAILABLE; a SYNC_MASTER put with inSyncReplicas >= 2
+        waits for acknowledgements even with no slave connected, and gets FLUSH_SLAVE_TIMEOUT
+        after slaveTimeout (3 s). The status now only comes back from escaped remote sends. The
+        method stays, as in RocketMQ, for whoever wants the check (tests, the labs, admin tools).
+        """
+        return (self.connection_count > 0
+                and master_put_where - self.push2_slave_max_offset < self.config.haMaxGapNotInSync)
+
+    def is_in_sync_slave(self, master_put_where: int, conn: DefaultHAConnection) -> bool:
+        return master_put_where - conn.slave_ack_offset < self.config.haMaxGapNotInSync
+
+    def in_sync_replicas_nums(self, master_put_where: int) -> int:
+        """1 (the master) + the connections whose ack offset is within haMaxGapNotInSync.
+
+        As in RocketMQ, a connection that has not reported yet (ack offset -1) counts while the
+        master's log is shorter than haMaxGapNotInSync."""
+        return 1 + sum(1 for conn in self.connection_list if self.is_in_sync_slave(master_put_where, conn))
+
+    def get_push2_slave_max_offset(self) -> int:
+        return self.push2_slave_max_offset
+
+    # -- observation -------------------------------------------------------------------------
+    def get_runtime_info(self, master_put_where: int) -> dict[str, Any]:
+        """HARuntimeInfo, as plain data (the admin command haStatus shows it)."""
+        if self.ha_client is not None:
+            client = self.ha_client
+            return {"master": False, "haClientRuntimeInfo": {
+                "masterAddr": client.get_ha_master_address(), "maxOffset": self.store.get_max_phy_offset(),
+                "lastReadTimestamp": client.get_last_read_timestamp(),
+                "lastWriteTimestamp": client.get_last_write_timestamp(),
+                "transferredByteInSecond": client.get_transferred_byte_in_second()}}
+        connections = []
+        for conn in self.connection_list:
+            connections.append({
+                "addr": conn.client_address, "slaveAckOffset": conn.slave_ack_offset,
+                "diff": master_put_where - conn.slave_ack_offset, "inSync": self.is_in_sync_slave(master_put_where, conn),
+                "transferredByteInSecond": conn.get_transferred_byte_in_second(),
+                "transferFromWhere": conn.get_transfer_from_where()})
+        return {"master": True, "masterCommitLogMaxOffset": master_put_where,
+                "inSyncSlaveNums": sum(c["inSync"] for c in connections), "haConnectionInfo": connections}
