@@ -1,0 +1,138 @@
+"""NamesrvController: the name server as a component (mqnamesrv), on either runtime.
+
+Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/NamesrvController.java`` (reference
+§6.1; seed 000's deployment: "The Name Server boot success...", several name servers side by side).
+
+A name server is stateless apart from its route tables, which brokers rebuild by registering every
+``registerNameServerPeriod`` (30 s): name servers never talk to each other. A cluster runs several
+side by side; every broker registers with all of them and clients ask any (``-n "a;b"``), so losing
+one loses nothing. After a restart a name server knows nothing until the brokers' next
+registration.
+
+``start(node)``:
+
+1. builds the RouteInfoManager on the node's clock;
+2. listens on ``NettyServerConfig.bindAddress:listenPort`` (127.0.0.1:9876 by default) with
+   BrokerHousekeepingService as channel listener, GET_ROUTEINFO_BY_TOPIC served by the
+   ClientRequestProcessor and everything else by the DefaultRequestProcessor;
+3. scans for expired brokers every ``scanNotActiveBrokerInterval`` (5 s) after a first delay of
+   5 s, at a fixed rate, closing the channel of each expired broker.
+
+Trace: frames are traced by the remoting layer; the boot line, the route tables' notable events (a
+broker registered, fenced, expired, removed; a group or cluster gone) and the write-permission
+commands are ``log`` events (logger ``RocketmqNamesrv``), with RocketMQ's log wording.
+
+Not here (RocketMQ has them): the key-value configuration (KVConfigManager and its file), the
+embedded controller (``enableControllerInNamesrv``; the controller is its own component), TLS,
+the zone RPC hook and the periodic printing of tables and water marks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rmqlab.config.namesrv import NamesrvConfig
+from rmqlab.config.netty import NAMESRV_LISTEN_PORT, NettyServerConfig
+from rmqlab.namesrv.processor.client_request_processor import ClientRequestProcessor
+from rmqlab.namesrv.processor.default_request_processor import DefaultRequestProcessor
+from rmqlab.namesrv.routeinfo.broker_housekeeping_service import BrokerHousekeepingService
+from rmqlab.namesrv.routeinfo.route_info_manager import LOG_LEVELS, NAMESRV_LOGGER_NAME, RouteInfoManager
+from rmqlab.remoting.remoting_server import RemotingServer
+from rmqlab.remoting.request_code import RequestCode
+from rmqlab.runtime.component import Component
+from rmqlab.runtime.node import Node, Timer
+
+if TYPE_CHECKING:
+    from rmqlab.config.loader import NamesrvStartupConfig
+
+# NamesrvController.startScheduleService: the first scan 5 s after start.
+SCAN_NOT_ACTIVE_BROKER_INITIAL_DELAY_MS = 5000
+
+
+class NamesrvController(Component):
+    """The name server (see the module docstring)."""
+
+    component_type = "namesrv"
+
+    def __init__(self, namesrv_config: NamesrvConfig | None = None,
+                 netty_server_config: NettyServerConfig | None = None):
+        self.namesrv_config = namesrv_config or NamesrvConfig()
+        # NamesrvStartup sets 9876 before reading the file; NettyServerConfig's own default is 0
+        # in Java (10911, the broker's, in rmqlab).
+        self.netty_server_config = netty_server_config or NettyServerConfig(listenPort=NAMESRV_LISTEN_PORT)
+        self.route_info_manager: RouteInfoManager | None = None
+        self.remoting_server: RemotingServer | None = None
+        self.broker_housekeeping_service = BrokerHousekeepingService(self)
+        self._scan_timer: Timer | None = None
+        self._next_scan_at = 0.0
+
+    @classmethod
+    def from_startup_config(cls, config: "NamesrvStartupConfig") -> "NamesrvController":
+        """A name server from ``load_namesrv_config(...)`` (what ``mqnamesrv -c file`` reads)."""
+        return cls(config.namesrvConfig, config.nettyServerConfig)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self, node: Node) -> None:
+        self.node = node
+        self.route_info_manager = RouteInfoManager(self.namesrv_config, node.now_ms, logger=node.log,
+                                                   on_event=self._trace_event)
+        server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
+                                channel_event_listener=self.broker_housekeeping_service)
+        server.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, ClientRequestProcessor(self))
+        server.register_default_processor(DefaultRequestProcessor(self))
+        self.remoting_server = server
+        await server.start()
+        # scheduleAtFixedRate: the n-th scan is due at start + 5 s + n * interval, however long
+        # the previous one took.
+        self._next_scan_at = node.now_ms() + SCAN_NOT_ACTIVE_BROKER_INITIAL_DELAY_MS
+        self._scan_timer = node.call_later(SCAN_NOT_ACTIVE_BROKER_INITIAL_DELAY_MS, self._scan_not_active_broker)
+        # Traced for labs; the process runner (run_process) writes it to the log and stdout.
+        self._trace_event("INFO", self.boot_success_message())
+
+    async def shutdown(self) -> None:
+        self._cancel_scan()
+        if self.remoting_server is not None:
+            await self.remoting_server.shutdown()
+
+    def on_crash(self) -> None:
+        # The tables were only in memory: they die with the process (brokers re-register).
+        self._cancel_scan()
+
+    def _cancel_scan(self) -> None:
+        if self._scan_timer is not None:
+            self._scan_timer.cancel()
+            self._scan_timer = None
+
+    # -- what the CLI and labs read -------------------------------------------------------------
+    @property
+    def address(self) -> str:
+        """``host:port`` this name server listens on (the bound port once started)."""
+        port = self.remoting_server.port if self.remoting_server is not None else self.netty_server_config.listenPort
+        return f"{self.netty_server_config.bindAddress}:{port}"
+
+    def boot_success_message(self) -> str:
+        """NamesrvStartup's boot line. Like Java (NettyRemotingServer writes the bound port back
+        into its config), the port is the bound one when 0 was configured."""
+        return f"The Name Server boot success. serializeType=JSON, address {self.address}"
+
+    # -- periodic scan --------------------------------------------------------------------------
+    def _scan_not_active_broker(self) -> None:
+        node = self.node
+        try:
+            for live in self.route_info_manager.scan_not_active_broker():
+                if live.channel is not None:
+                    live.channel.close("broker channel expired")  # RemotingHelper.closeChannel
+        except Exception:
+            # Java's scan catches everything too: one bad entry must not stop future scans.
+            node.log.exception("scanNotActiveBroker exception")
+        self._next_scan_at += self.namesrv_config.scanNotActiveBrokerInterval
+        self._scan_timer = node.call_later(max(0.0, self._next_scan_at - node.now_ms()), self._scan_not_active_broker)
+
+    # -- logging ------------------------------------------------------------------------------
+    def _trace_event(self, level: str, message: str) -> None:
+        self.node.trace("log", level=level, message=message, logger=NAMESRV_LOGGER_NAME)
+
+    def log_event(self, level: str, message: str) -> None:
+        """A notable line: to the node's log and, as a ``log`` event, to the trace."""
+        self.node.log.log(LOG_LEVELS[level], "%s", message)
+        self._trace_event(level, message)
