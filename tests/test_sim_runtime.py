@@ -339,3 +339,19 @@ def test_pingpong_history_pairs_every_operation():
     ops = client_ops(sim.tracer.events)  # raises on an unpaired completion
     assert {op.type for op in ops} >= {"ok", "info"}
     sim.close()
+
+
+def test_bytes_held_by_a_partition_stay_ahead_of_a_later_close():
+    """Regression: data stalled by a partition must reach the reader before the EOF of a peer that
+    was killed meanwhile (segments are taken in sequence order, as TCP does)."""
+    sim, srv = two_nodes()
+    reader, writer = connect(sim)
+    sim.run_for(5)
+    sim.nemesis.partition(["srv"], ["cli"])
+    writer.write(b"held")
+    sim.run_for(5)
+    sim.nemesis.kill("cli")
+    sim.nemesis.heal()
+    sim.run_for(10)
+    assert [d for _, d in srv["c"].received] == [b"held"]
+    sim.close()

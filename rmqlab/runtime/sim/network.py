@@ -60,9 +60,11 @@ class _Half:
 
     def __init__(self, conn: "SimConnection", src: str, dst: str, reader: asyncio.StreamReader):
         self.conn, self.src, self.dst, self.reader = conn, src, dst, reader
-        self.seq = 0
+        self.seq = 0                # last sequence number sent
+        self.next_seq = 1           # next sequence number the receiver takes, in order
+        self.waiting: dict[int, tuple[str, bytes]] = {}  # arrived ahead of an earlier segment
         self.last_deliver_at = 0.0
-        self.stalled: list[tuple[str, bytes]] = []  # waiting for a blocked link to open
+        self.stalled: list[tuple[int, str, bytes]] = []  # waiting for a blocked link to open
         self.closed = False  # the sender closed it (EOF queued)
         # This half's own random stream: its draws happen in its own send order, so they never
         # depend on how sends to different destinations interleave.
@@ -280,7 +282,8 @@ class SimNetwork:
                 rto *= 2
         at = max(self.loop.time() + delay, half.last_deliver_at)
         half.last_deliver_at = at
-        self._schedule(at, src, half.dst, conn, half.seq, lambda: self._arrive(half, kind, payload))
+        seq = half.seq
+        self._schedule(at, src, half.dst, conn, seq, lambda: self._arrive(half, seq, kind, payload))
 
     def _schedule(self, at: float, src: str, dst: str, conn: SimConnection, seq: int, action: Callable[[], None]) -> None:
         heapq.heappush(self._queue, (at, src, dst, conn.cid, seq, action))
@@ -300,7 +303,7 @@ class SimNetwork:
             self._timer_at = self._queue[0][0]
             self._timer = self.loop.call_at(self._timer_at, self._run_due)
 
-    def _arrive(self, half: _Half, kind: str, payload: bytes) -> None:
+    def _arrive(self, half: _Half, seq: int, kind: str, payload: bytes) -> None:
         conn = half.conn
         if conn.dead:
             return
@@ -310,10 +313,15 @@ class SimNetwork:
             return
         if gone == "machine":
             return  # nobody there: lost
-        if self.is_blocked(half.src, half.dst) or half.stalled:
-            half.stalled.append((kind, payload))  # retransmitted until the partition heals
+        if self.is_blocked(half.src, half.dst):
+            half.stalled.append((seq, kind, payload))  # retransmitted until the partition heals
             return
-        self._deliver_to(half.dst, lambda: self._feed(half, kind, payload))
+        # TCP order: a segment is taken only after every earlier one of its half.
+        half.waiting[seq] = (kind, payload)
+        while half.next_seq in half.waiting:
+            k, p = half.waiting.pop(half.next_seq)
+            half.next_seq += 1
+            self._deliver_to(half.dst, lambda k=k, p=p: self._feed(half, k, p))
 
     def _feed(self, half: _Half, kind: str, payload: bytes) -> None:
         conn = half.conn
@@ -337,12 +345,11 @@ class SimNetwork:
             for half in (conn.a_to_b, conn.b_to_a):
                 if half.src == src and half.dst == dst and half.stalled:
                     pending, half.stalled = half.stalled, []
-                    for kind, payload in pending:
-                        half.seq += 1
+                    for seq, kind, payload in pending:  # resent with their own sequence numbers
                         at = max(self.loop.time() + self._latency_s(src, dst, (), half.rng), half.last_deliver_at)
                         half.last_deliver_at = at
-                        self._schedule(at, src, dst, conn, half.seq,
-                                       lambda h=half, k=kind, p=payload: self._arrive(h, k, p))
+                        self._schedule(at, src, dst, conn, seq,
+                                       lambda h=half, q=seq, k=kind, p=payload: self._arrive(h, q, k, p))
 
     def _deliver_to(self, node: str, action: Callable[[], None]) -> None:
         if node in self.suspended:
