@@ -27,6 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="rmqlab-demo", help="directory for the store files and report.html")
     demo.add_argument("--seed", type=int, default=7, help="seed for the crash points and message contents")
 
+    from rmqlab.admin_cli import add_parser as add_admin_parser
+
+    add_admin_parser(sub)
+
     for name, what in SERVER_COMMANDS.items():
         p = sub.add_parser(name, help=f"configure {what}")
         p.add_argument("-c", "--configFile", dest="config_file", help="configuration file")
@@ -43,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         from rmqlab.demo import run_demo
 
         return run_demo(out_dir=args.out, seed=args.seed)
+    if args.command == "admin":
+        from rmqlab.admin_cli import run
+
+        return run(args)
     from rmqlab.config.cli import run_component_command
 
     return run_component_command(args.command, args)

@@ -17,6 +17,7 @@ Every change through this class bumps the data version (``updateDataVersion``) a
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -40,6 +41,8 @@ from rmqlab.common.data_version import DataVersion
 # PopAckConstants.REVIVE_TOPIC and TimerMessageStore.TIMER_TOPIC
 REVIVE_TOPIC_PREFIX = TopicValidator.SYSTEM_TOPIC_PREFIX + "REVIVE_LOG_"
 TIMER_TOPIC = TopicValidator.SYSTEM_TOPIC_PREFIX + "wheel_timer"
+
+log = logging.getLogger(__name__)
 
 
 class TopicConfigManager(ConfigManager):
@@ -78,6 +81,8 @@ class TopicConfigManager(ConfigManager):
         self._state_machine_version = state_version_source(state_machine_version)
         self.data_version = DataVersion(timestamp=clock())
         self.topic_config_table: dict[str, TopicConfig] = {}
+        # Called with a topic the broker created on its own (registerBrokerData); set by the broker.
+        self.register_broker_data: Callable[[TopicConfig], None] | None = None
         # This broker's TopicValidator.addSystemTopic additions (see TopicValidator.is_system_topic).
         self.system_topics: set[str] = set()
         self._init_system_topics(
@@ -209,6 +214,85 @@ class TopicConfigManager(ConfigManager):
         self.update_data_version()
         self.persist()
         return topic_config
+
+    # -- topics the broker creates on its own (auto-create, retry/DLQ) ----------------------------
+
+    def _register_broker_data(self, topic_config: TopicConfig) -> None:
+        # TopicConfigManager.registerBrokerData: tell the name servers about the new topic at once
+        # (BrokerController.registerIncrementBrokerData); the broker installs the callback.
+        if self.register_broker_data is not None:
+            self.register_broker_data(topic_config)
+
+    def create_topic_in_send_message_method(self, topic: str, default_topic: str, remote_address: str,
+                                            client_default_topic_queue_nums: int, topic_sys_flag: int,
+                                            *, auto_create_topic_enable: bool = True) -> TopicConfig | None:
+        """``createTopicInSendMessageMethod``: a topic a producer sends to before anyone created
+        it inherits from ``default_topic`` (TBW102) when that topic carries PERM_INHERIT: queues
+        ``min(client's defaultTopicQueueNums, TBW102's write queues)``, TBW102's perm without
+        INHERIT, its filter type. None when there is no such template or it does not inherit.
+
+        Quirk kept from RocketMQ: with ``autoCreateTopicEnable=false`` a stored TBW102 loses its
+        INHERIT bit right here (its perm is set to READ|WRITE in the table)."""
+        existing = self.topic_config_table.get(topic)
+        if existing is not None:
+            return existing
+        topic_config: TopicConfig | None = None
+        default_config = self.topic_config_table.get(default_topic)
+        if default_config is not None:
+            if default_topic == TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC and not auto_create_topic_enable:
+                default_config.perm = PermName.PERM_READ | PermName.PERM_WRITE
+            if PermName.is_inherited(default_config.perm):
+                queue_nums = max(0, min(client_default_topic_queue_nums, default_config.write_queue_nums))
+                topic_config = TopicConfig(topic, queue_nums, queue_nums,
+                                           default_config.perm & ~PermName.PERM_INHERIT,
+                                           default_config.topic_filter_type, topic_sys_flag)
+            else:
+                log.warning("Create new topic failed, because the default topic[%s] has no perm [%s] producer:[%s]",
+                            default_topic, default_config.perm, remote_address)
+        else:
+            log.warning("Create new topic failed, because the default topic[%s] not exist. producer:[%s]",
+                        default_topic, remote_address)
+        if topic_config is not None:
+            log.info("Create new topic by default topic:[%s] config:[%s] producer:[%s]", default_topic,
+                     topic_config, remote_address)
+            self.put_topic_config(topic_config)
+            self.update_data_version()
+            self.persist()
+            self._register_broker_data(topic_config)
+        return topic_config
+
+    def create_topic_in_send_message_back_method(self, topic: str, client_default_topic_queue_nums: int, perm: int,
+                                                 topic_sys_flag: int, is_order: bool = False) -> TopicConfig:
+        """``createTopicInSendMessageBackMethod``: create a retry or DLQ topic (or fix the order
+        flag of an existing one)."""
+        existing = self.topic_config_table.get(topic)
+        if existing is not None:
+            if is_order != existing.order:
+                existing.order = is_order
+                self.update_topic_config(existing)
+            return existing
+        topic_config = TopicConfig(topic, client_default_topic_queue_nums, client_default_topic_queue_nums, perm,
+                                   topic_sys_flag=topic_sys_flag, order=is_order)
+        log.info("create new topic %s", topic_config)
+        self.put_topic_config(topic_config)
+        self.update_data_version()
+        self.persist()
+        self._register_broker_data(topic_config)
+        return topic_config
+
+    def update_order_topic_config(self, order_topics: Iterable[str]) -> None:
+        """``updateOrderTopicConfig``: mark the topics the name server lists as ordered
+        (the ORDER_TOPIC_CONFIG kv table a registration returns)."""
+        changed = False
+        for topic in order_topics:
+            tc = self.topic_config_table.get(topic)
+            if tc is not None and not tc.order:
+                tc.order = True
+                changed = True
+                log.info("update order topic config, topic=%s, order=%s", topic, True)
+        if changed:
+            self.update_data_version()
+            self.persist()
 
     def delete_topic_config(self, topic: str) -> bool:
         """``deleteTopicConfig``: True if the topic existed (then versioned and persisted)."""

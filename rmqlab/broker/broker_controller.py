@@ -1,0 +1,444 @@
+"""BrokerController: one RocketMQ broker as a Component on a Node (issue 4 §2; seed 000 "classic
+deployment", seed 004; reference §3, §5, §6.2).
+
+Mirrors ``broker/src/main/java/org/apache/rocketmq/broker/BrokerController.java`` with
+``BrokerStartup``, for classic master/slave deployments (ASYNC_MASTER, SYNC_MASTER, SLAVE): master and
+slaves of one group share a ``brokerName``, the master has ``brokerId`` 0 and slaves ids >= 1 (the
+config loader enforces it, as BrokerStartup does).
+
+``start(node)`` does what ``initialize()`` + ``start()`` do:
+
+1. the metadata managers (topics.json, consumerOffset.json, subscriptionGroup.json, delayOffset.json
+   under ``storePathRootDir/config``) load, on the node's clock;
+2. the RemotingServer binds ``bindAddress:listenPort`` and the processors are registered: SEND
+   (10, 310), PULL (11), HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46),
+   GET_CONSUMER_LIST_BY_GROUP (38), QUERY/UPDATE_CONSUMER_OFFSET (14, 15), and the
+   AdminBrokerProcessor as the default processor (admin codes; anything else -> 3). The remoting
+   layer serves each request in a task of its own, so held pulls never block a connection;
+3. the DefaultMessageStore (``storePathRootDir``; store host = brokerIP1:listenPort) loads and its
+   service steps (``periodic_services()``) are scheduled on ``node.call_later`` at their intervals;
+4. the HA service (``rmqlab.ha.DefaultHAService``) listens on the HA port; a slave replicates from
+   ``haMasterAddress`` when configured, else from the master's HA address its registration returns;
+5. PullRequestHoldService (long polling, woken by the store's dispatcher), the client housekeeping,
+   the periodic persistence of consumer and delay offsets;
+6. registration with every name server in ``namesrvAddr`` ("a;b") now, then every
+   ``registerNameServerPeriod`` clamped to [10 s, 60 s] (first after 10 s); newly created topics
+   are registered at once (``registerIncrementBrokerData``);
+7. on a slave, SlaveSynchronize copies the master's metadata (see ``slave_synchronize``).
+
+``shutdown()`` unregisters from the name servers, stops serving, persists the offsets and shuts
+the store down cleanly; ``on_crash()`` only drops what is in memory (``store.kill()``).
+
+On the group's master the delayed messages are delivered (``rmqlab.broker.schedule``).
+
+Not part of this broker: controller mode (``enableControllerMode``, RIP-44) and slave acting
+master (RIP-32) are refused at start; the timer wheel, transactions, POP, static topics and the
+proxy are other issues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from rmqlab.broker.broker_outer_api import BrokerOuterAPI
+from rmqlab.broker.broker_stats import BrokerStats
+from rmqlab.broker.client.client_housekeeping_service import (Broker2Client, ClientHousekeepingService,
+                                                              DefaultConsumerIdsChangeListener)
+from rmqlab.broker.client.consumer_manager import ConsumerManager
+from rmqlab.broker.client.producer_manager import ProducerManager
+from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
+from rmqlab.broker.message_client_id_setter import MessageClientIDSetter
+from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
+from rmqlab.broker.processor.admin_broker_processor import AdminBrokerProcessor
+from rmqlab.broker.processor.client_manage_processor import ClientManageProcessor
+from rmqlab.broker.processor.consumer_manage_processor import ConsumerManageProcessor
+from rmqlab.broker.processor.pull_message_processor import PullMessageProcessor
+from rmqlab.broker.processor.send_message_processor import SendMessageProcessor
+from rmqlab.broker.schedule.deliver_delayed_message_timer_task import DeliverDelayedMessageTimerTask, correct_delay_offset
+from rmqlab.broker.schedule.schedule_message_service import ScheduleMessageService
+from rmqlab.broker.slave_synchronize import SlaveSynchronize
+from rmqlab.broker.subscription.subscription_group_manager import SubscriptionGroupManager
+from rmqlab.broker.topic.topic_config import PermName, TopicConfig
+from rmqlab.broker.topic.topic_config_manager import TopicConfigManager
+from rmqlab.common.data_version import DataVersion
+from rmqlab.config.broker import MASTER_ID, BrokerRole
+from rmqlab.config.errors import ConfigError
+from rmqlab.config.loader import BrokerStartupConfig
+from rmqlab.ha import DefaultHAService
+from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMappingSerializeWrapper
+from rmqlab.remoting.protocol.mq_version import MQVersion
+from rmqlab.remoting.remoting_server import RemotingServer
+from rmqlab.remoting.request_code import RequestCode
+from rmqlab.runtime.component import Component
+from rmqlab.runtime.node import Node, Timer
+from rmqlab.store.default_message_store import DefaultMessageStore
+
+log = logging.getLogger("rmqlab.broker")
+
+# RocketMQ reads the machine's RAM (StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE) for the "is it still in
+# memory" estimates (QUERY_CONSUMER_OFFSET's rule, suggestPullingFromSlave). rmqlab fixes it so a
+# run does not depend on the machine; a lab passes a small value to see the rules trigger.
+DEFAULT_TOTAL_PHYSICAL_MEMORY_SIZE = 16 * 1024 * 1024 * 1024
+# RocketMQ 5 syncs a slave's metadata when 60 s have passed since the last sync.
+DEFAULT_SLAVE_SYNCHRONIZE_PERIOD_MS = 60_000
+SLAVE_SYNCHRONIZE_CHECK_MS = 3_000
+FIRST_SCHEDULE_DELAY_MS = 10_000   # the 10 s initial delay of the registration and sync tasks
+HA_ADDRESS_MIN_LENGTH = 6          # BrokerController.HA_ADDRESS_MIN_LENGTH
+
+
+class BrokerController(Component):
+    component_type = "broker"
+
+    def __init__(self, startup_config: BrokerStartupConfig, *,
+                 slave_synchronize_period_ms: int = DEFAULT_SLAVE_SYNCHRONIZE_PERIOD_MS,
+                 total_physical_memory_size: int = DEFAULT_TOTAL_PHYSICAL_MEMORY_SIZE):
+        self.startup_config = startup_config
+        self.broker_config = startup_config.brokerConfig
+        self.message_store_config = startup_config.messageStoreConfig
+        self.netty_server_config = startup_config.nettyServerConfig
+        self.netty_client_config = startup_config.nettyClientConfig
+        if slave_synchronize_period_ms <= 0:
+            raise ValueError(f"slave_synchronize_period_ms must be positive, got {slave_synchronize_period_ms}")
+        self.slave_synchronize_period_ms = slave_synchronize_period_ms
+        self.total_physical_memory_size = total_physical_memory_size
+        # RIP-32 state; without slave-acting-master it stays 0 (the group has a master).
+        self.min_broker_id_in_group = MASTER_ID
+        self.special_service_running = False
+        self.update_master_ha_server_addr_periodically = False
+        self.remoting_version = MQVersion.CURRENT_VERSION
+        self.broker_stats = BrokerStats()
+        self.boot_timestamp = 0
+        self._timers: dict[str, Timer] = {}
+        self._deliver_tasks: list[DeliverDelayedMessageTimerTask] = []
+        self._register_lock: asyncio.Lock | None = None
+        self._last_sync_time_ms = 0
+        self._shutdown = False
+        self._started = False
+        self.node: Node | None = None
+        self.message_store: DefaultMessageStore | None = None
+        self.ha_service: DefaultHAService | None = None
+        self.remoting_server: RemotingServer | None = None
+
+    # -- identity --------------------------------------------------------------------------------
+    @property
+    def broker_addr(self) -> str:
+        """``getBrokerAddr``: brokerIP1:listenPort, what the name servers and clients use."""
+        return f"{self.broker_config.brokerIP1}:{self.netty_server_config.listenPort}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        """``getHAServerAddr``: brokerIP2:haListenPort, where slaves replicate from."""
+        port = self.message_store_config.get_ha_listen_port(self.netty_server_config.listenPort)
+        if self.ha_service is not None:
+            port = self.ha_service.ha_listen_port
+        return f"{self.broker_config.brokerIP2}:{port}"
+
+    @property
+    def store_host(self) -> tuple[str, int]:
+        """``getStoreHost``: brokerIP1:listenPort, written into every message and its msgId."""
+        return self.broker_config.brokerIP1, self.netty_server_config.listenPort
+
+    def boot_success_message(self) -> str:
+        """The line BrokerStartup prints once the broker serves."""
+        tip = f"The broker[{self.broker_config.brokerName}, {self.broker_addr}] boot success. serializeType=JSON"
+        if self.broker_config.namesrvAddr is not None:
+            tip += f" and name server is {self.broker_config.namesrvAddr}"
+        return tip
+
+    # -- start -----------------------------------------------------------------------------------
+    async def start(self, node: Node) -> None:
+        self.node = node
+        bc, msc = self.broker_config, self.message_store_config
+        if bc.enableControllerMode:
+            raise ConfigError("enableControllerMode = true: this BrokerController runs classic master/slave "
+                              "deployments; controller mode needs the ReplicasManager of the controller issue")
+        if bc.enableSlaveActingMaster:
+            raise ConfigError("enableSlaveActingMaster = true: slave acting master (RIP-32) is not implemented "
+                              "by this BrokerController")
+        clock = node.now_ms
+        self.boot_timestamp = clock()
+        self._register_lock = asyncio.Lock()
+        root = msc.storePathRootDir
+
+        # initialize(): metadata first, as RocketMQ loads it before the store.
+        self.topic_config_manager = TopicConfigManager(
+            root, clock, broker_cluster_name=bc.brokerClusterName, broker_name=bc.brokerName,
+            auto_create_topic_enable=bc.autoCreateTopicEnable, default_topic_queue_nums=bc.defaultTopicQueueNums,
+            cluster_topic_enable=bc.clusterTopicEnable, broker_topic_enable=bc.brokerTopicEnable)
+        self.consumer_offset_manager = ConsumerOffsetManager(
+            root, clock, consumer_offset_update_version_step=bc.consumerOffsetUpdateVersionStep)
+        self.subscription_group_manager = SubscriptionGroupManager(
+            root, clock, auto_create_subscription_group=bc.autoCreateSubscriptionGroup)
+        self.schedule_message_service = ScheduleMessageService(
+            root, clock, message_delay_level=msc.messageDelayLevel,
+            delay_offset_update_version_step=bc.delayOffsetUpdateVersionStep)
+        for manager in (self.topic_config_manager, self.consumer_offset_manager, self.subscription_group_manager,
+                        self.schedule_message_service):
+            manager.load()
+        self.topic_config_manager.register_broker_data = \
+            lambda tc: self.register_increment_broker_data([tc], self.topic_config_manager.data_version)
+        # TopicQueueMappingManager's version: rmqlab has no static topics, so it never changes.
+        self.topic_queue_mapping_data_version = DataVersion(timestamp=clock())
+
+        self.consumer_manager = ConsumerManager(DefaultConsumerIdsChangeListener(self), clock)
+        self.producer_manager = ProducerManager(clock)
+        self.broker2client = Broker2Client(self)
+        self.client_housekeeping_service = ClientHousekeepingService(self)
+        self.pull_request_hold_service = PullRequestHoldService(self)
+        self.send_message_processor = SendMessageProcessor(self)
+        self.pull_message_processor = PullMessageProcessor(self)
+        self.consumer_manage_processor = ConsumerManageProcessor(self)
+        self.client_manage_processor = ClientManageProcessor(self)
+        self.admin_broker_processor = AdminBrokerProcessor(self)
+        self.slave_synchronize = SlaveSynchronize(self)
+        self.broker_outer_api = BrokerOuterAPI(node, self.netty_client_config.connectTimeoutMillis)
+        self.broker_outer_api.update_name_server_address_list(bc.get_namesrv_addr_list())
+        self.message_client_id_setter = MessageClientIDSetter(bc.brokerIP1, clock, node.random)
+
+        server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
+                                self.client_housekeeping_service)
+        self._register_processors(server)
+        self.remoting_server = server
+        await server.start()
+        # listenPort 0: the system picked one; the broker address and store host use it.
+        self.netty_server_config.listenPort = server.port
+
+        # initializeMessageStore(): nothing awaits between the bind above and the load below, so
+        # no request is served before the store is ready.
+        self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host)
+        self.message_store.load()
+        correct_delay_offset(self)  # ScheduleMessageService.load: offsets within their queues
+        for name, interval_ms, step in self.message_store.periodic_services():
+            self.schedule_at_fixed_rate(name, interval_ms, interval_ms, step)
+
+        self.ha_service = DefaultHAService(node, self.message_store, msc, host=self.netty_server_config.bindAddress,
+                                           port=msc.get_ha_listen_port(self.netty_server_config.listenPort))
+        if msc.brokerRole == BrokerRole.SLAVE:
+            ha_master = msc.haMasterAddress
+            self.update_master_ha_server_addr_periodically = not (ha_master and len(ha_master) >= HA_ADDRESS_MIN_LENGTH)
+        await self.ha_service.start()
+
+        self.pull_request_hold_service.start()
+        self.client_housekeeping_service.start()
+        self.schedule_at_fixed_rate("ConsumerOffsetPersist", FIRST_SCHEDULE_DELAY_MS, bc.flushConsumerOffsetInterval,
+                                    self.consumer_offset_manager.persist)
+        self.schedule_at_fixed_rate("DelayOffsetPersist", FIRST_SCHEDULE_DELAY_MS, msc.flushDelayOffsetInterval,
+                                    self.schedule_message_service.persist)
+        if msc.brokerRole == BrokerRole.SLAVE:
+            self._last_sync_time_ms = clock()
+            check = min(SLAVE_SYNCHRONIZE_CHECK_MS, self.slave_synchronize_period_ms)
+            self.schedule_at_fixed_rate("SlaveSynchronize", FIRST_SCHEDULE_DELAY_MS, check, self._slave_sync_tick)
+
+        self._started = True
+        node.trace("role", **{"from": None, "to": msc.brokerRole.value, "component": "broker"})
+        self.change_special_service_status(bc.brokerId == MASTER_ID)
+        await self.register_broker_all(True, False, True)
+        self.schedule_at_fixed_rate("RegisterBrokerAll", FIRST_SCHEDULE_DELAY_MS,
+                                    bc.get_register_name_server_period(),
+                                    lambda: self.register_broker_all(True, False, bc.forceRegister))
+        tip = self.boot_success_message()
+        log.info(tip)
+        node.trace("log", level="INFO", message=tip, logger="rmqlab.broker")
+
+    def _register_processors(self, server: RemotingServer) -> None:
+        """``registerProcessor``: which processor serves which code."""
+        versioned = self._versioned
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2):
+            server.register_processor(code, versioned(self.send_message_processor))
+        server.register_processor(RequestCode.PULL_MESSAGE, versioned(self.pull_message_processor))
+        for code in (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG):
+            server.register_processor(code, versioned(self.client_manage_processor))
+        for code in (RequestCode.GET_CONSUMER_LIST_BY_GROUP, RequestCode.UPDATE_CONSUMER_OFFSET,
+                     RequestCode.QUERY_CONSUMER_OFFSET):
+            server.register_processor(code, versioned(self.consumer_manage_processor))
+        server.register_default_processor(versioned(self.admin_broker_processor))
+
+    def _versioned(self, processor: Any) -> Callable:
+        """A Java broker's responses carry its MQVersion (BrokerStartup sets
+        ``rocketmq.remoting.version``, ``createResponseCommand`` stamps it); so do these."""
+        async def process(channel, request):
+            response = await processor.process(channel, request)
+            if response is not None:
+                response.version = self.remoting_version
+            return response
+        return process
+
+    def change_special_service_status(self, should_start: bool) -> None:
+        """``changeSpecialServiceStatus``: the services only the group's master runs. Of RocketMQ's
+        (delayed-message delivery, transaction checks, POP revive, timer wheel) rmqlab has the
+        delayed-message delivery: one DeliverDelayedMessageTimerTask per delay level."""
+        if self.special_service_running == should_start:
+            return
+        log.info("change special service status to %s", should_start)
+        self.special_service_running = should_start
+        for task in self._deliver_tasks:
+            task.started = False
+        self._deliver_tasks = []
+        if should_start:
+            sms = self.schedule_message_service
+            for level in sorted(sms.delay_level_table):
+                task = DeliverDelayedMessageTimerTask(self, level, sms.offset_table.get(level, 0))
+                self._deliver_tasks.append(task)
+                self.node.spawn(task.run(), name=f"ScheduleMessageTimerThread_{level}")
+
+    # -- scheduling ------------------------------------------------------------------------------
+    def schedule_at_fixed_rate(self, name: str, initial_delay_ms: float, period_ms: float,
+                               task: Callable[[], Any]) -> None:
+        """A ``scheduledExecutorService.scheduleAtFixedRate`` task on the node's clock. A task
+        that returns a coroutine runs as a node task, and its next run is scheduled once it ends
+        (so it never overlaps itself). Exceptions are logged, as RocketMQ's runnables catch
+        Throwable, and the schedule goes on."""
+        if name in self._timers:
+            raise ValueError(f"a task named {name!r} is already scheduled")
+
+        def fire() -> None:
+            if self._shutdown:
+                return
+            try:
+                result = task()
+            except Exception:
+                log.exception("%s: scheduled task failed", name)
+                result = None
+            if inspect.isawaitable(result):
+                async def run() -> None:
+                    try:
+                        await result
+                    except Exception:
+                        log.exception("%s: scheduled task failed", name)
+                    finally:
+                        if not self._shutdown:
+                            self._timers[name] = self.node.call_later(period_ms, fire)
+                self.node.spawn(run(), name=name)
+            elif not self._shutdown:
+                self._timers[name] = self.node.call_later(period_ms, fire)
+
+        self._timers[name] = self.node.call_later(initial_delay_ms, fire)
+
+    def _cancel_timers(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    # -- registration with the name servers ------------------------------------------------------
+    def _topic_config_for_registration(self, tc: TopicConfig) -> TopicConfig:
+        perm = self.broker_config.brokerPermission
+        if not PermName.is_writeable(perm) or not PermName.is_readable(perm):
+            # A broker without read or write permission advertises its topics with it masked.
+            return TopicConfig(tc.topic_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm & perm)
+        return tc
+
+    async def register_broker_all(self, check_order_config: bool, oneway: bool, force_register: bool) -> None:
+        """``registerBrokerAll``: the whole topic table, to every name server."""
+        tcm = self.topic_config_manager
+        table = {name: self._topic_config_for_registration(tcm.topic_config_table[name])
+                 for name in sorted(tcm.topic_config_table)}
+        wrapper = TopicConfigAndMappingSerializeWrapper(topic_config_table=table, data_version=tcm.data_version.copy(),
+                                                        mapping_data_version=self.topic_queue_mapping_data_version)
+        if not force_register:
+            bc = self.broker_config
+            changed = await self.broker_outer_api.need_register(
+                bc.brokerClusterName, self.broker_addr, bc.brokerName, bc.brokerId, tcm.data_version,
+                bc.registerBrokerTimeoutMills)
+            if not any(changed):
+                return
+        await self.do_register_broker_all(check_order_config, oneway, wrapper)
+
+    def register_increment_broker_data(self, topic_configs: list[TopicConfig], data_version: DataVersion) -> None:
+        """``registerIncrementBrokerData``: tell the name servers about changed topics now (runs
+        as a node task; the caller does not wait)."""
+        if not self._started or self._shutdown:
+            return
+        wrapper = TopicConfigAndMappingSerializeWrapper(
+            topic_config_table={tc.topic_name: self._topic_config_for_registration(tc) for tc in topic_configs},
+            data_version=data_version.copy(), mapping_data_version=self.topic_queue_mapping_data_version)
+        self.node.spawn(self.do_register_broker_all(True, False, wrapper), name="register-increment-broker-data")
+
+    async def do_register_broker_all(self, check_order_config: bool, oneway: bool,
+                                     wrapper: TopicConfigAndMappingSerializeWrapper) -> None:
+        if self._shutdown:
+            log.info("BrokerController#doRegisterBrokerAll: broker has shutdown, no need to register any more.")
+            return
+        bc = self.broker_config
+        async with self._register_lock:
+            results = await self.broker_outer_api.register_broker_all(
+                bc.brokerClusterName, self.broker_addr, bc.brokerName, bc.brokerId, self.ha_server_addr, wrapper, [],
+                oneway, bc.registerBrokerTimeoutMills, bc.enableSlaveActingMaster,
+                bc.brokerNotActiveTimeoutMillis if bc.enableSlaveActingMaster else None)
+        self.handle_register_broker_result(results, check_order_config)
+
+    def handle_register_broker_result(self, results: list, check_order_config: bool) -> None:
+        """``handleRegisterBrokerResult``: the first answer names the master (for SlaveSynchronize)
+        and the master's HA address (for a slave without haMasterAddress)."""
+        for result in results:
+            if result is None:
+                continue
+            if self.update_master_ha_server_addr_periodically and result.ha_server_addr is not None:
+                self.ha_service.update_ha_master_address(result.ha_server_addr)
+            self.slave_synchronize.set_master_addr(result.master_addr)
+            if check_order_config and result.kv_table:
+                self.topic_config_manager.update_order_topic_config(result.kv_table.keys())
+            break
+
+    # -- slave -----------------------------------------------------------------------------------
+    async def _slave_sync_tick(self) -> None:
+        if self.node.now_ms() - self._last_sync_time_ms >= self.slave_synchronize_period_ms:
+            await self.slave_synchronize.sync_all()
+            self._last_sync_time_ms = self.node.now_ms()
+
+    # -- store estimates the processors need -----------------------------------------------------
+    def estimate_in_mem_by_commit_offset(self, offset_py: int, max_offset_py: int) -> bool:
+        """``DefaultMessageStore.estimateInMemByCommitOffset``: within the memory share from the end."""
+        memory = int(self.total_physical_memory_size * (self.message_store_config.accessMessageInMemoryMaxRatio / 100.0))
+        return (max_offset_py - offset_py) <= memory
+
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, consume_offset: int) -> bool:
+        """``DefaultMessageStore.checkInDiskByConsumeOffset``: the message exists and is too far
+        behind the commitlog's end to be in memory."""
+        store = self.message_store
+        cq = store.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return False
+        units = cq.get_units(consume_offset, 1)
+        if not units:
+            return False
+        return not self.estimate_in_mem_by_commit_offset(units[0][0], store.get_max_phy_offset())
+
+    # -- stop ------------------------------------------------------------------------------------
+    async def shutdown(self) -> None:
+        """Clean stop: unregister, stop serving, persist, shut the store down (flushes it)."""
+        bc = self.broker_config
+        self._shutdown = True  # no task reschedules itself, no registration starts
+        self._cancel_timers()
+        for task in self._deliver_tasks:
+            task.started = False
+        if self._started:
+            await self.broker_outer_api.unregister_broker_all(bc.brokerClusterName, self.broker_addr,
+                                                              bc.brokerName, bc.brokerId)
+        if self.remoting_server is not None:
+            await self.remoting_server.shutdown()
+        if self._started:
+            self.pull_request_hold_service.shutdown()
+        if self.ha_service is not None:
+            self.ha_service.shutdown()
+        if self._started:
+            self.consumer_offset_manager.persist()
+            self.schedule_message_service.persist()
+        if self.message_store is not None:
+            self.message_store.shutdown()
+        if self._started:
+            await self.broker_outer_api.shutdown()
+        self.node.trace("log", level="INFO", message=f"The broker[{bc.brokerName}, {self.broker_addr}] shutdown",
+                        logger="rmqlab.broker")
+
+    def on_crash(self) -> None:
+        """Process crash: nothing is flushed; the store keeps what reached the page cache."""
+        self._shutdown = True
+        self._cancel_timers()
+        if self.ha_service is not None:
+            self.ha_service.on_crash()
+        if self.message_store is not None:
+            self.message_store.kill()

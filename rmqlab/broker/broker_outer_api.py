@@ -1,0 +1,199 @@
+"""BrokerOuterAPI: every request a broker sends to others (reference §6.1, §6.2; seed 004 §2).
+
+RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/out/BrokerOuterAPI.java``, over one
+RemotingClient:
+
+* to the name servers: REGISTER_BROKER (103) with a RegisterBrokerBody (the topic table and its
+  DataVersion) and ``bodyCrc32``, sent to every name server in parallel and bounded by
+  ``registerBrokerTimeoutMills``; the results name a slave's master and the master's HA address.
+  UNREGISTER_BROKER (104) on a clean shutdown. QUERY_DATA_VERSION (322) when ``forceRegister`` is
+  off, to skip a registration whose topic table the name servers already hold;
+* to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
+  GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+
+Every request carries ``version`` = MQVersion.CURRENT_VERSION, as a Java broker's do (the name
+server reads a registration's body format from it). A failed request raises; the callers log and
+carry on (the next period tries again), as RocketMQ's do.
+
+Deviation: RocketMQ sends GET_ALL_TOPIC_CONFIG to the master's "VIP channel" (listenPort - 2, its
+fast remoting server); rmqlab's broker has one remoting server, so everything goes to listenPort.
+The paging fields of the GET_ALL requests (``enableSplitMetadata``, off by default) are not sent, so
+the master answers with everything at once, as RocketMQ's does for an old slave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from rmqlab.common.data_version import DataVersion
+from rmqlab.common.java_compat import crc32
+from rmqlab.remoting.exceptions import RemotingError
+from rmqlab.remoting.protocol import remoting_serializable
+from rmqlab.remoting.protocol.body.register_broker_body import RegisterBrokerBody, TopicConfigAndMappingSerializeWrapper
+from rmqlab.remoting.protocol.header.broker.admin import (ConsumerOffsetSerializeWrapper, KVTable,
+                                                          SubscriptionGroupWrapper)
+from rmqlab.remoting.protocol.header.namesrv import (QueryDataVersionRequestHeader, QueryDataVersionResponseHeader,
+                                                    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+                                                    UnRegisterBrokerRequestHeader)
+from rmqlab.remoting.protocol.mq_version import MQVersion
+from rmqlab.remoting.protocol.namesrv.register_broker_result import RegisterBrokerResult
+from rmqlab.remoting.remoting_client import RemotingClient
+from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.request_code import RequestCode
+from rmqlab.remoting.response_code import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.runtime.node import Node
+
+log = logging.getLogger("rmqlab.broker")
+
+GET_ALL_TIMEOUT_MS = 30_000    # getAllTopicConfig / getAllSubscriptionGroupConfig
+GET_OFFSETS_TIMEOUT_MS = 3_000  # getAllConsumerOffset / getAllDelayOffset
+UNREGISTER_TIMEOUT_MS = 3_000
+
+
+class MQBrokerException(RemotingError):
+    """``MQBrokerException``: the peer answered, but not with SUCCESS."""
+
+    def __init__(self, code: int, remark: str | None, addr: str):
+        super().__init__(f"CODE: {code}  DESC: {remark}  BROKER: {addr}")
+        self.code, self.remark, self.addr = code, remark, addr
+
+
+class BrokerOuterAPI:
+    def __init__(self, node: "Node", connect_timeout_ms: float = 3000):
+        self.node = node
+        self.remoting_client = RemotingClient(node, connect_timeout_ms)
+        self.name_server_address_list: list[str] = []
+
+    def update_name_server_address_list(self, addrs: list[str]) -> None:
+        self.name_server_address_list = list(addrs)
+
+    async def shutdown(self) -> None:
+        await self.remoting_client.shutdown()
+
+    async def _invoke(self, addr: str, request: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        request.version = MQVersion.CURRENT_VERSION
+        return await self.remoting_client.invoke_sync(addr, request, timeout_ms)
+
+    # -- name servers --------------------------------------------------------------------------
+    async def register_broker_all(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int,
+                                  ha_server_addr: str, topic_config_wrapper: TopicConfigAndMappingSerializeWrapper,
+                                  filter_server_list: list[str], oneway: bool, timeout_ms: int,
+                                  enable_acting_master: bool, heartbeat_timeout_millis: int | None = None,
+                                  ) -> list[RegisterBrokerResult]:
+        """``registerBrokerAll``: register with every name server at once; the results of those
+        that answered within ``timeout_ms`` (failures are logged)."""
+        if not self.name_server_address_list:
+            return []
+        body = RegisterBrokerBody(topic_config_wrapper, list(filter_server_list)).encode(False)
+        header = RegisterBrokerRequestHeader(
+            broker_name=broker_name, broker_addr=broker_addr, cluster_name=cluster_name,
+            ha_server_addr=ha_server_addr, broker_id=broker_id, heartbeat_timeout_millis=heartbeat_timeout_millis,
+            enable_acting_master=enable_acting_master, compressed=False, body_crc32=crc32(body))
+        results: list[RegisterBrokerResult] = []
+
+        async def one(namesrv_addr: str) -> None:
+            try:
+                result = await self.register_broker(namesrv_addr, oneway, timeout_ms, header, body)
+                if result is not None:
+                    results.append(result)
+                log.info("Registering current broker to name server completed. TargetHost=%s", namesrv_addr)
+            except (RemotingError, ValueError, OSError) as e:
+                log.error("Failed to register current broker to name server. TargetHost=%s: %s", namesrv_addr, e)
+
+        # Each registration is bounded by timeout_ms (the remoting layer's timer on the node's
+        # clock), so waiting for all of them is RocketMQ's countDownLatch.await(timeoutMills).
+        tasks = [self.node.spawn(one(addr), name=f"register-broker {addr}") for addr in self.name_server_address_list]
+        await asyncio.wait(tasks)
+        return results
+
+    async def register_broker(self, namesrv_addr: str, oneway: bool, timeout_ms: int,
+                              header: RegisterBrokerRequestHeader, body: bytes) -> RegisterBrokerResult | None:
+        request = RemotingCommand.create_request_command(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+        if oneway:
+            request.version = MQVersion.CURRENT_VERSION
+            await self.remoting_client.invoke_oneway(namesrv_addr, request)
+            return None
+        response = await self._invoke(namesrv_addr, request, timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, header.broker_addr)
+        response_header = RegisterBrokerResponseHeader.decode(response)
+        return RegisterBrokerResult(ha_server_addr=response_header.ha_server_addr,
+                                    master_addr=response_header.master_addr,
+                                    kv_table=KVTable.decode(response.body).table if response.body else None)
+
+    async def unregister_broker_all(self, cluster_name: str, broker_addr: str, broker_name: str,
+                                    broker_id: int) -> None:
+        for namesrv_addr in self.name_server_address_list:
+            try:
+                await self.unregister_broker(namesrv_addr, cluster_name, broker_addr, broker_name, broker_id)
+                log.info("unregisterBroker OK, NamesrvAddr: %s", namesrv_addr)
+            except (RemotingError, OSError) as e:
+                log.warning("unregisterBroker Exception, NamesrvAddr: %s: %s", namesrv_addr, e)
+
+    async def unregister_broker(self, namesrv_addr: str, cluster_name: str, broker_addr: str, broker_name: str,
+                                broker_id: int) -> None:
+        header = UnRegisterBrokerRequestHeader(broker_name=broker_name, broker_addr=broker_addr,
+                                               cluster_name=cluster_name, broker_id=broker_id)
+        request = RemotingCommand.create_request_command(RequestCode.UNREGISTER_BROKER, header.to_ext_fields())
+        response = await self._invoke(namesrv_addr, request, UNREGISTER_TIMEOUT_MS)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, broker_addr)
+
+    async def need_register(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int,
+                            data_version: DataVersion, timeout_ms: int) -> list[bool]:
+        """``needRegister``: one True per name server whose copy of the topic table is stale (or
+        that could not be asked)."""
+        changed_list: list[bool] = []
+
+        async def one(namesrv_addr: str) -> None:
+            header = QueryDataVersionRequestHeader(broker_name=broker_name, broker_addr=broker_addr,
+                                                   cluster_name=cluster_name, broker_id=broker_id)
+            request = RemotingCommand.create_request_command(RequestCode.QUERY_DATA_VERSION, header.to_ext_fields(),
+                                                             data_version.to_json().encode("utf-8"))
+            try:
+                response = await self._invoke(namesrv_addr, request, timeout_ms)
+                if response.code == ResponseCode.SUCCESS:
+                    changed = QueryDataVersionResponseHeader.decode(response).changed
+                    if response.body is not None:
+                        remote = DataVersion.from_json_dict(
+                            remoting_serializable.decode_json(response.body, "DataVersion"))
+                        if remote != data_version:
+                            changed = True
+                    if changed is None or changed:
+                        changed_list.append(True)
+            except (RemotingError, ValueError, OSError) as e:
+                changed_list.append(True)
+                log.error("Query data version from name server %s exception: %s", namesrv_addr, e)
+
+        tasks = [self.node.spawn(one(addr), name=f"query-data-version {addr}") for addr in self.name_server_address_list]
+        if tasks:
+            await asyncio.wait(tasks)
+        return changed_list
+
+    # -- the master (SlaveSynchronize) ---------------------------------------------------------
+    async def _get_all(self, addr: str, code: int, timeout_ms: int) -> RemotingCommand:
+        response = await self._invoke(addr, RemotingCommand.create_request_command(code), timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        return response
+
+    async def get_all_topic_config(self, addr: str) -> TopicConfigAndMappingSerializeWrapper:
+        response = await self._get_all(addr, RequestCode.GET_ALL_TOPIC_CONFIG, GET_ALL_TIMEOUT_MS)
+        return TopicConfigAndMappingSerializeWrapper.from_json_dict(
+            remoting_serializable.decode_json(response.body, "TopicConfigAndMappingSerializeWrapper"))
+
+    async def get_all_consumer_offset(self, addr: str) -> ConsumerOffsetSerializeWrapper:
+        response = await self._get_all(addr, RequestCode.GET_ALL_CONSUMER_OFFSET, GET_OFFSETS_TIMEOUT_MS)
+        return ConsumerOffsetSerializeWrapper.decode(response.body)
+
+    async def get_all_delay_offset(self, addr: str) -> str | None:
+        response = await self._get_all(addr, RequestCode.GET_ALL_DELAY_OFFSET, GET_OFFSETS_TIMEOUT_MS)
+        return response.body.decode("utf-8") if response.body else None
+
+    async def get_all_subscription_group_config(self, addr: str) -> SubscriptionGroupWrapper:
+        response = await self._get_all(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_TIMEOUT_MS)
+        return SubscriptionGroupWrapper.decode(response.body)

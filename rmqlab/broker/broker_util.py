@@ -1,0 +1,55 @@
+"""Helpers the broker's processors and services share.
+
+* :func:`wait_completable` awaits the store's CompletableFuture (a put that waits for a flush or a
+  slave) on the node's event loop;
+* :func:`properties_to_java_string` writes a message's properties string in the order a Java
+  broker's ``HashMap(128)`` holds them (``MessageDecoder.string2messageProperties`` creates that
+  map, ``messageProperties2String`` iterates it), so rmqlab stores the bytes a Java broker stores;
+* :func:`delete_property` is ``MessageUtils.deleteProperty``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rmqlab.common.future import CompletableFuture
+from rmqlab.common.message.message_decoder import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from rmqlab.remoting.remoting_command import java_hash_map_order
+
+# The string2messageProperties map: new HashMap<>(128).
+PROPERTIES_MAP_CAPACITY = 128
+
+
+async def wait_completable(future: CompletableFuture) -> Any:
+    """Await the store's CompletableFuture on the node's loop."""
+    if future.done():
+        return future.result()
+    waiter = asyncio.get_running_loop().create_future()
+    future.then_accept(lambda value: waiter.done() or waiter.set_result(value))
+    return await waiter
+
+
+def properties_to_java_string(properties: dict[str, str], capacity: int = PROPERTIES_MAP_CAPACITY) -> str:
+    """``messageProperties2String`` of a ``HashMap(capacity)`` filled in ``properties``' order:
+    the entries in Java's iteration order (rmqlab.remoting.java_hash_map_order)."""
+    order = java_hash_map_order(list(properties), capacity)
+    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{properties[k]}{PROPERTY_SEPARATOR}" for k in order)
+
+
+def delete_property(properties: str | None, name: str) -> str | None:
+    """``MessageUtils.deleteProperty``: drop every ``name\\x01value\\x02`` entry, keep the rest as is."""
+    if properties is None or name not in properties:
+        return properties
+    out: list[str] = []
+    pos = 0
+    while pos < len(properties):
+        end = properties.find(PROPERTY_SEPARATOR, pos)
+        entry_end = len(properties) if end < 0 else end + 1
+        entry = properties[pos:entry_end]
+        if not entry.startswith(name + NAME_VALUE_SEPARATOR):
+            out.append(entry)
+        elif end < 0:
+            break  # Java drops an unterminated last entry of that name and everything after it
+        pos = entry_end
+    return "".join(out)

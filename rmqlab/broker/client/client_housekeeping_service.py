@@ -1,0 +1,90 @@
+"""ClientHousekeepingService and Broker2Client: the broker side of its client connections.
+
+RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/client/ClientHousekeepingService.java``
+(a closed channel leaves the producer and consumer tables at once; every 10 s channels silent for
+two minutes are dropped), ``DefaultConsumerIdsChangeListener.java`` and ``net/Broker2Client.java``
+(NOTIFY_CONSUMER_IDS_CHANGED, oneway, to every member of a group whose membership changed, so the
+clients rebalance now).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from rmqlab.broker.client.consumer_manager import ConsumerGroupEvent
+from rmqlab.remoting.exceptions import RemotingError
+from rmqlab.remoting.protocol.header.broker.client import NotifyConsumerIdsChangedRequestHeader
+from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.request_code import RequestCode
+
+if TYPE_CHECKING:
+    from rmqlab.broker.broker_controller import BrokerController
+
+log = logging.getLogger("rmqlab.broker")
+
+SCAN_PERIOD_MS = 10_000
+
+
+class ClientHousekeepingService:
+    """The RemotingServer's ChannelEventListener, plus the periodic scan of silent channels."""
+
+    def __init__(self, broker: "BrokerController"):
+        self.broker = broker
+
+    def start(self) -> None:
+        self.broker.schedule_at_fixed_rate("ClientHousekeepingService", SCAN_PERIOD_MS, SCAN_PERIOD_MS,
+                                           self.scan_exception_channel)
+
+    def scan_exception_channel(self) -> None:
+        self.broker.producer_manager.scan_not_active_channel()
+        self.broker.consumer_manager.scan_not_active_channel()
+
+    def on_channel_connect(self, remote_addr: str, channel: Any) -> None:
+        pass
+
+    def on_channel_close(self, remote_addr: str, channel: Any) -> None:
+        self.broker.producer_manager.do_channel_close_event(remote_addr, channel)
+        self.broker.consumer_manager.do_channel_close_event(remote_addr, channel)
+
+
+class Broker2Client:
+    """Requests the broker sends to its clients over their own connections."""
+
+    def __init__(self, broker: "BrokerController"):
+        self.broker = broker
+
+    def notify_consumer_ids_changed(self, channel: Any, consumer_group: str) -> None:
+        """Oneway NOTIFY_CONSUMER_IDS_CHANGED; a closed channel is only logged, as in Java."""
+        if consumer_group is None:
+            log.error("notifyConsumerIdsChanged consumerGroup is null")
+            return
+        header = NotifyConsumerIdsChangedRequestHeader(consumer_group)
+        request = RemotingCommand.create_request_command(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header.to_ext_fields())
+        request.version = self.broker.remoting_version
+
+        async def send() -> None:
+            try:
+                await channel.invoke_oneway(request)
+            except (RemotingError, OSError) as e:
+                log.error("notifyConsumerIdsChanged exception. group=%s, error=%s", consumer_group, e)
+
+        self.broker.node.spawn(send(), name=f"notify-consumer-ids-changed {consumer_group}")
+
+
+class DefaultConsumerIdsChangeListener:
+    """Turns a group's CHANGE event into notifications (``realTimeNotifyConsumerChange``, the
+    default: at once). The other events drive RocketMQ's SQL92 filter manager, which rmqlab does
+    not implement (property filtering is off by default, ``enablePropertyFilter``)."""
+
+    def __init__(self, broker: "BrokerController"):
+        self.broker = broker
+
+    def __call__(self, event: ConsumerGroupEvent, group: str, *args: Any) -> None:
+        if event is ConsumerGroupEvent.CHANGE:
+            if not args:
+                return
+            channels = args[0]
+            if channels is not None and self.broker.broker_config.notifyConsumerIdsChangedEnable:
+                for channel in channels:
+                    self.broker.broker2client.notify_consumer_ids_changed(channel, group)

@@ -1,0 +1,276 @@
+"""AdminBrokerProcessor: the broker's default processor, serving the admin requests.
+
+RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/AdminBrokerProcessor.java``,
+registered as the RemotingServer's *default* processor, so every code no other processor takes
+lands here and, when it is not an admin code rmqlab implements, gets REQUEST_CODE_NOT_SUPPORTED (3)
+with RocketMQ's remark ``" request type N not supported"`` (``getUnknownCmdResponse``).
+
+Served here (what the rmqlab Admin client and SlaveSynchronize use):
+
+* UPDATE_AND_CREATE_TOPIC (17) — ``mqadmin updateTopic``: name checks (INVALID_PARAMETER with
+  TopicValidator's remark, or "conflict with system topic"), store the config, register it with
+  the name servers at once (``registerIncrementBrokerData``);
+* GET_ALL_TOPIC_CONFIG (21) — the topic table with its DataVersion
+  (TopicConfigAndMappingSerializeWrapper);
+* UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201);
+* GET_ALL_CONSUMER_OFFSET (43) — consumerOffset.json's text; GET_ALL_DELAY_OFFSET (45) —
+  delayOffset.json's text (empty content answers SYSTEM_ERROR, as in RocketMQ);
+* GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) — a queue's offsets;
+* GET_BROKER_RUNTIME_INFO (28) — ``mqadmin brokerStatus``, a KVTable;
+* GET_CONSUME_STATS (208) — ``mqadmin consumerProgress``, a ConsumeStats.
+
+Deviation: topic attributes are stored without RocketMQ's validation against the known attribute
+names (``AttributeUtil.alterCurrentAttributes``): "+key=value" sets, "-key" removes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
+from rmqlab.broker.topic.topic_config import TopicConfig, TopicFilterType, TopicValidator
+from rmqlab.common.message.message_decoder import decode
+from rmqlab.remoting.protocol import remoting_serializable
+from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMappingSerializeWrapper
+from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
+                                                          GetConsumeStatsRequestHeader, KVTable, MessageQueue,
+                                                          OffsetWrapper, SubscriptionGroupWrapper)
+from rmqlab.remoting.protocol.header.broker.consumer_offset import (GetMaxOffsetRequestHeader,
+                                                                    GetMaxOffsetResponseHeader,
+                                                                    GetMinOffsetRequestHeader,
+                                                                    GetMinOffsetResponseHeader)
+from rmqlab.remoting.protocol.header.broker.header_util import write_header
+from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.request_code import RequestCode
+from rmqlab.remoting.response_code import RemotingSysResponseCode, ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.broker.broker_controller import BrokerController
+    from rmqlab.remoting.remoting_channel import RemotingChannel
+
+log = logging.getLogger("rmqlab.broker")
+
+# MQVersion.getVersionDesc(CURRENT_VERSION) of the RocketMQ release rmqlab follows.
+BROKER_VERSION_DESC = "V5_3_3"
+
+
+def parse_attributes(modification: str | None) -> dict[str, str]:
+    """``AttributeParser.parseToMap``: "+k1=v1,+k2=v2,-k3" -> {"+k1": "v1", "+k2": "v2", "-k3": ""}."""
+    if not modification:
+        return {}
+    out: dict[str, str] = {}
+    for kv in modification.split(","):
+        if "=" in kv:
+            key, value = kv.split("=")[0], kv.split("=")[1]
+            if "+" not in key:
+                raise ValueError(f"add/alter attribute format is wrong: {key}")
+        else:
+            key, value = kv, ""
+            if "-" not in key:
+                raise ValueError(f"delete attribute format is wrong: {key}")
+        if key in out:
+            raise ValueError(f"key duplication: {key}")
+        out[key] = value
+    return out
+
+
+def apply_attributes(current: dict[str, str], modification: dict[str, str]) -> dict[str, str]:
+    """The signs of a modification applied to the current attributes (see the module docstring)."""
+    result = dict(current)
+    for key, value in modification.items():
+        if key.startswith("+"):
+            result[key[1:]] = value
+        elif key.startswith("-"):
+            result.pop(key[1:], None)
+    return result
+
+
+class AdminBrokerProcessor:
+    def __init__(self, broker: "BrokerController"):
+        self.broker = broker
+        self._handlers: dict[int, Callable[["RemotingChannel", RemotingCommand], RemotingCommand]] = {
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            RequestCode.GET_MAX_OFFSET: self.get_max_offset,
+            RequestCode.GET_MIN_OFFSET: self.get_min_offset,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
+            RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
+            RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+        }
+
+    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+        handler = self._handlers.get(request.code)
+        if handler is None:
+            return RemotingCommand.create_response_command(RemotingSysResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                                           f" request type {request.code} not supported")
+        return handler(channel, request)
+
+    # -- topics --------------------------------------------------------------------------------
+    def update_and_create_topic(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        header = CreateTopicRequestHeader.decode(request)
+        log.info("Broker receive request to update or create topic=%s, caller address=%s", header.topic,
+                 channel.remote_addr)
+        tcm = self.broker.topic_config_manager
+        result = tcm.validate_topic_for_update(header.topic)  # validateTopic + isSystemTopic
+        if not result.valid:
+            return RemotingCommand.create_response_command(ResponseCode.INVALID_PARAMETER, result.remark)
+        try:
+            filter_type = TopicFilterType(header.topic_filter_type)
+            modification = parse_attributes(header.attributes)
+        except ValueError as e:
+            log.error("Update / create topic failed for [%r]", request)
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, str(e))
+        if modification.get("+message.type") == "MIXED":  # enableMixedMessageType is false
+            return RemotingCommand.create_response_command(ResponseCode.INVALID_PARAMETER,
+                                                           "MIXED message type is not supported.")
+        topic_config = TopicConfig(header.topic, header.read_queue_nums, header.write_queue_nums, header.perm,
+                                   filter_type, header.topic_sys_flag or 0, bool(header.order), modification)
+        if topic_config == tcm.select_topic_config(header.topic):
+            log.info("Broker receive request to update or create topic=%s, but topicConfig has  no changes , so "
+                     "idempotent, caller address=%s", header.topic, channel.remote_addr)
+            return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+        existing = tcm.select_topic_config(header.topic)
+        topic_config.attributes = apply_attributes(existing.attributes if existing else {}, modification)
+        try:
+            tcm.update_topic_config(topic_config)
+        except ValueError as e:
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, str(e))
+        self.broker.register_increment_broker_data([topic_config], tcm.data_version)
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+
+    def get_all_topic_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        tcm = self.broker.topic_config_manager
+        wrapper = TopicConfigAndMappingSerializeWrapper(
+            topic_config_table={name: tcm.topic_config_table[name] for name in sorted(tcm.topic_config_table)},
+            data_version=tcm.data_version,
+            mapping_data_version=self.broker.topic_queue_mapping_data_version)
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS,
+                                                       body=remoting_serializable.encode(wrapper.to_json_dict()))
+
+    # -- offsets -------------------------------------------------------------------------------
+    def get_max_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        header = GetMaxOffsetRequestHeader.decode(request)
+        offset = self.broker.message_store.get_max_offset_in_queue(header.topic, header.queue_id)
+        response = RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+        return write_header(response, GetMaxOffsetResponseHeader(offset))
+
+    def get_min_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        header = GetMinOffsetRequestHeader.decode(request)
+        offset = self.broker.message_store.get_min_offset_in_queue(header.topic, header.queue_id)
+        response = RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+        return write_header(response, GetMinOffsetResponseHeader(offset))
+
+    def get_all_consumer_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        content = self.broker.consumer_offset_manager.encode()
+        if not content:
+            log.error("No consumer offset in this broker, client: %s ", channel.remote_addr)
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "No consumer offset in this broker")
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=content.encode("utf-8"))
+
+    def get_all_delay_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        content = self.broker.schedule_message_service.encode()
+        if not content:
+            log.error("AdminBrokerProcessor#getAllDelayOffset: no delay offset in this broker, caller=%s",
+                      channel.remote_addr)
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=content.encode("utf-8"))
+
+    # -- subscription groups -------------------------------------------------------------------
+    def update_and_create_subscription_group(self, channel: "RemotingChannel",
+                                             request: RemotingCommand) -> RemotingCommand:
+        log.info("AdminBrokerProcessor#updateAndCreateSubscriptionGroup called by %s", channel.remote_addr)
+        if request.body:
+            config = SubscriptionGroupConfig.from_json_dict(
+                remoting_serializable.decode_json(request.body, "SubscriptionGroupConfig"), "SubscriptionGroupConfig")
+            result = TopicValidator.validate_group(config.group_name)
+            if not result.valid:
+                return RemotingCommand.create_response_command(ResponseCode.INVALID_PARAMETER, result.remark)
+            self.broker.subscription_group_manager.update_subscription_group_config(config)
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+
+    def get_all_subscription_group(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        sgm = self.broker.subscription_group_manager
+        wrapper = SubscriptionGroupWrapper(dict(sgm.subscription_group_table), dict(sgm.forbidden_table),
+                                           sgm.data_version)
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=wrapper.encode())
+
+    # -- statistics ----------------------------------------------------------------------------
+    def get_broker_runtime_info(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS,
+                                                       body=KVTable(self.prepare_runtime_info()).encode())
+
+    def prepare_runtime_info(self) -> dict[str, str]:
+        """``prepareRuntimeInfo``: the entries rmqlab can fill honestly (no thread pools, no
+        TPS sampling, no disk measurement)."""
+        broker = self.broker
+        store = broker.message_store
+        stats = broker.broker_stats
+        return {
+            "bootTimestamp": str(broker.boot_timestamp),
+            "brokerActive": "true" if broker.special_service_running else "false",
+            "brokerVersionDesc": BROKER_VERSION_DESC,
+            "brokerRole": broker.message_store_config.brokerRole.value,
+            "commitLogMinOffset": str(store.get_min_phy_offset()),
+            "commitLogMaxOffset": str(store.get_max_phy_offset()),
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
+            "remainHowManyDataToFlush": str(store.get_max_phy_offset() - store.commit_log.flushed_where()),
+            "putMessageTimesTotal": str(max(stats.put_times_total, 1)),  # Java reports at least 1
+            "putMessageFailedTimes": str(stats.put_failed_times),
+            "putMessageSizeTotal": str(stats.put_size_total),
+            "msgPutTotalTodayNow": str(stats.put_times_total),
+            "msgGetTotalTodayNow": str(stats.get_total),
+            "startAcceptSendRequestTimeStamp": "0",
+        }
+
+    def get_consume_stats(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumeStatsRequestHeader.decode(request)
+        broker = self.broker
+        store = broker.message_store
+        cof = broker.consumer_offset_manager
+        stats = ConsumeStats()
+        for topic in sorted(self._topics_for_collecting(header)):
+            topic_config = broker.topic_config_manager.select_topic_config(topic)
+            if topic_config is None:
+                log.warning("AdminBrokerProcessor#getConsumeStats: topic config does not exist, topic=%s", topic)
+                continue
+            for queue_id in range(topic_config.read_queue_nums):
+                mq = MessageQueue(topic, broker.broker_config.brokerName, queue_id)
+                broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
+                consumer_offset = max(0, cof.query_offset(header.consumer_group, topic, queue_id))
+                pull_offset = cof.query_pull_offset(header.consumer_group, topic, queue_id)
+                wrapper = OffsetWrapper(broker_offset, consumer_offset, max(consumer_offset, pull_offset))
+                if consumer_offset - 1 >= 0:
+                    last = self._message_store_timestamp(topic, queue_id, consumer_offset - 1)
+                    if last > 0:
+                        wrapper.last_timestamp = last
+                stats.offset_table[mq] = wrapper
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=stats.encode())
+
+    def _topics_for_collecting(self, header: GetConsumeStatsRequestHeader) -> set[str]:
+        provided = header.fetch_topic_list()
+        if provided:
+            return set(provided)
+        cm = self.broker.consumer_manager
+        topics = ({header.topic} if header.topic and header.topic.strip()
+                  else set(self.broker.consumer_offset_manager.which_topic_by_consumer(header.consumer_group)))
+        subscription_count = cm.find_subscription_data_count(header.consumer_group)
+        return {t for t in topics
+                if not (cm.find_subscription_data(header.consumer_group, t) is None and subscription_count > 0)}
+
+    def _message_store_timestamp(self, topic: str, queue_id: int, consume_offset: int) -> int:
+        """``getMessageStoreTimeStamp``: the store time of the message at a queue offset, -1 if gone."""
+        store = self.broker.message_store
+        cq = store.consume_queue_table.get((topic, queue_id))
+        units = cq.get_units(consume_offset, 1) if cq is not None else []
+        if not units:
+            return -1
+        phy, size, _ = units[0]
+        data = store.commit_log.get_message(phy, size)
+        if len(data) != size:
+            return -1
+        return decode(data, read_body=False, check_crc=False).store_timestamp
+

@@ -1,0 +1,327 @@
+"""SendMessageProcessor: SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310).
+
+RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/SendMessageProcessor.java`` and
+``AbstractSendMessageProcessor.java`` (reference §3 for the status mapping, real-clients §3.2 for
+what the C++ producer sends and reads back). In order:
+
+1. ``rejectRequest``: a SLAVE (without slave-acting-master) refuses every send at the remoting
+   layer with SYSTEM_BUSY (2) ``[REJECTREQUEST]system busy, start flow control for a while``;
+2. the header (V1, or V2's one-letter fields; numbers may arrive as JSON numbers);
+3. ``buildMsgContext`` adds ``MSG_REGION`` (regionId, ``DefaultRegion``) and ``TRACE_ON``
+   (``true``) to the properties, and the reserved ``POP_CK`` property is dropped;
+4. ``preSend``/``msgCheck``: the response starts with ext fields MSG_REGION and TRACE_ON;
+   no write permission on the broker for an ordered topic -> NO_PERMISSION; an invalid topic name ->
+   INVALID_PARAMETER (29) with TopicValidator's remark; a system topic
+   clients may not send to -> NO_PERMISSION; an unknown topic is created from ``defaultTopic``
+   (TBW102, ``createTopicInSendMessageMethod``), else TOPIC_NOT_EXIST (17); a queueId beyond
+   ``max(writeQueueNums, readQueueNums)`` -> INVALID_PARAMETER;
+5. the message: body, flag, properties from the wire, ``UNIQ_KEY`` created when missing, ``CLUSTER``
+   = brokerClusterName, born host = the connection's peer, store host = brokerIP1:listenPort,
+   born timestamp and reconsume times from the header; retry topics (``%RETRY%group``) check the
+   group and go to ``%DLQ%group`` past maxReconsumeTimes; then the properties string is written
+   once, in the order Java's ``HashMap(128)`` iterates the final properties (what a Java broker
+   stores, byte for byte);
+6. the store's put hook parks a message with a delay level in SCHEDULE_TOPIC_XXXX
+   (``rmqlab.broker.schedule.deliver_delayed_message_timer_task``), then the store's put, then the
+   status mapping of ``handlePutMessageResult``: PUT_OK -> SUCCESS with
+   ext ``msgId`` (offset message id), ``queueId``, ``queueOffset``, ``transactionId`` (UNIQ_KEY), all
+   strings on the wire; FLUSH_DISK_TIMEOUT -> 10, FLUSH_SLAVE_TIMEOUT -> 12, SLAVE_NOT_AVAILABLE -> 11
+   (stored: they carry the same ext fields); IN_SYNC_REPLICAS_NOT_ENOUGH -> 1 ``in-sync replicas not
+   enough``; MESSAGE_ILLEGAL / PROPERTIES_SIZE_EXCEEDED -> 13 with RocketMQ's remark naming the
+   limits; SERVICE_NOT_AVAILABLE -> 14; OS_PAGE_CACHE_BUSY -> 2.
+
+Not implemented (answered as RocketMQ answers a broker configured without them):
+
+* transaction half messages (``TRAN_MSG=true``): NO_PERMISSION ``sending transaction message is
+  forbidden``, as with ``rejectTransactionMessage=true``;
+* batch sends (the ``batch`` header field; SEND_BATCH_MESSAGE is unregistered, hence 3):
+  SYSTEM_ERROR naming the limitation;
+* timer-wheel messages (``TIMER_DELAY_SEC`` ...): SYSTEM_ERROR, as with ``timerWheelEnable=false``;
+* static topics (RIP-21) and send hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from rmqlab.broker.broker_util import delete_property, properties_to_java_string, wait_completable
+from rmqlab.broker.schedule.deliver_delayed_message_timer_task import handle_schedule_message
+from rmqlab.broker.topic.topic_config import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, PermName,
+                                              TopicConfig, TopicFilterType, TopicValidator)
+from rmqlab.common.message.message import MessageExtBrokerInner
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import string_to_message_properties
+from rmqlab.common.message.message_sys_flag import MessageSysFlag
+from rmqlab.config.broker import BrokerRole
+from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader, SendMessageResponseHeader
+from rmqlab.remoting.protocol.header.broker.header_util import write_header
+from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.remoting_helper import string_to_address
+from rmqlab.remoting.response_code import ResponseCode
+from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
+
+if TYPE_CHECKING:
+    from rmqlab.broker.broker_controller import BrokerController
+    from rmqlab.remoting.remoting_channel import RemotingChannel
+
+log = logging.getLogger("rmqlab.broker")
+
+# MixAll.DEFAULT_TRACE_REGION_ID / BrokerConfig.regionId and traceOn defaults (not configurable in
+# rmqlab: the loader reports both keys as not implemented).
+DEFAULT_REGION_ID = "DefaultRegion"
+TRACE_ON = True
+DLQ_NUMS_PER_GROUP = 1
+FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+# MQVersion.Version.V3_4_9.ordinal(): from this client version on the header's maxReconsumeTimes counts.
+V3_4_9 = 121
+REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+
+
+def suggest_todo(url: str) -> str:
+    """``FAQUrl.suggestTodo``."""
+    return f"\nSee {url} for further details."
+
+
+def reject_request_response() -> RemotingCommand:
+    """What ``NettyRemotingAbstract`` answers when a processor's ``rejectRequest()`` is true."""
+    return RemotingCommand.create_response_command(ResponseCode.SYSTEM_BUSY, REJECT_REQUEST_REMARK)
+
+
+def topic_config_to_string(tc: TopicConfig) -> str:
+    """``TopicConfig.toString`` (the attributes as Java's ``Map.toString``)."""
+    attrs = "{" + ", ".join(f"{k}={v}" for k, v in tc.attributes.items()) + "}"
+    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+            f"writeQueueNums={tc.write_queue_nums}, perm={PermName.perm2string(tc.perm)}, "
+            f"topicFilterType={tc.topic_filter_type.value}, topicSysFlag={tc.topic_sys_flag}, "
+            f"order={'true' if tc.order else 'false'}, attributes={attrs}]")
+
+
+class SendMessageProcessor:
+    def __init__(self, broker: "BrokerController"):
+        self.broker = broker
+
+    # -- entry ---------------------------------------------------------------------------------
+    def reject_request(self) -> bool:
+        return (not self.broker.broker_config.enableSlaveActingMaster
+                and self.broker.message_store_config.brokerRole == BrokerRole.SLAVE)
+
+    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+        if self.reject_request():
+            return reject_request_response()
+        header = SendMessageRequestHeader.parse_request_header(request)
+        # buildMsgContext (always run, hooks or not) rewrites the properties with the region and
+        # trace switch; then clearReservedProperties drops POP_CK.
+        props = string_to_message_properties(header.properties)
+        props[MessageConst.PROPERTY_MSG_REGION] = DEFAULT_REGION_ID
+        props[MessageConst.PROPERTY_TRACE_SWITCH] = "true" if TRACE_ON else "false"
+        header.properties = delete_property(properties_to_java_string(props), MessageConst.PROPERTY_POP_CK)
+        if header.is_batch():
+            return RemotingCommand.create_response_command(
+                ResponseCode.SYSTEM_ERROR, "batch messages are not supported by rmqlab's broker")
+        return await self.send_message(channel, request, header)
+
+    # -- preSend / msgCheck --------------------------------------------------------------------
+    def pre_send(self, channel: "RemotingChannel", header: SendMessageRequestHeader) -> RemotingCommand:
+        response = RemotingCommand.create_response_command(-1)
+        response.add_ext_field(MessageConst.PROPERTY_MSG_REGION, DEFAULT_REGION_ID)
+        response.add_ext_field(MessageConst.PROPERTY_TRACE_SWITCH, "true" if TRACE_ON else "false")
+        self.msg_check(channel, header, response)
+        return response
+
+    def msg_check(self, channel: "RemotingChannel", header: SendMessageRequestHeader,
+                  response: RemotingCommand) -> RemotingCommand:
+        broker = self.broker
+        tcm = broker.topic_config_manager
+        if not PermName.is_writeable(broker.broker_config.brokerPermission) and tcm.is_order_topic(header.topic):
+            response.code = ResponseCode.NO_PERMISSION
+            response.remark = f"the broker[{broker.broker_config.brokerIP1}] sending message is forbidden"
+            return response
+        result = TopicValidator.validate_topic(header.topic)
+        if not result.valid:
+            response.code = ResponseCode.INVALID_PARAMETER
+            response.remark = result.remark
+            return response
+        if TopicValidator.is_not_allowed_send_topic(header.topic):
+            response.code = ResponseCode.NO_PERMISSION
+            response.remark = f"Sending message to topic[{header.topic}] is forbidden."
+            return response
+        topic_config = tcm.select_topic_config(header.topic)
+        if topic_config is None:
+            topic_sys_flag = 0
+            if header.is_unit_mode():
+                # TopicSysFlag.buildSysFlag(unit, hasUnitSub): FLAG_UNIT = 1, FLAG_UNIT_SUB = 2
+                topic_sys_flag = 2 if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 1
+            log.warning("the topic %s not exist, producer: %s", header.topic, channel.remote_addr)
+            topic_config = tcm.create_topic_in_send_message_method(
+                header.topic, header.default_topic, channel.remote_addr, header.default_topic_queue_nums, topic_sys_flag,
+                auto_create_topic_enable=broker.broker_config.autoCreateTopicEnable)
+            if topic_config is None and header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                topic_config = tcm.create_topic_in_send_message_back_method(
+                    header.topic, 1, PermName.PERM_WRITE | PermName.PERM_READ, topic_sys_flag)
+            if topic_config is None:
+                response.code = ResponseCode.TOPIC_NOT_EXIST
+                response.remark = f"topic[{header.topic}] not exist, apply first please!{suggest_todo(FAQ_URL)}"
+                return response
+        queue_id = header.queue_id
+        id_valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
+        if queue_id >= id_valid:
+            error = (f"request queueId[{queue_id}] is illegal, {topic_config_to_string(topic_config)} "
+                     f"Producer: {channel.remote_addr}")
+            log.warning(error)
+            response.code = ResponseCode.INVALID_PARAMETER
+            response.remark = error
+        return response
+
+    # -- sendMessage ---------------------------------------------------------------------------
+    async def send_message(self, channel: "RemotingChannel", request: RemotingCommand,
+                           header: SendMessageRequestHeader) -> RemotingCommand:
+        broker = self.broker
+        response = self.pre_send(channel, header)
+        if response.code != -1:
+            return response
+        topic_config = broker.topic_config_manager.select_topic_config(header.topic)
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = broker.node.random.randrange(99999999) % topic_config.write_queue_nums
+        msg = MessageExtBrokerInner(topic=header.topic, body=request.body or b"")
+        msg.queue_id = queue_id
+        ori_props = string_to_message_properties(header.properties)
+        if not self.handle_retry_and_dlq(header, response, request, msg, topic_config, ori_props):
+            return response
+        msg.flag = header.flag
+        uniq_key = ori_props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if not uniq_key:
+            uniq_key = broker.message_client_id_setter.create_uniq_id()
+            ori_props[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq_key
+        if (topic_config.attributes.get("cleanup.policy") == "COMPACTION"
+                and not (ori_props.get(MessageConst.PROPERTY_KEYS) or "").strip()):
+            response.code = ResponseCode.MESSAGE_ILLEGAL
+            response.remark = "Required message key is missing"
+            return response
+        msg.born_timestamp = header.born_timestamp
+        msg.born_host = string_to_address(channel.remote_addr)
+        msg.store_host = broker.store_host
+        msg.reconsume_times = header.reconsume_times or 0
+        ori_props[MessageConst.PROPERTY_CLUSTER] = broker.broker_config.brokerClusterName
+        msg.properties = ori_props
+        msg.properties_string = properties_to_java_string(ori_props)
+        tran_flag = ori_props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED)
+        if (tran_flag is not None and tran_flag.lower() == "true"
+                and not (msg.reconsume_times > 0 and msg.delay_time_level > 0)):
+            response.code = ResponseCode.NO_PERMISSION
+            response.remark = (f"the broker[{broker.broker_config.brokerIP1}] sending transaction message is "
+                               "forbidden")
+            return response
+        put_result = self.check_store_status()
+        if put_result is None:
+            # The store's put hook (HookUtils.handleScheduleMessage): delay levels wait in
+            # SCHEDULE_TOPIC_XXXX.
+            put_result = handle_schedule_message(msg, broker.schedule_message_service)
+        if put_result is None:
+            put_result = await wait_completable(broker.message_store.async_put_message(msg))
+        return self.handle_put_message_result(put_result, response, msg, queue_id)
+
+    def handle_retry_and_dlq(self, header: SendMessageRequestHeader, response: RemotingCommand,
+                             request: RemotingCommand, msg: MessageExtBrokerInner, topic_config: TopicConfig,
+                             properties: dict[str, str]) -> bool:
+        """``handleRetryAndDLQ``: a retry topic's message past maxReconsumeTimes goes to the DLQ."""
+        broker = self.broker
+        new_topic = header.topic
+        if new_topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            group = new_topic[len(RETRY_GROUP_TOPIC_PREFIX):]  # KeyBuilder.parseGroup
+            group_config = broker.subscription_group_manager.find_subscription_group_config(group)
+            if group_config is None:
+                response.code = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+                response.remark = f"subscription group not exist, {group} {suggest_todo(FAQ_URL)}"
+                return False
+            max_reconsume_times = group_config.retry_max_times
+            if request.version >= V3_4_9 and header.max_reconsume_times is not None:
+                max_reconsume_times = header.max_reconsume_times
+            reconsume_times = header.reconsume_times or 0
+            # RebalanceLockManager.isLockAllExpired: rmqlab serves no LOCK_BATCH_MQ, so no group
+            # holds a lock and orderly retries are never sent to the DLQ early.
+            if reconsume_times > max_reconsume_times:
+                properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = "-1"
+                new_topic = DLQ_GROUP_TOPIC_PREFIX + group
+                queue_id = broker.node.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
+                topic_config = broker.topic_config_manager.create_topic_in_send_message_back_method(
+                    new_topic, DLQ_NUMS_PER_GROUP, PermName.PERM_WRITE | PermName.PERM_READ, 0)
+                msg.topic = new_topic
+                msg.queue_id = queue_id
+        sys_flag = header.sys_flag
+        if topic_config.topic_filter_type is TopicFilterType.MULTI_TAG:
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        msg.sys_flag = sys_flag
+        return True
+
+    def check_store_status(self) -> PutMessageResult | None:
+        """The refusals of ``DefaultMessageStore.checkStoreStatus`` the broker can see: a stopped
+        store and a SLAVE store take no put (SERVICE_NOT_AVAILABLE)."""
+        store = self.broker.message_store
+        if not store.running:
+            log.warning("message store has shutdown, so putMessage is forbidden")
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        if self.broker.message_store_config.brokerRole == BrokerRole.SLAVE:
+            log.warning("broke role is slave, so putMessage is forbidden")
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        return None
+
+    def handle_put_message_result(self, put_result: PutMessageResult, response: RemotingCommand,
+                                  msg: MessageExtBrokerInner, queue_id: int) -> RemotingCommand:
+        """``handlePutMessageResult`` (reference §3)."""
+        cfg = self.broker.message_store_config
+        status = put_result.put_message_status
+        S = PutMessageStatus
+        send_ok = False
+        if status is S.PUT_OK:
+            send_ok, response.code = True, ResponseCode.SUCCESS
+        elif status is S.FLUSH_DISK_TIMEOUT:
+            send_ok, response.code = True, ResponseCode.FLUSH_DISK_TIMEOUT
+        elif status is S.FLUSH_SLAVE_TIMEOUT:
+            send_ok, response.code = True, ResponseCode.FLUSH_SLAVE_TIMEOUT
+        elif status is S.SLAVE_NOT_AVAILABLE:
+            send_ok, response.code = True, ResponseCode.SLAVE_NOT_AVAILABLE
+        elif status is S.IN_SYNC_REPLICAS_NOT_ENOUGH:
+            response.code, response.remark = ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough"
+        elif status is S.CREATE_MAPPED_FILE_FAILED:
+            response.code = ResponseCode.SYSTEM_ERROR
+            response.remark = "create mapped file failed, server is busy or broken."
+        elif status in (S.MESSAGE_ILLEGAL, S.PROPERTIES_SIZE_EXCEEDED):
+            response.code = ResponseCode.MESSAGE_ILLEGAL
+            response.remark = (f"the message is illegal, maybe msg body or properties length not matched. msg body "
+                               f"length limit {cfg.maxMessageSize}B, msg properties length limit 32KB.")
+        elif status is S.SERVICE_NOT_AVAILABLE:
+            response.code = ResponseCode.SERVICE_NOT_AVAILABLE
+            # diskUtil(): rmqlab does not measure the disk (a simulator run must not depend on the
+            # machine), so it prints what RocketMQ prints for a path it cannot measure.
+            response.remark = ("service not available now. It may be caused by one of the following reasons: "
+                               "the broker's disk is full [CL: -1.00 CQ: -1.00 INDEX: -1.00], messages are put to "
+                               "the slave, message store has been shut down, etc.")
+        elif status is S.WHEEL_TIMER_NOT_ENABLE:
+            # rmqlab has no timer wheel: what RocketMQ answers with timerWheelEnable=false.
+            response.code = ResponseCode.SYSTEM_ERROR
+            response.remark = "accurate timer message is not enabled, timerWheelEnable is false"
+        elif status is S.OS_PAGE_CACHE_BUSY:
+            response.code = ResponseCode.SYSTEM_BUSY
+            response.remark = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+        elif status is S.LMQ_CONSUME_QUEUE_NUM_EXCEEDED:
+            response.code = ResponseCode.SYSTEM_ERROR
+            response.remark = ("[LMQ_CONSUME_QUEUE_NUM_EXCEEDED]broker config enableLmq and enableMultiDispatch, lmq "
+                               "consumeQueue num exceed maxLmqConsumeQueueNum config num, default limit 2w.")
+        elif status is S.UNKNOWN_ERROR:
+            response.code, response.remark = ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"
+        else:
+            response.code, response.remark = ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
+        stats = self.broker.broker_stats
+        if send_ok:
+            append = put_result.append_message_result
+            stats.on_put(append.wrote_bytes)
+            response.remark = None
+            write_header(response, SendMessageResponseHeader(
+                msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset,
+                transaction_id=msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            ))
+        else:
+            stats.on_put_failed()
+        return response

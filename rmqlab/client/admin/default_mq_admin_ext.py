@@ -1,0 +1,147 @@
+"""DefaultMQAdminExt: what ``mqadmin`` asks of a cluster (``tools/admin/DefaultMQAdminExt.java`` with
+``DefaultMQAdminExtImpl.java``; the commands ``clusterList``, ``topicRoute``, ``updateTopic``,
+``brokerStatus``, ``consumerProgress``).
+
+    admin = DefaultMQAdminExt(namesrv_addr="127.0.0.1:9876")
+    await admin.start(node)
+    info = await admin.examine_broker_cluster_info()                  # clusterList
+    route = await admin.examine_topic_route_info("TopicTest")         # topicRoute
+    await admin.create_and_update_topic_config_by_cluster("DefaultCluster", TopicConfig("T", 8, 8))
+    kv = await admin.fetch_broker_runtime_stats("127.0.0.1:10911")    # brokerStatus
+    stats = await admin.examine_consume_stats("CG", "TopicTest")      # consumerProgress
+
+* ``examine_broker_cluster_info`` - GET_BROKER_CLUSTER_INFO (106) from a name server: every broker
+  group, its members' addresses, and which cluster each belongs to;
+* ``examine_topic_route_info`` - GET_ROUTEINFO_BY_TOPIC (105);
+* ``create_and_update_topic_config`` - UPDATE_AND_CREATE_TOPIC (17) to one broker (the broker
+  registers the topic with the name servers at once); ``..._by_cluster`` sends it to the master of
+  every group of a cluster, as ``mqadmin updateTopic -c`` does;
+* ``fetch_broker_runtime_stats`` - GET_BROKER_RUNTIME_INFO (28), the broker's key/value table;
+* ``examine_consume_stats`` - GET_CONSUME_STATS (208) from every group that holds the consumer
+  group's retry topic (or the topic): per queue the broker's max offset, the group's committed
+  offset and the last consumed store time; ``compute_total_diff`` is the backlog.
+
+An admin client registers no producer or consumer, so it sends no heartbeats; its instance name
+defaults to ``<node>-admin`` so that it does not share a client id with the node's producers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX, TopicConfig, TopicValidator
+from rmqlab.client.client_config import DEFAULT_INSTANCE_NAME, ClientConfig
+from rmqlab.client.exceptions import MQClientException
+from rmqlab.client.impl.mq_client_manager import MQClientManager
+from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
+from rmqlab.remoting.protocol.header.broker.admin import ConsumeStats, KVTable
+from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID, TopicRouteData
+from rmqlab.remoting.response_code import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.client.impl.mq_client_instance import MQClientInstance
+    from rmqlab.runtime.node import Node
+
+ADMIN_EXT_GROUP = "admin_ext_group"  # DefaultMQAdminExt's default adminExtGroup
+
+
+class DefaultMQAdminExt:
+    def __init__(self, namesrv_addr: str | None = None, *, client_config: ClientConfig | None = None,
+                 admin_ext_group: str = ADMIN_EXT_GROUP, timeout_millis: int = 5000,
+                 create_topic_key: str = TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC):
+        self.client_config = client_config or ClientConfig()
+        if namesrv_addr is not None:
+            self.client_config.namesrv_addr = namesrv_addr
+        self.admin_ext_group = admin_ext_group
+        self.timeout_millis = timeout_millis
+        self.create_topic_key = create_topic_key
+        self.client_factory: "MQClientInstance | None" = None
+        self._running = False
+
+    async def start(self, node: "Node") -> None:
+        if self._running:
+            return
+        if self.client_config.instance_name == DEFAULT_INSTANCE_NAME:
+            self.client_config.instance_name = f"{node.name}-admin"
+        self.client_factory = MQClientManager.get_instance(node).get_or_create_mq_client_instance(self.client_config)
+        if not self.client_factory.register_admin_ext(self.admin_ext_group, self):
+            raise MQClientException(-1, f"The adminExt group[{self.admin_ext_group}] has created already")
+        self.client_factory.start()
+        self._running = True
+
+    async def shutdown(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        self.client_factory.unregister_admin_ext(self.admin_ext_group)
+        await self.client_factory.shutdown()
+
+    def on_crash(self) -> None:
+        self._running = False
+        if self.client_factory is not None:
+            self.client_factory.unregister_admin_ext(self.admin_ext_group)
+            self.client_factory.on_crash()
+
+    @property
+    def _api(self):
+        if not self._running:
+            raise MQClientException(-1, "The admin client is not started")
+        return self.client_factory.mq_client_api_impl
+
+    # -- clusterList, topicRoute -----------------------------------------------------------------
+    async def examine_broker_cluster_info(self) -> ClusterInfo:
+        return await self._api.get_broker_cluster_info(self.timeout_millis)
+
+    async def examine_topic_route_info(self, topic: str) -> TopicRouteData:
+        return await self._api.get_topic_route_info_from_name_server(topic, self.timeout_millis)
+
+    # -- updateTopic -----------------------------------------------------------------------------
+    async def create_and_update_topic_config(self, addr: str, config: TopicConfig) -> None:
+        await self._api.create_topic(addr, self.create_topic_key, config, self.timeout_millis)
+
+    async def create_and_update_topic_config_by_cluster(self, cluster_name: str, config: TopicConfig) -> list[str]:
+        """UPDATE_AND_CREATE_TOPIC on the master of every group of ``cluster_name``; the masters'
+        addresses, in broker-name order."""
+        info = await self.examine_broker_cluster_info()
+        names = info.cluster_addr_table.get(cluster_name)
+        if not names:
+            raise MQClientException(-1, f"cluster [{cluster_name}] not exist")
+        masters = []
+        for broker_name in sorted(names):
+            bd = info.broker_addr_table.get(broker_name)
+            addr = bd.broker_addrs.get(MASTER_ID) if bd is not None else None
+            if addr is not None:
+                await self.create_and_update_topic_config(addr, config)
+                masters.append(addr)
+        return masters
+
+    # -- brokerStatus ----------------------------------------------------------------------------
+    async def fetch_broker_runtime_stats(self, broker_addr: str) -> KVTable:
+        return await self._api.get_broker_runtime_info(broker_addr, self.timeout_millis)
+
+    # -- consumerProgress ------------------------------------------------------------------------
+    async def examine_consume_stats(self, consumer_group: str, topic: str | None = None) -> ConsumeStats:
+        """The group's progress over every broker group holding its retry topic (or ``topic``),
+        merged (``examineConsumeStats``)."""
+        route: TopicRouteData | None = None
+        candidates = [RETRY_GROUP_TOPIC_PREFIX + consumer_group] + ([topic] if topic else [])
+        for i, name in enumerate(candidates):
+            try:
+                route = await self.examine_topic_route_info(name)
+                break
+            except MQClientException:
+                if i == len(candidates) - 1:
+                    raise
+        result = ConsumeStats()
+        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            addr = bd.select_broker_addr(self.client_factory.node.random)
+            if addr is None:
+                continue
+            stats = await self._api.get_consume_stats(addr, consumer_group, topic, self.timeout_millis * 3)
+            result.offset_table.update(stats.offset_table)
+            result.consume_tps += stats.consume_tps
+        if not result.offset_table:
+            raise MQClientException(ResponseCode.CONSUMER_NOT_ONLINE,
+                                    "Not found the consumer group consume stats, because return offset table is "
+                                    "empty, maybe the consumer not consume any message")
+        return result

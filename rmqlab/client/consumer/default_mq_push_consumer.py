@@ -1,0 +1,312 @@
+"""DefaultMQPushConsumer: the client pulls, the application is called with each message
+(``client/consumer/DefaultMQPushConsumer.java`` with ``client/impl/consumer/DefaultMQPushConsumerImpl.java``;
+the C++ PushConsumer's wire sequence in real-clients §3.3).
+
+    consumer = DefaultMQPushConsumer("CG", namesrv_addr="127.0.0.1:9876")
+    consumer.subscribe("TopicTest", "TagA || TagB")
+    consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    await consumer.start(node)
+    ...
+    await consumer.shutdown()
+
+Clustering mode only: the members of a group share the queues (RebalanceImpl,
+AllocateMessageQueueAveragely) and each message is consumed by one member; offsets are kept by the
+brokers (RemoteBrokerOffsetStore). ``start``: the subscriptions plus ``%RETRY%<group>``, the routes
+of the subscribed topics, a heartbeat to every broker, then a rebalance (which the broker's
+NOTIFY_CONSUMER_IDS_CHANGED repeats whenever a member joins or leaves).
+
+Pulling (``pullMessage``, one loop per queue held): long polls, sysFlag = suspend (2) | commit
+offset (1, when an offset is known: the in-memory offset rides along as ``commitOffset``) |
+subscription (4, only with ``post_subscription_when_pull``; otherwise the broker uses the
+heartbeat's subscription), ``suspendTimeoutMillis`` 15 000 (BROKER_SUSPEND_MAX_TIME_MILLIS, the
+C++ client's too), the request timing out after 30 s. Then:
+
+    FOUND            messages to the ProcessQueue and the consume service; pull again at once
+    NO_NEW_MSG,      pull again at once from next_begin_offset (with an empty ProcessQueue the
+    NO_MATCHED_MSG   offset moves there too: filtered-out messages count as consumed)
+    OFFSET_ILLEGAL   drop the queue, store next_begin_offset as its offset (frozen), write it to the
+                     broker and rebalance at once (the queue is re-created from there)
+    an error         pull again in 3 s (20 ms after FLOW_CONTROL)
+
+and flow control: more than ``pull_threshold_for_queue`` (1000) messages held, or a span of more than
+``consume_concurrently_max_span`` (2000) offsets, delays the pull 50 ms.
+
+Master failure (seed 000, 2m-2s-async): the pulls to the dead master fail (every 3 s) until the
+next route refresh (at most pollNameServerInterval, 30 s) drops it from the route; from then on the
+queue's pulls go to the slave, which serves the replicated messages (RocketMQ 5 needs
+``slaveReadEnable=true`` on the slave for that; without it the slave refuses every pull), and
+the offsets are written to the slave (see RemoteBrokerOffsetStore). Known RocketMQ 5 behaviour kept
+as is: without slave-acting-master a slave answers an empty pull with PULL_RETRY_IMMEDIATELY and
+"suggest broker 0", so a consumer that has caught up on a slave re-pulls without waiting until its
+master is back. When the master returns and the route has it again, the slave sends the
+consumer back to it (suggestWhichBrokerId 0).
+
+Trace: every message handed to the listener (ConsumeMessageConcurrentlyService, ``f="consume"``);
+the push consumer's own pulls are not client operations (their frames are in the trace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX
+from rmqlab.client.client_config import ClientConfig
+from rmqlab.client.consumer.allocate_message_queue_averagely import AllocateMessageQueueAveragely
+from rmqlab.client.consumer.consume_message_concurrently_service import ConsumeMessageConcurrentlyService
+from rmqlab.client.consumer.message_listener import MessageListenerConcurrently
+from rmqlab.client.consumer.process_queue import ProcessQueue
+from rmqlab.client.consumer.pull_api_wrapper import PullAPIWrapper
+from rmqlab.client.consumer.pull_result import PullStatus
+from rmqlab.client.consumer.rebalance_impl import RebalanceImpl
+from rmqlab.client.consumer.remote_broker_offset_store import ReadOffsetType, RemoteBrokerOffsetStore
+from rmqlab.client.exceptions import MQBrokerException, MQClientException
+from rmqlab.client.impl.mq_client_manager import MQClientManager
+from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
+from rmqlab.remoting.protocol.header.broker.heartbeat import (SUB_ALL, ConsumeFromWhere, ConsumeType, MessageModel,
+                                                              SubscriptionData, build_subscription_data)
+from rmqlab.remoting.protocol.header.broker.pull_message import PullSysFlag
+from rmqlab.remoting.response_code import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.client.impl.mq_client_instance import MQClientInstance
+    from rmqlab.runtime.node import Node
+
+log = logging.getLogger("rmqlab.client")
+
+PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL = 50
+PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL = 20
+BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
+CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30_000
+
+
+class DefaultMQPushConsumer:
+    def __init__(self, consumer_group: str, namesrv_addr: str | None = None, *,
+                 client_config: ClientConfig | None = None,
+                 consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                 allocate_message_queue_strategy: AllocateMessageQueueAveragely | None = None,
+                 consume_thread_max: int = 20, consume_message_batch_max_size: int = 1, pull_batch_size: int = 32,
+                 pull_interval: int = 0, pull_threshold_for_queue: int = 1000,
+                 consume_concurrently_max_span: int = 2000, post_subscription_when_pull: bool = False,
+                 pull_time_delay_mills_when_exception: int = 3000):
+        if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            # It needs SEARCH_OFFSET_BY_TIMESTAMP, which rmqlab's broker does not serve.
+            raise MQClientException(-1, "CONSUME_FROM_TIMESTAMP is not supported: rmqlab's broker has no "
+                                        "SEARCH_OFFSET_BY_TIMESTAMP")
+        self.consumer_group = consumer_group
+        self.client_config = client_config or ClientConfig()
+        if namesrv_addr is not None:
+            self.client_config.namesrv_addr = namesrv_addr
+        self.message_model = MessageModel.CLUSTERING
+        self.consume_from_where = consume_from_where
+        self.allocate_message_queue_strategy = allocate_message_queue_strategy
+        self.consume_thread_max = consume_thread_max
+        self.consume_message_batch_max_size = consume_message_batch_max_size
+        self.pull_batch_size = pull_batch_size
+        self.pull_interval = pull_interval
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.post_subscription_when_pull = post_subscription_when_pull
+        self.pull_time_delay_mills_when_exception = pull_time_delay_mills_when_exception
+        self.subscription: dict[str, str] = {}
+        self.message_listener: MessageListenerConcurrently | None = None
+        self.node: "Node | None" = None
+        self.client_factory: "MQClientInstance | None" = None
+        self.rebalance_impl = RebalanceImpl(self)
+        self.pull_api_wrapper: PullAPIWrapper | None = None
+        self.offset_store: RemoteBrokerOffsetStore | None = None
+        self.consume_message_service: ConsumeMessageConcurrentlyService | None = None
+        # Insertion-ordered (a dict, not a set): they are cancelled in a repeatable order.
+        self._pull_tasks: dict[asyncio.Task, None] = {}
+        self._running = False
+
+    @property
+    def retry_topic(self) -> str:
+        return RETRY_GROUP_TOPIC_PREFIX + self.consumer_group
+
+    # -- configuration ---------------------------------------------------------------------------
+    def subscribe(self, topic: str, sub_expression: str = SUB_ALL) -> None:
+        """Consume ``topic``'s messages whose tag matches ``sub_expression`` ("*", "TagA || TagB")."""
+        subscription = build_subscription_data(topic, sub_expression)
+        self.subscription[topic] = sub_expression
+        if self._running:
+            subscription.sub_version = self.node.now_ms()
+            self.rebalance_impl.subscription_inner[topic] = subscription
+            self.node.spawn(self._announce_subscription(topic), name=f"subscribe {topic}")
+
+    async def _announce_subscription(self, topic: str) -> None:
+        await self.client_factory.update_topic_route_info_from_name_server(topic)
+        await self.client_factory.send_heartbeat_to_all_broker_with_lock()
+        self.client_factory.rebalance_immediately()
+
+    def register_message_listener(self, listener: MessageListenerConcurrently) -> None:
+        self.message_listener = listener
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self, node: "Node") -> None:
+        if self._running:
+            return
+        if self.message_listener is None:
+            raise MQClientException(-1, "messageListener is null")
+        self.node = node
+        # copySubscription: the subscriptions, plus the group's retry topic in clustering mode.
+        for topic, expression in sorted(self.subscription.items()):
+            data = build_subscription_data(topic, expression)
+            data.sub_version = node.now_ms()
+            self.rebalance_impl.subscription_inner[topic] = data
+        retry = build_subscription_data(self.retry_topic, SUB_ALL)
+        retry.sub_version = node.now_ms()
+        self.rebalance_impl.subscription_inner[self.retry_topic] = retry
+
+        self.client_factory = MQClientManager.get_instance(node).get_or_create_mq_client_instance(self.client_config)
+        self.pull_api_wrapper = PullAPIWrapper(self.client_factory, self.consumer_group)
+        self.offset_store = RemoteBrokerOffsetStore(self.client_factory, self.consumer_group)
+        self.consume_message_service = ConsumeMessageConcurrentlyService(self, self.message_listener)
+        if not self.client_factory.register_consumer(self.consumer_group, self):
+            raise MQClientException(-1, f"The consumer group[{self.consumer_group}] has been created before, "
+                                        "specify another name please.")
+        self.client_factory.start()
+        self._running = True
+        for topic in sorted(self.rebalance_impl.subscription_inner):
+            await self.client_factory.update_topic_route_info_from_name_server(topic)
+        await self.client_factory.send_heartbeat_to_all_broker_with_lock()
+        self.client_factory.rebalance_immediately()
+
+    async def shutdown(self) -> None:
+        """Stop consuming, write the offsets, unregister (UNREGISTER_CLIENT), stop the instance."""
+        if not self._running:
+            return
+        self._running = False
+        self.consume_message_service.shutdown()
+        for task in list(self._pull_tasks):
+            task.cancel()
+        await self.persist_consumer_offset()
+        await self.client_factory.unregister_consumer(self.consumer_group)
+        await self.client_factory.shutdown()
+        self.rebalance_impl.destroy()
+
+    def on_crash(self) -> None:
+        self._running = False
+        self.rebalance_impl.destroy()
+        if self.client_factory is not None:
+            self.client_factory.consumer_table.pop(self.consumer_group, None)
+            self.client_factory.on_crash()
+
+    # -- MQConsumerInner -------------------------------------------------------------------------
+    def consume_type(self) -> ConsumeType:
+        return ConsumeType.CONSUME_PASSIVELY
+
+    def subscriptions(self) -> list[SubscriptionData]:
+        inner = self.rebalance_impl.subscription_inner
+        return [inner[t] for t in sorted(inner)]
+
+    async def do_rebalance(self) -> bool:
+        if not self._running:
+            return True
+        return await self.rebalance_impl.do_rebalance()
+
+    async def persist_consumer_offset(self) -> None:
+        mqs = set(self.rebalance_impl.process_queue_table)
+        await self.offset_store.persist_all(mqs)
+
+    def update_topic_subscribe_info(self, topic: str, info: set[MessageQueue]) -> None:
+        if topic in self.rebalance_impl.subscription_inner:
+            self.rebalance_impl.topic_subscribe_info_table[topic] = info
+
+    def is_subscribe_topic_need_update(self, topic: str) -> bool:
+        return (topic in self.rebalance_impl.subscription_inner
+                and topic not in self.rebalance_impl.topic_subscribe_info_table)
+
+    # -- pulling ---------------------------------------------------------------------------------
+    def dispatch_pull_request(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, delay_ms: float) -> None:
+        """Start the pull loop of a queue just assigned (``dispatchPullRequest``)."""
+        if not self._running:
+            return
+        task = self.node.spawn(self._pull_loop(mq, pq, next_offset, delay_ms), name=f"PullMessageService {mq}")
+        self._pull_tasks[task] = None
+        task.add_done_callback(lambda t: self._pull_tasks.pop(t, None))
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, delay_ms: float) -> None:
+        request = _PullRequest(mq, pq, next_offset)
+        while True:
+            if delay_ms > 0:
+                await self.node.sleep(delay_ms)
+            if pq.dropped or not self._running:
+                log.info("the pull request[%s] is dropped.", mq)
+                return
+            delay = await self.pull_message(request)
+            if delay is None:
+                return
+            delay_ms = delay
+
+    async def pull_message(self, request: "_PullRequest") -> float | None:
+        """One round of ``pullMessage``; the delay before the next, None when the queue is done."""
+        pq, mq = request.process_queue, request.message_queue
+        if pq.dropped:
+            return None
+        pq.last_pull_timestamp = self.node.now_ms()
+        if pq.msg_count > self.pull_threshold_for_queue:
+            return PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL
+        if pq.get_max_span() > self.consume_concurrently_max_span:
+            return PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL
+        subscription = self.rebalance_impl.subscription_inner.get(mq.topic)
+        if subscription is None:
+            log.warning("find the consumer's subscription failed, %s", mq)
+            return self.pull_time_delay_mills_when_exception
+        commit_offset_value = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+        commit_offset_enable = commit_offset_value > 0
+        sub_expression = subscription.sub_string if self.post_subscription_when_pull else None
+        sys_flag = PullSysFlag.build_sys_flag(commit_offset=commit_offset_enable, suspend=True,
+                                              subscription=sub_expression is not None)
+        try:
+            result = await self.pull_api_wrapper.pull_kernel_impl(
+                mq, sub_expression, subscription.expression_type, subscription.sub_version, request.next_offset,
+                self.pull_batch_size, sys_flag, max(commit_offset_value, 0), BROKER_SUSPEND_MAX_TIME_MILLIS,
+                CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                log.warning("execute the pull request exception, group=%s, messageQueue=%s: %r",
+                            self.consumer_group, mq, e)
+            if isinstance(e, MQBrokerException) and e.response_code == ResponseCode.FLOW_CONTROL:
+                return PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL
+            return self.pull_time_delay_mills_when_exception
+        if pq.dropped:
+            return None
+        self.pull_api_wrapper.process_pull_result(mq, result, subscription)
+        status = result.pull_status
+        if status is PullStatus.FOUND:
+            request.next_offset = result.next_begin_offset
+            if not result.msg_found_list:
+                return 0
+            pq.put_message(result.msg_found_list)
+            self.consume_message_service.submit_consume_request(result.msg_found_list, pq, mq)
+            return self.pull_interval
+        if status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            request.next_offset = result.next_begin_offset
+            self._correct_tags_offset(request)
+            return 0
+        # OFFSET_ILLEGAL: restart the queue from the broker's offset.
+        log.warning("the pull request offset illegal, %s %s", mq, result)
+        request.next_offset = result.next_begin_offset
+        pq.dropped = True
+        self.offset_store.update_and_freeze_offset(mq, request.next_offset)
+        await self.offset_store.persist(mq)
+        await self.rebalance_impl.remove_process_queue(mq)
+        self.client_factory.rebalance_immediately()
+        return None
+
+    def _correct_tags_offset(self, request: "_PullRequest") -> None:
+        if request.process_queue.msg_count == 0:
+            self.offset_store.update_offset(request.message_queue, request.next_offset, True)
+
+
+class _PullRequest:
+    """``PullRequest``: a queue, its ProcessQueue and the next offset to pull."""
+
+    __slots__ = ("message_queue", "process_queue", "next_offset")
+
+    def __init__(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int):
+        self.message_queue, self.process_queue, self.next_offset = mq, pq, next_offset

@@ -1,0 +1,202 @@
+"""RebalanceImpl: which queues of its topics this push consumer consumes
+(``client/impl/consumer/RebalanceImpl.java`` with ``RebalancePushImpl.java``; clustering mode).
+
+For every subscribed topic (the retry topic ``%RETRY%<group>`` included), ``rebalance_by_topic``:
+
+1. takes the topic's queues (from the route) and the group's members (GET_CONSUMER_LIST_BY_GROUP
+   from one broker of the topic: the client ids of the heartbeats it holds), sorts both, and lets
+   the strategy (AllocateMessageQueueAveragely) pick this client's share - every member computes
+   the same split;
+2. drops the ProcessQueues of queues no longer its own (their offsets are written to the broker
+   first, so the next owner starts where this one stopped), and re-creates one whose pulls
+   stalled for 2 minutes;
+3. for each new queue computes where to start (``computePullFromWhere``): the group's offset on the
+   broker; with none (a new group) CONSUME_FROM_LAST_OFFSET takes the queue's max offset (0 for a
+   retry topic), CONSUME_FROM_FIRST_OFFSET 0. (A broker answers offset 0 rather than "none" for
+   a fresh queue whose first message is still in memory, real-clients §3.2, so a new group reads a
+   young topic from its start either way.) Then a pull request is dispatched 500 ms later;
+4. when the share changed, the subscription's version is bumped and a heartbeat sent to every
+   broker (``messageQueueChanged``), so brokers see the new subscription before the new pulls.
+
+The result is "balanced" when the queues held equal the share computed; the RebalanceService
+then waits the long interval, else 1 s.
+
+Queue handover is not exclusive: between one member's last pull and the offset it wrote and the
+next member's first pull, messages can be consumed by both (RocketMQ's at-least-once).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX
+from rmqlab.client.consumer.allocate_message_queue_averagely import AllocateMessageQueueAveragely
+from rmqlab.client.consumer.process_queue import ProcessQueue
+from rmqlab.client.consumer.remote_broker_offset_store import ReadOffsetType
+from rmqlab.client.exceptions import MQClientException
+from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
+from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere, SubscriptionData
+from rmqlab.remoting.response_code import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.client.consumer.default_mq_push_consumer import DefaultMQPushConsumer
+
+log = logging.getLogger("rmqlab.client")
+
+DISPATCH_PULL_DELAY_MS = 500
+
+# ConsumeFromWhere values that RocketMQ 5 treats as CONSUME_FROM_LAST_OFFSET (deprecated aliases).
+_FROM_LAST = frozenset({ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                        ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST,
+                        ConsumeFromWhere.CONSUME_FROM_MIN_OFFSET, ConsumeFromWhere.CONSUME_FROM_MAX_OFFSET})
+
+
+class RebalanceImpl:
+    def __init__(self, consumer: "DefaultMQPushConsumer"):
+        self.consumer = consumer
+        self.consumer_group = consumer.consumer_group
+        self.allocate_message_queue_strategy = (consumer.allocate_message_queue_strategy
+                                                or AllocateMessageQueueAveragely())
+        self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
+        self.subscription_inner: dict[str, SubscriptionData] = {}
+
+    @property
+    def client_factory(self):
+        return self.consumer.client_factory
+
+    async def do_rebalance(self) -> bool:
+        balanced = True
+        for topic in sorted(self.subscription_inner):
+            try:
+                if not await self.rebalance_by_topic(topic):
+                    balanced = False
+            except Exception:
+                if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                    log.exception("rebalance Exception")
+                    balanced = False
+        await self.truncate_message_queue_not_my_topic()
+        return balanced
+
+    async def rebalance_by_topic(self, topic: str) -> bool:
+        mq_set = self.topic_subscribe_info_table.get(topic)
+        cid_all = await self.client_factory.find_consumer_id_list(topic, self.consumer_group)
+        if mq_set is None:
+            if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                log.warning("doRebalance, %s, but the topic[%s] not exist.", self.consumer_group, topic)
+        if cid_all is None:
+            log.warning("doRebalance, %s %s, get consumer id list failed", self.consumer_group, topic)
+        if mq_set is None or cid_all is None:
+            return True
+        mq_all = sorted(mq_set)
+        cid_all = sorted(cid_all)
+        strategy = self.allocate_message_queue_strategy
+        try:
+            allocated = set(strategy.allocate(self.consumer_group, self.client_factory.client_id, mq_all, cid_all))
+        except Exception:
+            log.exception("allocate message queue exception. strategy name: %s", strategy.get_name())
+            return False
+        changed = await self.update_process_queue_table_in_rebalance(topic, allocated)
+        if changed:
+            log.info("client rebalanced result changed. group=%s, topic=%s, clientId=%s, mqAllSize=%d, "
+                     "cidAllSize=%d, rebalanceResultSize=%d", self.consumer_group, topic,
+                     self.client_factory.client_id, len(mq_all), len(cid_all), len(allocated))
+            await self.message_queue_changed(topic)
+        return allocated == self.get_working_message_queue(topic)
+
+    def get_working_message_queue(self, topic: str) -> set[MessageQueue]:
+        return {mq for mq, pq in self.process_queue_table.items() if mq.topic == topic and not pq.dropped}
+
+    async def truncate_message_queue_not_my_topic(self) -> None:
+        for mq in sorted(self.process_queue_table):
+            if mq.topic not in self.subscription_inner:
+                pq = self.process_queue_table.pop(mq)
+                pq.dropped = True
+                log.info("doRebalance, %s, truncateMessageQueueNotMyTopic remove unnecessary mq, %s",
+                         self.consumer_group, mq)
+
+    async def update_process_queue_table_in_rebalance(self, topic: str, mq_set: set[MessageQueue]) -> bool:
+        changed = False
+        now = self.consumer.node.now_ms()
+        to_remove: list[tuple[MessageQueue, ProcessQueue]] = []
+        for mq in sorted(self.process_queue_table):
+            pq = self.process_queue_table[mq]
+            if mq.topic != topic:
+                continue
+            if mq not in mq_set:
+                pq.dropped = True
+                to_remove.append((mq, pq))
+            elif pq.is_pull_expired(now):
+                pq.dropped = True
+                to_remove.append((mq, pq))
+                log.error("[BUG]doRebalance, %s, try remove unnecessary mq, %s, because pull is pause, so try to "
+                          "fixed it", self.consumer_group, mq)
+        for mq, pq in to_remove:
+            if await self.remove_unnecessary_message_queue(mq, pq):
+                self.process_queue_table.pop(mq, None)
+                changed = True
+                log.info("doRebalance, %s, remove unnecessary mq, %s", self.consumer_group, mq)
+        new_requests = []
+        for mq in sorted(mq_set):
+            if mq in self.process_queue_table:
+                continue
+            self.consumer.offset_store.remove_offset(mq)  # removeDirtyOffset
+            try:
+                next_offset = await self.compute_pull_from_where(mq)
+            except MQClientException as e:
+                log.warning("doRebalance, %s, add new mq failed, %s: %s", self.consumer_group, mq, e)
+                continue
+            if mq in self.process_queue_table:  # added meanwhile by a concurrent rebalance
+                continue
+            pq = ProcessQueue(self.consumer.node.now_ms())
+            self.process_queue_table[mq] = pq
+            log.info("doRebalance, %s, add a new mq, %s", self.consumer_group, mq)
+            new_requests.append((mq, pq, next_offset))
+            changed = True
+        for mq, pq, next_offset in new_requests:
+            self.consumer.dispatch_pull_request(mq, pq, next_offset, DISPATCH_PULL_DELAY_MS)
+        return changed
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """The queue goes to another member: write its offset, then forget it."""
+        await self.consumer.offset_store.persist(mq)
+        self.consumer.offset_store.remove_offset(mq)
+        return True
+
+    async def remove_process_queue(self, mq: MessageQueue) -> None:
+        pq = self.process_queue_table.pop(mq, None)
+        if pq is not None:
+            pq.dropped = True
+            await self.remove_unnecessary_message_queue(mq, pq)
+
+    async def message_queue_changed(self, topic: str) -> None:
+        """``messageQueueChanged``: a new subscription version, announced to the brokers."""
+        subscription = self.subscription_inner.get(topic)
+        if subscription is not None:
+            subscription.sub_version = self.consumer.node.now_ms()
+        await self.client_factory.send_heartbeat_to_all_broker_with_lock()
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """``computePullFromWhereWithException`` (see the module docstring); MQClientException when
+        the broker could not be asked."""
+        where = self.consumer.consume_from_where
+        last_offset = await self.consumer.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        if last_offset >= 0:
+            return last_offset
+        if last_offset != -1:
+            raise MQClientException(ResponseCode.QUERY_NOT_FOUND, "Failed to query consume offset from offset store")
+        if where in _FROM_LAST:
+            if mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                return 0
+            try:
+                return await self.client_factory.mq_admin_impl.max_offset(mq)
+            except Exception as e:
+                raise MQClientException(ResponseCode.SYSTEM_ERROR, f"Compute consume offset from last offset "
+                                                                    f"exception, mq={mq}", e) from e
+        return 0  # CONSUME_FROM_FIRST_OFFSET: an offset below the queue's start is fixed by OFFSET_ILLEGAL
+
+    def destroy(self) -> None:
+        for pq in self.process_queue_table.values():
+            pq.dropped = True
+        self.process_queue_table.clear()

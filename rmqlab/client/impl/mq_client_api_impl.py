@@ -1,0 +1,279 @@
+"""MQClientAPIImpl: every request a client sends, and how it reads the answer
+(``client/impl/MQClientAPIImpl.java``; codes and fields of real-clients §3.2).
+
+One RemotingClient carries everything (one connection per address, requests multiplexed on it).
+Every request carries the client's MQVersion (``CURRENT_VERSION``, as a Java client does), so the
+name server answers routes in standard JSON.
+
+Name servers. ``namesrvAddr`` "a;b" lists several; the client talks to one at a time, chosen at
+random at first (``NettyRemotingClient.getAndCreateNameserverChannel``), and keeps it while its
+connection lives. A request whose connection cannot be made or is lost moves to the next name
+server and is tried there, until each was tried once; a timeout is not retried elsewhere (the
+name server may be slow, not gone), but the next request starts from the next one.
+
+Requests to brokers:
+
+    SEND_MESSAGE_V2 (310)            send_message            SendMessageRequestHeaderV2
+    PULL_MESSAGE (11)                pull_message            PullMessageRequestHeader
+    HEART_BEAT (34)                  send_heartbeat          HeartbeatData body
+    UNREGISTER_CLIENT (35)           unregister_client
+    GET_CONSUMER_LIST_BY_GROUP (38)  get_consumer_id_list_by_group
+    QUERY_CONSUMER_OFFSET (14)       query_consumer_offset
+    UPDATE_CONSUMER_OFFSET (15)      update_consumer_offset  oneway or two-way
+    GET_MAX_OFFSET (30), GET_MIN_OFFSET (31)
+    UPDATE_AND_CREATE_TOPIC (17), GET_BROKER_RUNTIME_INFO (28), GET_CONSUME_STATS (208)  (admin)
+
+and to name servers GET_ROUTEINFO_BY_TOPIC (105) and GET_BROKER_CLUSTER_INFO (106). An error code
+becomes MQBrokerException (MQClientException for the name server's answers, as in Java).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from rmqlab.broker.topic.topic_config import TopicConfig, TopicValidator
+from rmqlab.client.consumer.pull_result import PullResult, PullStatus
+from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException
+from rmqlab.client.producer.send_result import SendResult, SendStatus
+from rmqlab.common.message.message import Message
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.remoting.exceptions import RemotingConnectError
+from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
+from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
+                                                          GetConsumeStatsRequestHeader, KVTable, MessageQueue)
+from rmqlab.remoting.protocol.header.broker.client import (GetConsumerListByGroupRequestHeader,
+                                                           GetConsumerListByGroupResponseBody,
+                                                           UnregisterClientRequestHeader)
+from rmqlab.remoting.protocol.header.broker.consumer_offset import (GetMaxOffsetRequestHeader,
+                                                                    GetMaxOffsetResponseHeader,
+                                                                    GetMinOffsetRequestHeader,
+                                                                    GetMinOffsetResponseHeader,
+                                                                    QueryConsumerOffsetRequestHeader,
+                                                                    QueryConsumerOffsetResponseHeader,
+                                                                    UpdateConsumerOffsetRequestHeader)
+from rmqlab.remoting.protocol.header.broker.heartbeat import HeartbeatData
+from rmqlab.remoting.protocol.header.broker.pull_message import PullMessageRequestHeader, PullMessageResponseHeader
+from rmqlab.remoting.protocol.header.broker.send_message import (SendMessageRequestHeader,
+                                                                 SendMessageRequestHeaderV2,
+                                                                 SendMessageResponseHeader)
+from rmqlab.remoting.protocol.header.command_custom_header import CommandCustomHeader
+from rmqlab.remoting.protocol.header.namesrv.get_route_info_request_header import GetRouteInfoRequestHeader
+from rmqlab.remoting.protocol.mq_version import MQVersion
+from rmqlab.remoting.protocol.route.topic_route_data import TopicRouteData
+from rmqlab.remoting.remoting_client import RemotingClient
+from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.request_code import RequestCode
+from rmqlab.remoting.response_code import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.runtime.node import Node
+
+log = logging.getLogger("rmqlab.client")
+
+
+def _request(code: int, header: CommandCustomHeader | None = None, body: bytes | None = None) -> RemotingCommand:
+    request = RemotingCommand.create_request_command(code, header.to_ext_fields() if header else None, body)
+    request.version = MQVersion.CURRENT_VERSION
+    return request
+
+
+class MQClientAPIImpl:
+    def __init__(self, node: "Node", remoting_client: RemotingClient):
+        self.node = node
+        self.remoting_client = remoting_client
+        self.namesrv_addr_list: list[str] = []
+        self._namesrv_index = 0
+        self._namesrv_chosen: str | None = None
+
+    # -- name servers ------------------------------------------------------------------------------
+    @property
+    def namesrv_addr_chosen(self) -> str | None:
+        """The name server the last request went to (``getNamesrvAddrChoosed``); None after it failed."""
+        return self._namesrv_chosen
+
+    def update_name_server_address_list(self, addrs: list[str]) -> None:
+        """Set the name servers; the first one asked is chosen at random among them."""
+        if addrs != self.namesrv_addr_list:
+            self.namesrv_addr_list = list(addrs)
+            self._namesrv_index = self.node.random.randrange(len(addrs)) if addrs else 0
+            self._namesrv_chosen = None
+
+    def _namesrv_order(self) -> list[str]:
+        """The chosen name server if its connection is up, then the others in turn."""
+        addrs = self.namesrv_addr_list
+        if not addrs:
+            raise MQClientException(ClientErrorCode.NO_NAME_SERVER_EXCEPTION,
+                                    "No name server address, please set it.")
+        chosen = self._namesrv_chosen
+        if chosen is not None and chosen in addrs and self.remoting_client.channel(chosen) is not None:
+            start = addrs.index(chosen)
+        else:
+            start = self._namesrv_index % len(addrs)
+            self._namesrv_index += 1
+        return [addrs[(start + i) % len(addrs)] for i in range(len(addrs))]
+
+    async def invoke_namesrv(self, request: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        """Send ``request`` to a name server, moving to the next one when the connection fails."""
+        last_error: RemotingConnectError | None = None
+        for addr in self._namesrv_order():
+            self._namesrv_chosen = addr
+            try:
+                return await self.remoting_client.invoke_sync(addr, request, timeout_ms)
+            except RemotingConnectError as e:
+                log.warning("name server %s unreachable: %s", addr, e.reason)
+                self._namesrv_chosen = None
+                last_error = e
+        assert last_error is not None
+        raise last_error
+
+    async def get_topic_route_info_from_name_server(self, topic: str, timeout_ms: float) -> TopicRouteData:
+        """GET_ROUTEINFO_BY_TOPIC; MQClientException with TOPIC_NOT_EXIST (17) for an unknown topic."""
+        response = await self.invoke_namesrv(
+            _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic)), timeout_ms)
+        if response.code == ResponseCode.SUCCESS and response.body:
+            return TopicRouteData.decode(response.body)
+        raise MQClientException(response.code, response.remark or f"no route for topic {topic}")
+
+    async def get_default_topic_route_info_from_name_server(self, timeout_ms: float) -> TopicRouteData:
+        """The route of TBW102, the auto-create template topic."""
+        return await self.get_topic_route_info_from_name_server(TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC,
+                                                                timeout_ms)
+
+    async def get_broker_cluster_info(self, timeout_ms: float) -> ClusterInfo:
+        response = await self.invoke_namesrv(_request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return ClusterInfo.decode(response.body)
+        raise MQBrokerException(response.code, response.remark)
+
+    # -- broker requests ---------------------------------------------------------------------------
+    async def _invoke_broker(self, addr: str, request: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        return await self.remoting_client.invoke_sync(addr, request, timeout_ms)
+
+    async def send_message(self, addr: str, broker_name: str, msg: Message, header: SendMessageRequestHeader,
+                           timeout_ms: float, oneway: bool = False) -> SendResult | None:
+        """SEND_MESSAGE_V2 (sendSmartMsg, the Java default): the V1 header's fields under one-letter
+        names. None for a oneway send."""
+        request = _request(RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(header), msg.body)
+        if oneway:
+            await self.remoting_client.invoke_oneway(addr, request)
+            return None
+        response = await self._invoke_broker(addr, request, timeout_ms)
+        return self.process_send_response(broker_name, msg, response, addr)
+
+    @staticmethod
+    def process_send_response(broker_name: str, msg: Message, response: RemotingCommand, addr: str) -> SendResult:
+        status = SendStatus.from_response_code(response.code)
+        if status is None:
+            raise MQBrokerException(response.code, response.remark, addr)
+        header = SendMessageResponseHeader.decode(response)
+        ext = response.ext_fields or {}
+        region = ext.get(MessageConst.PROPERTY_MSG_REGION) or "DefaultRegion"
+        trace_on = ext.get(MessageConst.PROPERTY_TRACE_SWITCH)
+        return SendResult(
+            send_status=status,
+            msg_id=msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            message_queue=MessageQueue(msg.topic, broker_name, header.queue_id),
+            queue_offset=header.queue_offset,
+            offset_msg_id=header.msg_id,
+            transaction_id=header.transaction_id,
+            region_id=str(region),
+            trace_on=str(trace_on).lower() != "false")
+
+    async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout_ms: float) -> PullResult:
+        """PULL_MESSAGE; the result still holds the raw body (PullAPIWrapper decodes it)."""
+        response = await self._invoke_broker(addr, _request(RequestCode.PULL_MESSAGE, header), timeout_ms)
+        return self.process_pull_response(response, addr)
+
+    @staticmethod
+    def process_pull_response(response: RemotingCommand, addr: str) -> PullResult:
+        status = PullStatus.from_response_code(response.code)
+        if status is None:
+            raise MQBrokerException(response.code, response.remark, addr)
+        header = PullMessageResponseHeader.decode(response)
+        return PullResult(status, header.next_begin_offset, header.min_offset, header.max_offset,
+                          suggest_which_broker_id=header.suggest_which_broker_id, message_binary=response.body,
+                          broker_addr=addr)
+
+    async def send_heartbeat(self, addr: str, heartbeat: HeartbeatData, timeout_ms: float) -> int:
+        """HEART_BEAT; returns the broker's version."""
+        response = await self._invoke_broker(addr, _request(RequestCode.HEART_BEAT, body=heartbeat.encode()),
+                                             timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        return response.version
+
+    async def unregister_client(self, addr: str, client_id: str, producer_group: str | None,
+                                consumer_group: str | None, timeout_ms: float) -> None:
+        header = UnregisterClientRequestHeader(client_id, producer_group, consumer_group)
+        response = await self._invoke_broker(addr, _request(RequestCode.UNREGISTER_CLIENT, header), timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_consumer_id_list_by_group(self, addr: str, consumer_group: str, timeout_ms: float) -> list[str]:
+        response = await self._invoke_broker(
+            addr, _request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(consumer_group)),
+            timeout_ms)
+        if response.code == ResponseCode.SUCCESS and response.body:
+            return GetConsumerListByGroupResponseBody.decode(response.body).consumer_id_list
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def query_consumer_offset(self, addr: str, consumer_group: str, mq: MessageQueue, timeout_ms: float) -> int:
+        """QUERY_CONSUMER_OFFSET; MQBrokerException QUERY_NOT_FOUND (22) when the group has none."""
+        header = QueryConsumerOffsetRequestHeader(consumer_group, mq.topic, mq.queue_id)
+        response = await self._invoke_broker(addr, _request(RequestCode.QUERY_CONSUMER_OFFSET, header), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return QueryConsumerOffsetResponseHeader.decode(response).offset
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def update_consumer_offset(self, addr: str, consumer_group: str, mq: MessageQueue, offset: int,
+                                     timeout_ms: float, oneway: bool = True) -> None:
+        header = UpdateConsumerOffsetRequestHeader(consumer_group, mq.topic, mq.queue_id, offset)
+        request = _request(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+        if oneway:
+            await self.remoting_client.invoke_oneway(addr, request)
+            return
+        response = await self._invoke_broker(addr, request, timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_max_offset(self, addr: str, mq: MessageQueue, timeout_ms: float) -> int:
+        response = await self._invoke_broker(
+            addr, _request(RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(mq.topic, mq.queue_id)), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return GetMaxOffsetResponseHeader.decode(response).offset
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_min_offset(self, addr: str, mq: MessageQueue, timeout_ms: float) -> int:
+        response = await self._invoke_broker(
+            addr, _request(RequestCode.GET_MIN_OFFSET, GetMinOffsetRequestHeader(mq.topic, mq.queue_id)), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return GetMinOffsetResponseHeader.decode(response).offset
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    # -- admin -------------------------------------------------------------------------------------
+    async def create_topic(self, addr: str, default_topic: str, topic_config: TopicConfig, timeout_ms: float) -> None:
+        """UPDATE_AND_CREATE_TOPIC with the config's fields (attributes as "+k=v,..." as mqadmin sends)."""
+        attributes = ",".join(f"+{k}={v}" for k, v in sorted(topic_config.attributes.items()))
+        header = CreateTopicRequestHeader(
+            topic=topic_config.topic_name, default_topic=default_topic, read_queue_nums=topic_config.read_queue_nums,
+            write_queue_nums=topic_config.write_queue_nums, perm=topic_config.perm,
+            topic_filter_type=topic_config.topic_filter_type.value, topic_sys_flag=topic_config.topic_sys_flag,
+            order=topic_config.order, attributes=attributes or None)
+        response = await self._invoke_broker(addr, _request(RequestCode.UPDATE_AND_CREATE_TOPIC, header), timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQClientException(response.code, response.remark or "create topic failed")
+
+    async def get_broker_runtime_info(self, addr: str, timeout_ms: float) -> KVTable:
+        response = await self._invoke_broker(addr, _request(RequestCode.GET_BROKER_RUNTIME_INFO), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return KVTable.decode(response.body)
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_consume_stats(self, addr: str, consumer_group: str, topic: str | None,
+                                timeout_ms: float) -> ConsumeStats:
+        header = GetConsumeStatsRequestHeader(consumer_group, topic)
+        response = await self._invoke_broker(addr, _request(RequestCode.GET_CONSUME_STATS, header), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return ConsumeStats.decode(response.body)
+        raise MQBrokerException(response.code, response.remark, addr)

@@ -1,0 +1,467 @@
+"""DefaultMQProducer: sends messages (``client/producer/DefaultMQProducer.java`` with
+``client/impl/producer/DefaultMQProducerImpl.java``; the wire sequence of real-clients §3.3).
+
+    producer = DefaultMQProducer("PG", namesrv_addr="127.0.0.1:9876")
+    await producer.start(node)
+    result = await producer.send(Message("TopicTest", b"hello"))       # SendResult
+    future = producer.send_async(msg, callback)                         # awaitable
+    await producer.send_oneway(msg)
+    await producer.shutdown()
+
+Every send first makes sure the message has a ``UNIQ_KEY`` (``MessageClientIDSetter.setUniqID``):
+the id the consumer sees as the message id and a history checker matches sends and consumptions
+by. Then (``sendDefaultImpl``):
+
+1. the topic's TopicPublishInfo: the route from the name server, fetched at the first send; for a
+   topic the name server does not know, TBW102's route trimmed to ``defaultTopicQueueNums`` (4)
+   queues per broker, and the broker creates the topic from TBW102 when the message arrives;
+2. a queue (MQFaultStrategy): round robin over the writable queues of groups that have a master;
+   on a retry a queue of another broker; with ``send_latency_enable`` brokers that failed or were
+   slow lately are skipped for a while;
+3. SEND_MESSAGE_V2 to that group's master (``sendKernelImpl``), and the latency of the attempt
+   reported to the fault strategy (a failure isolates the broker for 10 s);
+4. sync sends retry on another broker up to ``retry_times_when_send_failed`` (2) more times after
+   a connection failure, a timeout, or a broker answer in ``retry_response_codes`` (TOPIC_NOT_EXIST,
+   SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, SYSTEM_BUSY, NO_PERMISSION, NO_BUYER_ID,
+   NOT_IN_CURRENT_UNIT, GO_AWAY), all within ``send_msg_timeout`` (3 s) in total. A status other
+   than SEND_OK is returned as is (the message is stored) unless
+   ``retry_another_broker_when_not_store_ok``. Async sends retry up to
+   ``retry_times_when_send_async_failed`` (2) times, on remoting failures only; oneway sends never.
+
+A retry after a timeout can store the message twice (RocketMQ's at-least-once): both copies carry
+the same UNIQ_KEY, which is how a checker tells a retry's duplicate from a lost message.
+
+Trace: each send is one ``client`` operation ``f="send"`` (OperationTracer): ``ok`` with the
+SendResult's fields, ``fail`` when no attempt can have stored the message, ``info`` when one may
+have (a timeout or a connection lost after the request was written), and always ``info`` for a
+oneway send that was written.
+
+Deviations: bodies are never compressed (``compressMsgBodyOverHowmuch``); an async retry goes to
+a queue of the newly chosen broker (Java re-sends the first request, with its queue id, to the
+other broker's address); no namespaces, transactions, batches or request/reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from rmqlab.broker.message_client_id_setter import MessageClientIDSetter
+from rmqlab.broker.topic.topic_config import TopicValidator
+from rmqlab.client.client_config import ClientConfig
+from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException, outcome_unknown
+from rmqlab.client.impl.mq_client_manager import MQClientManager
+from rmqlab.client.latency.mq_fault_strategy import MQFaultStrategy
+from rmqlab.client.operation_tracer import ClientOperation, describe_message
+from rmqlab.client.producer.send_result import SendResult, SendStatus
+from rmqlab.client.producer.topic_publish_info import TopicPublishInfo
+from rmqlab.common.message.message import Message
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import message_properties_to_string
+from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError, RemotingTimeoutError
+from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
+from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader
+from rmqlab.remoting.response_code import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.client.impl.mq_client_instance import MQClientInstance
+    from rmqlab.runtime.node import Node
+
+log = logging.getLogger("rmqlab.client")
+
+DEFAULT_RETRY_RESPONSE_CODES = frozenset({
+    ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
+    ResponseCode.SYSTEM_BUSY, ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID,
+    ResponseCode.NOT_IN_CURRENT_UNIT, ResponseCode.GO_AWAY,
+})
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+
+# A SendCallback: an object with on_success(result) / on_exception(error), or a function called
+# as callback(result, error) with exactly one of them None.
+SendCallback = Any
+
+
+def _error_text(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+def _invoke_callback(callback: SendCallback, result: SendResult | None, error: BaseException | None) -> None:
+    try:
+        if hasattr(callback, "on_success"):
+            if error is None:
+                callback.on_success(result)
+            else:
+                callback.on_exception(error)
+        else:
+            callback(result, error)
+    except Exception:
+        # Java swallows what a callback throws; the send itself is finished either way.
+        log.exception("send callback raised")
+
+
+class DefaultMQProducer:
+    def __init__(self, producer_group: str, namesrv_addr: str | None = None, *,
+                 client_config: ClientConfig | None = None, send_msg_timeout: int = 3000,
+                 retry_times_when_send_failed: int = 2, retry_times_when_send_async_failed: int = 2,
+                 retry_another_broker_when_not_store_ok: bool = False, default_topic_queue_nums: int = 4,
+                 create_topic_key: str = TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC,
+                 max_message_size: int = MAX_MESSAGE_SIZE):
+        self.producer_group = producer_group
+        self.client_config = client_config or ClientConfig()
+        if namesrv_addr is not None:
+            self.client_config.namesrv_addr = namesrv_addr
+        self.send_msg_timeout = send_msg_timeout
+        self.retry_times_when_send_failed = retry_times_when_send_failed
+        self.retry_times_when_send_async_failed = retry_times_when_send_async_failed
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.create_topic_key = create_topic_key
+        self.max_message_size = max_message_size
+        self.retry_response_codes = set(DEFAULT_RETRY_RESPONSE_CODES)
+        self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
+        self.node: "Node | None" = None
+        self.client_factory: "MQClientInstance | None" = None
+        self.mq_fault_strategy: MQFaultStrategy | None = None
+        self.message_client_id_setter: MessageClientIDSetter | None = None
+        self._running = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self, node: "Node") -> None:
+        """Register with the node's MQClientInstance and start it. No request is sent yet: the
+        first route request goes out with the first send (real-clients §3.3)."""
+        if self._running:
+            return
+        self.node = node
+        self.client_factory = MQClientManager.get_instance(node).get_or_create_mq_client_instance(self.client_config)
+        if not self.client_factory.register_producer(self.producer_group, self):
+            raise MQClientException(-1, f"The producer group[{self.producer_group}] has been created before, "
+                                        "specify another name please.")
+        self.mq_fault_strategy = MQFaultStrategy(node.now_ms, self.client_config.send_latency_enable)
+        self.message_client_id_setter = MessageClientIDSetter(self.client_config.client_ip, node.now_ms, node.random)
+        self.topic_publish_info_table[self.create_topic_key] = TopicPublishInfo(node.random)
+        self.client_factory.start()
+        self._running = True
+
+    async def shutdown(self) -> None:
+        """Unregister from every broker (UNREGISTER_CLIENT) and stop the client instance if unused."""
+        if not self._running:
+            return
+        self._running = False
+        await self.client_factory.unregister_producer(self.producer_group)
+        await self.client_factory.shutdown()
+
+    def on_crash(self) -> None:
+        self._running = False
+        if self.client_factory is not None:
+            self.client_factory.producer_table.pop(self.producer_group, None)
+            self.client_factory.on_crash()
+
+    def _make_sure_state_ok(self) -> None:
+        if not self._running:
+            raise MQClientException(-1, "The producer service state not OK, maybe started once, RUNNING")
+
+    # -- MQProducerInner -------------------------------------------------------------------------
+    def get_publish_topic_list(self) -> list[str]:
+        return sorted(self.topic_publish_info_table)
+
+    def is_publish_topic_need_update(self, topic: str) -> bool:
+        info = self.topic_publish_info_table.get(topic)
+        return info is None or not info.ok()
+
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+        self.topic_publish_info_table[topic] = info
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def check_message(self, msg: Message) -> None:
+        """``Validators.checkMessage``: MQClientException(MESSAGE_ILLEGAL) for a bad message."""
+        if msg is None:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message is null")
+        result = TopicValidator.validate_topic(msg.topic)
+        if not result.valid:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, result.remark)
+        if TopicValidator.is_not_allowed_send_topic(msg.topic):
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL,
+                                    f"Sending message to topic[{msg.topic}] is forbidden.")
+        if msg.body is None:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message body is null")
+        if len(msg.body) == 0:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
+        if len(msg.body) > self.max_message_size:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL,
+                                    f"the message body size over max value, MAX: {self.max_message_size}")
+
+    def set_uniq_id(self, msg: Message) -> None:
+        """``MessageClientIDSetter.setUniqID``: only when the message has none."""
+        if msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) is None:
+            msg.put_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+                             self.message_client_id_setter.create_uniq_id())
+
+    async def try_to_find_topic_publish_info(self, topic: str) -> TopicPublishInfo | None:
+        """``tryToFindTopicPublishInfo``: the cached info, else the route, else TBW102's route."""
+        info = self.topic_publish_info_table.get(topic)
+        if info is None or not info.ok():
+            self.topic_publish_info_table.setdefault(topic, TopicPublishInfo(self.node.random))
+            await self.client_factory.update_topic_route_info_from_name_server(topic)
+            info = self.topic_publish_info_table.get(topic)
+        if info.have_topic_router_info or info.ok():
+            return info
+        await self.client_factory.update_topic_route_info_from_name_server(topic, True, self)
+        return self.topic_publish_info_table.get(topic)
+
+    def select_one_message_queue(self, tp_info: TopicPublishInfo, last_broker_name: str | None,
+                                 reset_index: bool) -> MessageQueue | None:
+        return self.mq_fault_strategy.select_one_message_queue(tp_info, last_broker_name, reset_index)
+
+    def update_fault_item(self, broker_name: str, current_latency: int, isolation: bool, reachable: bool) -> None:
+        self.mq_fault_strategy.update_fault_item(broker_name, current_latency, isolation, reachable)
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        info = await self.try_to_find_topic_publish_info(topic)
+        return list(info.message_queue_list) if info is not None else []
+
+    async def send_kernel_impl(self, msg: Message, mq: MessageQueue, timeout_ms: float,
+                               oneway: bool = False) -> SendResult | None:
+        """One attempt: SEND_MESSAGE_V2 to ``mq``'s master."""
+        factory = self.client_factory
+        broker_addr = factory.find_broker_address_in_publish(mq.broker_name)
+        if broker_addr is None:
+            await self.try_to_find_topic_publish_info(mq.topic)
+            broker_addr = factory.find_broker_address_in_publish(mq.broker_name)
+        if broker_addr is None:
+            raise MQClientException(-1, f"The broker[{mq.broker_name}] not exist")
+        self.set_uniq_id(msg)
+        header = SendMessageRequestHeader(
+            producer_group=self.producer_group, topic=msg.topic, default_topic=self.create_topic_key,
+            default_topic_queue_nums=self.default_topic_queue_nums, queue_id=mq.queue_id, sys_flag=0,
+            born_timestamp=self.node.now_ms(), flag=msg.flag,
+            properties=message_properties_to_string(msg.properties), reconsume_times=0, unit_mode=False,
+            batch=False, broker_name=mq.broker_name)
+        return await factory.mq_client_api_impl.send_message(broker_addr, mq.broker_name, msg, header, timeout_ms,
+                                                             oneway)
+
+    # -- sync ------------------------------------------------------------------------------------
+    async def send(self, msg: Message, mq: MessageQueue | None = None, timeout: int | None = None) -> SendResult:
+        """Send and wait for the broker's answer (see the module docstring); with ``mq``, to that
+        queue only, without retries. Raises MQClientException, MQBrokerException or a remoting
+        error when the message was not (known to be) stored."""
+        self._make_sure_state_ok()
+        if msg is None:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message is null")
+        timeout_ms = self.send_msg_timeout if timeout is None else timeout
+        self.set_uniq_id(msg)
+        op = self.client_factory.tracer.invoke("send", describe_message(msg, mq))
+        if mq is not None:
+            return await self._traced(op, self._send_to_queue(msg, mq, timeout_ms))
+        return await self._traced(op, self.send_default_impl(msg, timeout_ms))
+
+    async def _send_to_queue(self, msg: Message, mq: MessageQueue, timeout_ms: float) -> tuple[SendResult, list[str]]:
+        try:
+            self.check_message(msg)
+            if mq.topic != msg.topic:
+                raise MQClientException(-1, f"message's topic not equal mq's topic: {msg.topic} {mq.topic}")
+            return await self.send_kernel_impl(msg, mq, timeout_ms), [mq.broker_name]
+        except Exception as e:
+            e.maybe_stored = outcome_unknown(e)  # type: ignore[attr-defined]
+            e.brokers_sent = [mq.broker_name]  # type: ignore[attr-defined]
+            raise
+
+    async def _traced(self, op: ClientOperation, work) -> SendResult:
+        """Await a send that returns (result, brokers tried) and complete ``op`` with its outcome."""
+        try:
+            result, brokers_sent = await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            value = {"brokers_sent": getattr(e, "brokers_sent", [])}
+            if getattr(e, "maybe_stored", False):
+                op.info(value, _error_text(e))
+            else:
+                op.fail(value, _error_text(e))
+            raise
+        op.ok(dict(result.to_trace_value(), brokers_sent=brokers_sent))
+        return result
+
+    async def send_default_impl(self, msg: Message, timeout_ms: float) -> tuple[SendResult, list[str]]:
+        """``sendDefaultImpl`` for a sync send: the result and the brokers tried, in order. An
+        exception carries ``brokers_sent`` and ``maybe_stored`` (an attempt may have stored the
+        message) for the trace."""
+        maybe_stored = False
+        brokers_sent: list[str] = []
+        try:
+            self.check_message(msg)
+            node = self.node
+            begin_first = node.now_ms()
+            tp_info = await self.try_to_find_topic_publish_info(msg.topic)
+            if tp_info is None or not tp_info.ok():
+                if not self.client_factory.mq_client_api_impl.namesrv_addr_list:
+                    raise MQClientException(ClientErrorCode.NO_NAME_SERVER_EXCEPTION,
+                                            "No name server address, please set it.")
+                raise MQClientException(ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION,
+                                        f"No route info of this topic: {msg.topic}")
+            times_total = 1 + self.retry_times_when_send_failed
+            mq: MessageQueue | None = None
+            exception: BaseException | None = None
+            send_result: SendResult | None = None
+            call_timeout = False
+            for times in range(times_total):
+                last_broker_name = mq.broker_name if mq is not None else None
+                selected = self.select_one_message_queue(tp_info, last_broker_name, times > 0)
+                if selected is None:
+                    break
+                mq = selected
+                brokers_sent.append(mq.broker_name)
+                begin_prev = node.now_ms()
+                cost = begin_prev - begin_first
+                if timeout_ms < cost:
+                    call_timeout = True
+                    break
+                try:
+                    send_result = await self.send_kernel_impl(msg, mq, timeout_ms - cost)
+                    self.update_fault_item(mq.broker_name, node.now_ms() - begin_prev, False, True)
+                    if (send_result.send_status is not SendStatus.SEND_OK
+                            and self.retry_another_broker_when_not_store_ok):
+                        continue
+                    return send_result, brokers_sent
+                except MQClientException as e:
+                    self.update_fault_item(mq.broker_name, node.now_ms() - begin_prev, False, True)
+                    log.warning("sendKernelImpl exception, resend at once, Broker: %s: %s", mq, e)
+                    exception = e
+                except RemotingError as e:
+                    # No service detector: a failed broker is isolated, not marked unreachable.
+                    self.update_fault_item(mq.broker_name, node.now_ms() - begin_prev, True, True)
+                    log.warning("sendKernelImpl exception, resend at once, Broker: %s: %s", mq, e)
+                    maybe_stored = maybe_stored or outcome_unknown(e)
+                    exception = e
+                except MQBrokerException as e:
+                    self.update_fault_item(mq.broker_name, node.now_ms() - begin_prev, True, False)
+                    log.warning("sendKernelImpl exception, resend at once, Broker: %s: %s", mq, e)
+                    exception = e
+                    if e.response_code not in self.retry_response_codes:
+                        if send_result is not None:
+                            return send_result, brokers_sent
+                        raise
+            if send_result is not None:
+                return send_result, brokers_sent
+            if call_timeout:
+                raise MQClientException(ClientErrorCode.REQUEST_TIMEOUT_EXCEPTION, "sendDefaultImpl call timeout")
+            info = (f"Send [{len(brokers_sent)}] times, still failed, cost [{node.now_ms() - begin_first}]ms, "
+                    f"Topic: {msg.topic}, BrokersSent: {brokers_sent}")
+            if isinstance(exception, MQBrokerException):
+                code = exception.response_code
+            elif isinstance(exception, RemotingConnectError):
+                code = ClientErrorCode.CONNECT_BROKER_EXCEPTION
+            elif isinstance(exception, RemotingTimeoutError):
+                code = ClientErrorCode.ACCESS_BROKER_TIMEOUT
+            else:
+                code = ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION
+            raise MQClientException(code, info, exception)
+        except Exception as e:
+            e.maybe_stored = maybe_stored  # type: ignore[attr-defined]
+            e.brokers_sent = brokers_sent  # type: ignore[attr-defined]
+            raise
+
+    # -- async -----------------------------------------------------------------------------------
+    def send_async(self, msg: Message, callback: SendCallback | None = None,
+                   timeout: int | None = None) -> "asyncio.Future[SendResult]":
+        """Start a send and return at once: a future of the SendResult, and ``callback`` (if any)
+        called with the outcome. The future's exception is the send's failure."""
+        self._make_sure_state_ok()
+        if msg is None:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message is null")
+        timeout_ms = self.send_msg_timeout if timeout is None else timeout
+        self.set_uniq_id(msg)
+        op = self.client_factory.tracer.invoke("send", describe_message(msg))
+        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+
+        async def run() -> None:
+            try:
+                result = await self._traced(op, self._send_async_impl(msg, timeout_ms))
+            except Exception as e:
+                if not future.done():
+                    future.set_exception(e)
+                if callback is not None:
+                    _invoke_callback(callback, None, e)
+                return
+            if not future.done():
+                future.set_result(result)
+            if callback is not None:
+                _invoke_callback(callback, result, None)
+
+        self.node.spawn(run(), name=f"send-async {self.producer_group}")
+        return future
+
+    async def _send_async_impl(self, msg: Message, timeout_ms: float) -> tuple[SendResult, list[str]]:
+        """An async send: one attempt, then up to retry_times_when_send_async_failed more on
+        another broker after a remoting failure (``sendMessageAsync`` / ``onExceptionImpl``).
+        Returns the result and the brokers tried; an exception carries both trace flags."""
+        maybe_stored = False
+        brokers_sent: list[str] = []
+        try:
+            self.check_message(msg)
+            node = self.node
+            begin = node.now_ms()
+            tp_info = await self.try_to_find_topic_publish_info(msg.topic)
+            if tp_info is None or not tp_info.ok():
+                raise MQClientException(ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION,
+                                        f"No route info of this topic: {msg.topic}")
+            mq = self.select_one_message_queue(tp_info, None, False)
+            if mq is None:
+                raise MQClientException(-1, f"no queue to send {msg.topic} to")
+            times = 0
+            while True:
+                left = timeout_ms - (node.now_ms() - begin)
+                begin_attempt = node.now_ms()
+                brokers_sent.append(mq.broker_name)
+                try:
+                    result = await self.send_kernel_impl(msg, mq, left)
+                except RemotingError as e:
+                    self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, True, True)
+                    maybe_stored = maybe_stored or outcome_unknown(e)
+                    times += 1
+                    left = timeout_ms - (node.now_ms() - begin)
+                    if times > self.retry_times_when_send_async_failed or left <= 0:
+                        raise
+                    log.warning("async send msg by retry %d times. topic=%s, brokerName=%s: %s", times, msg.topic,
+                                mq.broker_name, e)
+                    mq = self.select_one_message_queue(tp_info, mq.broker_name, False) or mq
+                    continue
+                except MQBrokerException:
+                    self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, True, True)
+                    raise
+                self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, False, True)
+                return result, brokers_sent
+        except Exception as e:
+            e.maybe_stored = maybe_stored  # type: ignore[attr-defined]
+            e.brokers_sent = brokers_sent  # type: ignore[attr-defined]
+            raise
+
+    # -- oneway ----------------------------------------------------------------------------------
+    async def send_oneway(self, msg: Message, mq: MessageQueue | None = None) -> None:
+        """Write the message to one broker and return: no answer, no retry. Traced ``info`` once
+        written (whether it was stored is unknown), ``fail`` when it could not be written."""
+        self._make_sure_state_ok()
+        if msg is None:
+            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message is null")
+        self.set_uniq_id(msg)
+        op = self.client_factory.tracer.invoke("send", describe_message(msg, mq))
+        try:
+            self.check_message(msg)
+            if mq is None:
+                tp_info = await self.try_to_find_topic_publish_info(msg.topic)
+                if tp_info is None or not tp_info.ok():
+                    raise MQClientException(ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION,
+                                            f"No route info of this topic: {msg.topic}")
+                mq = self.select_one_message_queue(tp_info, None, False)
+            begin = self.node.now_ms()
+            await self.send_kernel_impl(msg, mq, self.send_msg_timeout, oneway=True)
+            self.update_fault_item(mq.broker_name, self.node.now_ms() - begin, False, True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            if outcome_unknown(e):
+                op.info(None, _error_text(e))
+            else:
+                op.fail(None, _error_text(e))
+            raise
+        op.info({"broker_name": mq.broker_name, "queue_id": mq.queue_id}, "oneway: the broker does not answer")
