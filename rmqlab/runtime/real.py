@@ -58,6 +58,7 @@ from typing import Any
 
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.node import ConnectionHandler, Listener, Node, Timer
+from rmqlab.runtime.node_timer import NodeTimer
 from rmqlab.runtime.relay import HANDSHAKE
 from rmqlab.trace import Tracer
 
@@ -176,36 +177,6 @@ class _ServerListener:
         self._server.close()
 
 
-class RealTimer:
-    """A timer on the node's clock: re-armed on the event loop whenever the clock resumes."""
-
-    def __init__(self, node: "RealNode", deadline_ms: float, callback: Callable[..., Any], args: tuple):
-        self.node, self.deadline_ms, self.callback, self.args = node, deadline_ms, callback, args
-        self.loop = asyncio.get_running_loop()
-        self.handle: asyncio.TimerHandle | None = None
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle = None
-        self.node._timers.pop(id(self), None)
-
-    def _arm(self) -> None:
-        delay_s = max(0.0, self.deadline_ms - self.node._monotonic_ms()) / 1000.0
-        self.handle = self.loop.call_later(delay_s, self._fire)
-
-    def _fire(self) -> None:
-        self.handle = None
-        if self.node._monotonic_ms() < self.deadline_ms:
-            self._arm()  # the loop's clock and the node's can round apart by a hair
-            return
-        self.node._timers.pop(id(self), None)
-        if not self.cancelled:
-            self.callback(*self.args)
-
-
 class RealNode(Node):
     def __init__(self, name: str, store_dir: str, *, tracer: Tracer | None = None, seed: int | None = None,
                  node_ip: str | None = None, cluster: ClusterView | None = None, incarnation: int = 0,
@@ -221,7 +192,7 @@ class RealNode(Node):
         self.tracer = tracer or Tracer(lambda: time.time() * 1000.0)
         self._tasks: set[asyncio.Task] = set()
         self._listeners: list[_ServerListener] = []
-        self._timers: dict[int, RealTimer] = {}
+        self._timers: dict[int, NodeTimer] = {}
         # The clock: wall (and monotonic) time minus the time spent paused; frozen while paused.
         self._lag_ms = clock.lag_ms
         self._frozen_wall_ms: float | None = None
@@ -240,6 +211,9 @@ class RealNode(Node):
             return int(self._frozen_wall_ms)
         return int(time.time() * 1000.0 - self._lag_ms)
 
+    def _timer_clock_ms(self) -> float:
+        return self._monotonic_ms()
+
     def _monotonic_ms(self) -> float:
         if self._frozen_mono_ms is not None:
             return self._frozen_mono_ms
@@ -254,7 +228,7 @@ class RealNode(Node):
         return self._paused_since is not None
 
     def call_later(self, delay_ms: float, callback: Callable[..., Any], *args: Any) -> Timer:
-        timer = RealTimer(self, self._monotonic_ms() + max(0.0, delay_ms), callback, args)
+        timer = NodeTimer(self, asyncio.get_running_loop(), self._monotonic_ms() + max(0.0, delay_ms), callback, args)
         self._timers[id(timer)] = timer
         if not self.clock_paused:
             timer._arm()

@@ -15,30 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from rmqlab.runtime.node import ConnectionHandler, Listener, Node, Timer
-
-
-class SimTimer:
-    def __init__(self, node: "SimNode", deadline_ms: float, callback: Callable[..., Any], args: tuple):
-        self.node, self.deadline_ms, self.callback, self.args = node, deadline_ms, callback, args
-        self.handle: asyncio.TimerHandle | None = None
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.handle is not None:
-            self.handle.cancel()
-            self.handle = None
-        self.node._timers.pop(id(self), None)
-
-    def _arm(self) -> None:
-        delay_s = max(0.0, self.deadline_ms - self.node._clock_ms()) / 1000.0
-        self.handle = self.node.loop.call_later(delay_s, self._fire)
-
-    def _fire(self) -> None:
-        self.handle = None
-        self.node._timers.pop(id(self), None)
-        if not self.cancelled:
-            self.callback(*self.args)
+from rmqlab.runtime.node_timer import NodeTimer
 
 
 class SimNode(Node):
@@ -51,7 +28,7 @@ class SimNode(Node):
         # Every incarnation (process start) draws its own stream, derived from the seed only.
         self.random = random.Random(f"{sim.seed}|node|{name}|{incarnation}")
         self.log = logging.getLogger(f"rmqlab.{name}")
-        self._timers: dict[int, SimTimer] = {}
+        self._timers: dict[int, NodeTimer] = {}
         self._tasks: list[asyncio.Task] = []
         self.suspended = False
         self.clock_paused_at: float | None = None  # virtual ms when the clock stopped
@@ -64,6 +41,9 @@ class SimNode(Node):
         if self.clock_paused_at is not None:
             virtual_ms = self.clock_paused_at
         return virtual_ms - self._clock_lag_ms
+
+    def _timer_clock_ms(self) -> float:
+        return self._clock_ms()
 
     def now_ms(self) -> int:
         # Floor like currentTimeMillis, but not below a whole millisecond that float sums of
@@ -78,7 +58,7 @@ class SimNode(Node):
         return self.suspended or self.clock_paused_at is not None
 
     def call_later(self, delay_ms: float, callback: Callable[..., Any], *args: Any) -> Timer:
-        timer = SimTimer(self, self._clock_ms() + max(0.0, delay_ms), callback, args)
+        timer = NodeTimer(self, self.loop, self._clock_ms() + max(0.0, delay_ms), callback, args)
         self._timers[id(timer)] = timer
         if self.alive and not self._frozen():
             timer._arm()
