@@ -102,7 +102,10 @@ class DefaultHAClient:
         while self.protocol.state is not HAConnectionState.SHUTDOWN:
             if self.protocol.state is HAConnectionState.READY:
                 if not await self.connect_master():
-                    log.warning("HAClient connect to master %s failed", self.master_ha_address)
+                    # Nothing to report before the master's address is known (the slave learns it
+                    # from its name server registration); RocketMQ's connectMaster is silent then too.
+                    if self.master_ha_address is not None:
+                        log.warning("HAClient connect to master %s failed", self.master_ha_address)
                     await self.node.sleep(RETRY_WAIT_MS)
                 continue
             await self._transfer_from_master()

@@ -59,6 +59,8 @@ class Broker2Client:
         if consumer_group is None:
             log.error("notifyConsumerIdsChanged consumerGroup is null")
             return
+        if self.broker._shutdown:
+            return  # a crashed or stopping broker's closing channels notify nobody
         header = NotifyConsumerIdsChangedRequestHeader(consumer_group)
         request = RemotingCommand.create_request_command(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header.to_ext_fields())
         request.version = self.broker.remoting_version
