@@ -1,0 +1,317 @@
+"""Acknowledged messages/s of real broker processes, beside raw loopback TCP in the same run (issue 4 §9, §6d).
+
+    .venv/bin/python bench/bench_broker_throughput.py [--messages 20000] [--rounds 3] [--inflight 64]
+                                                      [--modes 2m-2s-async,2m-2s-sync] [--profile DIR]
+
+For each mode a rmqlab.cluster.Cluster on the real runtime: a NameServer and four brokers (two
+masters, two slaves, ASYNC_FLUSH) as OS processes, every connection through the fault relay
+(a thread of this process, no faults set). One producer process (a DefaultMQProducer on a RealNode,
+a child of this script) creates the topic on both masters (4 queues each), waits until the route
+shows both, sends 500 warm-up messages, then `--rounds` rounds of `--messages` sends with 1 KiB
+bodies, keeping `--inflight` send_async calls outstanding (a semaphore). Each send's latency is from
+the send_async call to its result. A message is *acknowledged* when its SendResult is SEND_OK;
+anything else is counted apart. The script prints, per mode, the median round's rate and the
+p50/p99 latency over all rounds, and the sync/async ratios.
+
+"CPU s" is the CPU time (user + system, from /proc) each process used during the timed rounds:
+the producer, the masters, the slaves, and this process (the relay thread).
+
+Raw: asyncio streams in this process, no rmqlab code and no relay: a client keeps `--inflight`
+copies of a 1 KiB SEND_MESSAGE request frame in flight over one loopback connection and a server
+reads each by its length prefix and writes it back (as bench/bench_remoting.py).
+
+`--profile DIR` adds a last 2m-2s-async run with broker-a and the producer under cProfile
+(DIR/broker-a.prof, DIR/producer.prof) and prints the top functions of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+TOPIC = "BenchTopic"
+BODY = bytes(1024)
+WARMUP = 500
+
+
+# -- the producer process ---------------------------------------------------------------------
+
+async def producer_main(namesrv_addr: str, messages: int, rounds: int, inflight: int) -> dict:
+    from rmqlab.broker.topic.topic_config import TopicConfig
+    from rmqlab.client import ClientProcess
+    from rmqlab.client.admin import DefaultMQAdminExt
+    from rmqlab.client.producer import DefaultMQProducer
+    from rmqlab.client.producer.send_result import SendStatus
+    from rmqlab.common.message import Message
+    from rmqlab.runtime.real import RealNode
+
+    node = RealNode("producer", tempfile.mkdtemp(prefix="rmqlab-bench-producer-"))
+    admin = DefaultMQAdminExt(namesrv_addr)
+    producer = DefaultMQProducer("PID_BENCH", namesrv_addr)
+    process = ClientProcess(admin=admin, producer=producer)
+    await process.start(node)
+    await admin.create_and_update_topic_config_by_cluster("DefaultCluster", TopicConfig(TOPIC, 4, 4))
+    deadline = time.monotonic() + 30
+    while True:  # both masters have registered the topic with the name server
+        try:
+            route = await admin.examine_topic_route_info(TOPIC)
+            if len(route.queue_datas) >= 2:
+                break
+        except Exception:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError("the topic's route never showed both masters")
+        await asyncio.sleep(0.2)
+
+    async def run(count: int) -> tuple[float, list[float], dict[str, int]]:
+        sem = asyncio.Semaphore(inflight)
+        latencies: list[float] = []
+        outcomes: dict[str, int] = {}
+        done = asyncio.Event()
+        pending = count
+
+        def finish(t0: float, fut: asyncio.Future) -> None:
+            nonlocal pending
+            sem.release()
+            if fut.cancelled() or fut.exception() is not None:
+                key = "error: " + type(fut.exception()).__name__ if not fut.cancelled() else "cancelled"
+            else:
+                key = fut.result().send_status.value
+                if fut.result().send_status is SendStatus.SEND_OK:
+                    latencies.append(time.perf_counter() - t0)
+            outcomes[key] = outcomes.get(key, 0) + 1
+            pending -= 1
+            if pending == 0:
+                done.set()
+
+        t_start = time.perf_counter()
+        for _ in range(count):
+            await sem.acquire()
+            t0 = time.perf_counter()
+            producer.send_async(Message(TOPIC, BODY)).add_done_callback(lambda f, t0=t0: finish(t0, f))
+        await done.wait()
+        return time.perf_counter() - t_start, latencies, outcomes
+
+    await run(WARMUP)
+    node.tracer.events.clear()
+    result = {"rounds": [], "cpu_s": 0.0}
+    for _ in range(rounds):
+        cpu0 = time.process_time()
+        elapsed, latencies, outcomes = await run(messages)
+        result["cpu_s"] += time.process_time() - cpu0
+        result["rounds"].append({"elapsed": elapsed, "latencies": latencies, "outcomes": outcomes})
+        node.tracer.events.clear()  # the in-memory trace does not grow across rounds
+    await process.shutdown()
+    await node.close()
+    return result
+
+
+def producer_entry(args) -> int:
+    """The child process: prints a "cpu" line when its timed rounds start, and the result as JSON."""
+    if args.profile_out:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    result = asyncio.run(producer_main(args.namesrv, args.messages, args.rounds, args.inflight))
+    if args.profile_out:
+        prof.disable()
+        prof.dump_stats(args.profile_out)
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+# -- CPU accounting ---------------------------------------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+
+
+# -- raw loopback TCP -------------------------------------------------------------------------
+
+def request_frame() -> bytes:
+    from rmqlab.remoting import RequestCode, create_request_command
+
+    return create_request_command(RequestCode.SEND_MESSAGE, {
+        "producerGroup": "PID_BENCH", "topic": TOPIC, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
+        "queueId": 1, "sysFlag": 0, "bornTimestamp": 1_700_000_000_000, "flag": 0,
+        "properties": "UNIQ_KEY\x017F0000010F2A18B4AAC2171A2B3C0000\x02WAIT\x01true\x02", "reconsumeTimes": 0,
+        "unitMode": False, "batch": False}, body=BODY).encode()
+
+
+async def _echo(reader, writer):
+    try:
+        while True:
+            prefix = await reader.readexactly(4)
+            writer.write(prefix + await reader.readexactly(struct.unpack(">i", prefix)[0]))
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        writer.close()
+
+
+async def raw_rounds(frame: bytes, requests: int, inflight: int, rounds: int) -> float:
+    server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    times = []
+    for _ in range(rounds):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        t0 = time.perf_counter()
+        sent = min(inflight, requests)
+        writer.write(frame * sent)
+        for _ in range(requests):
+            prefix = await reader.readexactly(4)
+            await reader.readexactly(struct.unpack(">i", prefix)[0])
+            if sent < requests:
+                writer.write(frame)
+                sent += 1
+                await writer.drain()
+        times.append(time.perf_counter() - t0)
+        writer.close()
+        await writer.wait_closed()
+    server.close()
+    return requests / statistics.median(times)
+
+
+# -- one mode ---------------------------------------------------------------------------------
+
+def run_mode(mode: str, args, profile_dir: str | None = None) -> dict:
+    from rmqlab.cluster import Cluster
+
+    cluster = Cluster(mode, runtime="real", root_dir=tempfile.mkdtemp(prefix=f"rmqlab-bench-{mode}-"),
+                      mapped_file_size=1024 * 1024 * 1024)
+    if profile_dir:  # broker-a under cProfile; a clean stop (SIGTERM) writes the profile
+        n = cluster.real.nodes["broker-a"]
+        n.argv = [sys.executable, "-m", "cProfile", "-o", os.path.join(profile_dir, "broker-a.prof"), *n.argv[1:]]
+    producer = None
+    try:
+        t0 = time.monotonic()
+        cluster.start()
+        boot_s = time.monotonic() - t0
+        argv = [sys.executable, os.path.abspath(__file__), "--producer", "--namesrv", cluster.namesrv_addr,
+                "--messages", str(args.messages), "--rounds", str(args.rounds), "--inflight", str(args.inflight)]
+        if profile_dir:
+            argv += ["--profile-out", os.path.join(profile_dir, "producer.prof")]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+        producer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        names = list(cluster.brokers)
+        pids = {name: cluster.real.pid(name) for name in names}
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        self0 = sum(os.times()[:2])
+        out, err = producer.communicate(timeout=args.timeout)
+        cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+        cpu["manager+relay"] = sum(os.times()[:2]) - self0
+        if producer.returncode != 0:
+            raise RuntimeError(f"producer exited {producer.returncode}:\n{err[-3000:]}")
+        line = next(l for l in out.splitlines() if l.startswith("RESULT "))
+        result = json.loads(line[len("RESULT "):])
+        if profile_dir:
+            cluster.real.stop("broker-a", timeout_s=30)
+    finally:
+        if producer is not None and producer.poll() is None:
+            producer.kill()
+        cluster.close()
+    rates = [args.messages / r["elapsed"] for r in result["rounds"]]
+    acked = [sum(v for k, v in r["outcomes"].items() if k == "SEND_OK") for r in result["rounds"]]
+    latencies = sorted(x for r in result["rounds"] for x in r["latencies"])
+    outcomes: dict[str, int] = {}
+    for r in result["rounds"]:
+        for k, v in r["outcomes"].items():
+            outcomes[k] = outcomes.get(k, 0) + v
+    ack_rates = [a / r["elapsed"] for a, r in zip(acked, result["rounds"])]
+    return {"mode": mode, "boot_s": boot_s, "rate": statistics.median(ack_rates), "rates": ack_rates,
+            "send_rate": statistics.median(rates), "outcomes": outcomes,
+            "p50": latencies[len(latencies) // 2] * 1000 if latencies else float("nan"),
+            "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000 if latencies else float("nan"),
+            "cpu": {"producer": result["cpu_s"], **cpu},
+            "wall_s": sum(r["elapsed"] for r in result["rounds"])}
+
+
+def print_profile(path: str, title: str, top: int) -> None:
+    import io
+    import pstats
+
+    s = io.StringIO()
+    stats = pstats.Stats(path, stream=s)
+    print(f"--- {title}: top {top} by own time (tottime) ---")
+    stats.sort_stats("tottime").print_stats(top)
+    body = s.getvalue()
+    print(body[body.find("   ncalls"):].rstrip())
+    s = io.StringIO()
+    stats.stream = s
+    print(f"--- {title}: top {top} by cumulative time ---")
+    stats.sort_stats("cumulative").print_stats(top)
+    body = s.getvalue()
+    print(body[body.find("   ncalls"):].rstrip())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=20_000, help="sends per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--inflight", type=int, default=64)
+    ap.add_argument("--modes", default="2m-2s-async,2m-2s-sync")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds a mode's producer may run")
+    ap.add_argument("--profile", metavar="DIR", help="add a profiled 2m-2s-async run, writing .prof files to DIR")
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--producer", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--namesrv", help=argparse.SUPPRESS)
+    ap.add_argument("--profile-out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.producer:
+        return producer_entry(args)
+
+    frame = request_frame()
+    raw = asyncio.run(raw_rounds(frame, args.messages, args.inflight, args.rounds))
+    results = {}
+    for mode in args.modes.split(","):
+        results[mode] = run_mode(mode, args)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; {args.messages} sends x {args.rounds} rounds "
+          f"per mode, {args.inflight} in flight, one producer process, 1 KiB bodies, ASYNC_FLUSH, "
+          f"request frame {len(frame)} bytes")
+    print(f"raw loopback TCP (asyncio echo, same frame, {args.inflight} in flight): {raw:>9,.0f} rt/s")
+    for mode, r in results.items():
+        others = {k: v for k, v in r["outcomes"].items() if k != "SEND_OK"}
+        print(f"{mode:<12}: {r['rate']:>7,.0f} acked msg/s ({r['rate'] / raw:5.1%} of raw)  "
+              f"p50 {r['p50']:6.2f} ms  p99 {r['p99']:6.2f} ms  rounds "
+              f"[{', '.join(f'{x:,.0f}' for x in r['rates'])}]" + (f"  not SEND_OK: {others}" if others else ""))
+        cpu = r["cpu"]
+        print(f"{'':<12}  CPU s over {r['wall_s']:.1f} s wall: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
+    if "2m-2s-async" in results and "2m-2s-sync" in results:
+        a, s = results["2m-2s-async"], results["2m-2s-sync"]
+        print(f"sync / async: throughput {s['rate'] / a['rate']:.1%}, p50 latency {s['p50'] / a['p50']:.2f}x, "
+              f"p99 latency {s['p99'] / a['p99']:.2f}x  (sync is {1 - s['rate'] / a['rate']:.1%} slower)")
+    target = results.get("2m-2s-async")
+    if target:
+        print(f"target >= 20,000 acked msg/s in 2m-2s-async: {'met' if target['rate'] >= 20_000 else 'NOT met'} "
+              f"({target['rate']:,.0f})")
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        p = run_mode("2m-2s-async", args, profile_dir=args.profile)
+        print(f"profiled 2m-2s-async run (broker-a and producer under cProfile): {p['rate']:,.0f} acked msg/s; "
+              "CPU s: " + ", ".join(f"{k} {v:.1f}" for k, v in p["cpu"].items()))
+        print_profile(os.path.join(args.profile, "broker-a.prof"), "broker-a", args.top)
+        print_profile(os.path.join(args.profile, "producer.prof"), "producer", args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
