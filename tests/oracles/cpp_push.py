@@ -15,7 +15,7 @@ done = threading.Event()
 
 def on_message(msg):
     with lock:
-        print(json.dumps({"keys": msg.keys.decode(), "tags": msg.tags.decode(), "body": msg.body.decode(),
+        print(json.dumps({"id": msg.id, "keys": msg.keys.decode(), "tags": msg.tags.decode(), "body": msg.body.decode(),
                           "seq": msg.get_property("seq").decode(), "queue_id": msg.queue_id,
                           "queue_offset": msg.queue_offset}), flush=True)
         seen.add(msg.keys)
