@@ -1,0 +1,328 @@
+"""AutoSwitchHAConnection: the master's end of one slave's controller-mode HA connection (reference §2.6-§2.8).
+
+Mirrors org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAConnection and its two threads, here
+two tasks on the master's Node; the wire format and every decision are in auto_switch_ha_protocol:
+
+* ReadSocketService decodes the slave's frames. A HANDSHAKE records the slave's broker id and flags
+  and asks the write side to answer; an ack records the slave's offset (the first one is where to
+  start), updates its lastCaughtUpTimeMs, may propose it for the SyncStateSet, recomputes the
+  confirm offset if it is a member, and wakes waiting SYNC_MASTER puts. The master adopts the
+  state of each frame. Nothing read for haHousekeepingInterval closes the connection.
+* WriteSocketService answers each handshake with the master's max offset and epoch entries, then
+  (TRANSFER) streams the commitlog from the start offset in batches of one file and one epoch at
+  most, with heartbeats after haSendHeartbeatInterval without a write; with nothing to send it
+  records that the slave was sent everything (lastCaughtUpTime) and waits up to 100 ms.
+
+Traced like the classic connection: frame.send / frame.recv (proto "ha"), `state` events of machine
+"AutoSwitchHAConnection", net.close with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (MASTER_HANDSHAKE_HEADER_SIZE, MASTER_TRANSFER_HEADER,
+                                                          MASTER_TRANSFER_HEADER_SIZE, ConnectionProtocol,
+                                                          HAProtocolError, SlaveHandshake, plan_batch)
+from rmqlab.ha.flow_monitor import FlowMonitor
+from rmqlab.ha.ha_connection_state import HAConnectionState
+from rmqlab.remoting.remoting_helper import peer_address
+
+if TYPE_CHECKING:
+    from rmqlab.ha.autoswitch.auto_switch_ha_service import AutoSwitchHAService
+
+log = logging.getLogger("rmqlab.ha")
+
+MACHINE = "AutoSwitchHAConnection"
+READ_MAX_BUFFER_SIZE = 1024 * 1024  # ReadSocketService.READ_MAX_BUFFER_SIZE
+IDLE_WAIT_MS = 100                  # allWaitForRunning(100) with nothing to send
+NO_DATA_WAIT_MS = 500               # empty master, or no epoch for the start offset
+NO_EPOCH_WAIT_MS = 100              # "Can't find a bigger epochEntry"
+
+
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # closed from outside the loop (e.g. a synchronous role change)
+        return None
+
+
+class AutoSwitchHAConnection:
+    def __init__(self, ha_service: "AutoSwitchHAService", reader: asyncio.StreamReader, writer: Any):
+        self.ha_service = ha_service
+        self.node = ha_service.node
+        self.reader = reader
+        self.writer = writer
+        self.client_address = peer_address(writer.get_extra_info("peername"))
+        self.protocol = ConnectionProtocol()
+        self.flow_monitor = FlowMonitor(ha_service.config, self.node.now_ms)
+        self.close_reason: str | None = None
+        self._notified = False  # the read side got a frame the write side may be waiting for
+        self._waiter: asyncio.Future | None = None
+        self._read_task: asyncio.Task | None = None
+        self._write_task: asyncio.Task | None = None
+        self.last_read_timestamp = self.node.now_ms()
+        self.last_write_timestamp = self.node.now_ms()
+        self._housekeeping = None
+        ha_service.connection_count += 1
+
+    def __repr__(self) -> str:
+        return (f"AutoSwitchHAConnection({self.client_address}, slave {self.slave_id}, {self.current_state.name}, "
+                f"ack={self.slave_ack_offset}, next={self.protocol.next_transfer_from_where})")
+
+    # -- what the service and GroupTransferService read -------------------------------------
+    @property
+    def current_state(self) -> HAConnectionState:
+        return self.protocol.state
+
+    @property
+    def slave_id(self) -> int:
+        return self.protocol.slave_id
+
+    @property
+    def slave_ack_offset(self) -> int:
+        return self.protocol.slave_ack_offset
+
+    @property
+    def slave_request_offset(self) -> int:
+        return self.protocol.slave_request_offset
+
+    def is_async_learner(self) -> bool:
+        return self.protocol.is_async_learner
+
+    def is_sync_from_last_file(self) -> bool:
+        return self.protocol.is_sync_from_last_file
+
+    def get_transfer_from_where(self) -> int:
+        return self.protocol.next_transfer_from_where
+
+    def get_transferred_byte_in_second(self) -> int:
+        return self.flow_monitor.get_transferred_byte_in_second()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Serve the connection: the accept handler's task reads, a second task writes."""
+        self._trace_state(None, self.protocol.state, "accepted")
+        self._read_task = asyncio.current_task()
+        self._write_task = self.node.spawn(self._write_loop(), name=f"ha-write {self.client_address}")
+        await self._read_loop()
+
+    def shutdown(self) -> None:
+        self.close("local: shutdown", event="shutdown")
+
+    def close(self, reason: str, event: str = "closed") -> None:
+        """End the connection once, from whichever side noticed first."""
+        if self.close_reason is not None:
+            return
+        self.close_reason = reason
+        old, new = self.protocol.closed(event)
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+            self._housekeeping = None
+        ha = self.ha_service
+        if not ha.crashed:
+            self._trace_state(old, new, reason)
+            self.node.trace("net.close", peer=self.client_address, reason=reason)
+            log.info("%s: HA connection with slave %s (id %d) closed: %s", self.node.name, self.client_address,
+                     self.slave_id, reason)
+        try:
+            self.writer.close()
+        except (ConnectionError, OSError):
+            pass
+        current = _current_task()
+        for task in (self._read_task, self._write_task):
+            if task is not None and task is not current and not task.done():
+                task.cancel()
+        ha.wait_notify_object.remove_from_waiting_thread_table(self)
+        ha.remove_connection(self)
+        ha.connection_count -= 1
+
+    def _trace_state(self, old: HAConnectionState | None, new: HAConnectionState, reason: str) -> None:
+        self.node.trace("state", machine=MACHINE, from_=old.name if old else None, to=new.name, reason=reason,
+                        peer=self.client_address)
+
+    # -- ReadSocketService -------------------------------------------------------------------
+    def _arm_housekeeping(self) -> None:
+        interval = self.ha_service.config.haHousekeepingInterval
+        delay = max(0, self.last_read_timestamp + interval + 1 - self.node.now_ms())
+        self._housekeeping = self.node.call_later(delay, self._check_housekeeping)
+
+    def _check_housekeeping(self) -> None:
+        self._housekeeping = None
+        if self.close_reason is not None:
+            return
+        idle = self.node.now_ms() - self.last_read_timestamp
+        if idle > self.ha_service.config.haHousekeepingInterval:
+            log.warning("ha housekeeping, found this connection[%s] expired, %d", self.client_address, idle)
+            self.close(f"housekeeping: nothing read for {idle} ms")
+        else:
+            self._arm_housekeeping()
+
+    async def _read_loop(self) -> None:
+        reason = "remote"
+        self._arm_housekeeping()
+        try:
+            while self.close_reason is None:
+                try:
+                    data = await self.reader.read(READ_MAX_BUFFER_SIZE)
+                except (ConnectionError, OSError) as e:
+                    reason = f"reset: {e}" if str(e) else "reset"
+                    break
+                if not data:
+                    break
+                self.last_read_timestamp = self.node.now_ms()
+                self.protocol.feed(data)
+                try:
+                    self._process_frames()
+                except HAProtocolError as e:
+                    log.warning("%s: closing the HA connection with %s: %s", self.node.name, self.client_address, e)
+                    reason = str(e)
+                    break
+        except asyncio.CancelledError:
+            reason = "local"
+            raise
+        finally:
+            self.close(reason)
+
+    def _process_frames(self) -> None:
+        ha, proto = self.ha_service, self.protocol
+        while (decoded := proto.next_frame(ha.store.get_max_phy_offset())) is not None:
+            frame, moved = decoded
+            if isinstance(frame, SlaveHandshake):
+                self.node.trace("frame.recv", proto="ha", peer=self.client_address, size=frame.wire_size,
+                                name="handshake", slave_broker_id=frame.slave_broker_id,
+                                is_sync_from_last_file=frame.is_sync_from_last_file,
+                                is_async_learner=frame.is_async_learner)
+                log.info("Receive slave handshake, slaveBrokerId:%d, isSyncFromLastFile:%s, isAsyncLearner:%s",
+                         frame.slave_broker_id, frame.is_sync_from_last_file, frame.is_async_learner)
+            else:
+                self.node.trace("frame.recv", proto="ha", peer=self.client_address, size=frame.wire_size,
+                                name="ack", offset=frame.slave_max_offset)
+            if moved is not None:
+                log.warning("Master change state from %s to %s", moved[0].name, moved[1].name)
+                self._trace_state(moved[0], moved[1], f"slave sent {frame.name}")
+            if not isinstance(frame, SlaveHandshake):
+                self._on_ack(frame.slave_max_offset)
+            self._notify_writer()
+
+    def _on_ack(self, offset: int) -> None:
+        """maybeExpandInSyncStateSet, updateConfirmOffsetWhenSlaveAck, notifyTransferSome."""
+        ha, proto = self.ha_service, self.protocol
+        caught_up = proto.caught_up_time(ha.store.get_max_phy_offset(), self.node.now_ms())
+        if caught_up is not None:
+            ha.update_connection_last_caught_up_time(proto.slave_id, caught_up)
+            ha.maybe_expand_in_sync_state_set(proto.slave_id, offset)
+        ha.update_confirm_offset_when_slave_ack(proto.slave_id)
+        ha.notify_transfer_some(offset)
+
+    # -- WriteSocketService ------------------------------------------------------------------
+    def _send(self, data: bytes, name: str, header_size: int, **fields: Any) -> None:
+        self.writer.write(data)
+        self.last_write_timestamp = self.node.now_ms()
+        self.flow_monitor.add_byte_count_transferred(len(data))
+        self.node.trace("frame.send", proto="ha", peer=self.client_address, size=len(data), name=name,
+                        body_size=len(data) - header_size, **fields)
+
+    def _heartbeat_if_needed(self) -> None:
+        ha, proto = self.ha_service, self.protocol
+        if self.node.now_ms() - self.last_write_timestamp <= ha.config.haSendHeartbeatInterval:
+            return
+        entries = ha.epoch_cache.get_all_entries()
+        frame = proto.heartbeat(entries, ha.get_confirm_offset())
+        if frame is not None:
+            _, _, offset, epoch, _, confirm = MASTER_TRANSFER_HEADER.codec.unpack_from(frame)
+            self._send(frame, "heartbeat", MASTER_TRANSFER_HEADER_SIZE, offset=offset, epoch=epoch,
+                       confirm_offset=confirm)
+
+    def _notify_writer(self) -> None:
+        self._notified = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def _wait_for_slave(self, timeout_ms: float) -> None:
+        """waitForRunning while the write side needs something from the slave (a handshake, an ack);
+        a frame that arrived meanwhile is remembered, so the wait then returns at once."""
+        if self._notified:
+            self._notified = False
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._waiter = fut
+        timer = self.node.call_later(timeout_ms, lambda: fut.done() or fut.set_result(None))
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            self._waiter = None
+            self._notified = False
+
+    async def _write_loop(self) -> None:
+        ha, proto = self.ha_service, self.protocol
+        cfg, store = ha.config, ha.store
+        reason = "local"
+        try:
+            while self.close_reason is None:
+                if self.writer.is_closing():
+                    reason = "reset"
+                    break
+                if proto.state is HAConnectionState.HANDSHAKE:
+                    if not proto.is_slave_send_handshake:
+                        await self._wait_for_slave(1000)
+                        continue
+                    entries = ha.epoch_cache.get_all_entries()
+                    frame = proto.master_handshake(store.get_max_phy_offset(), entries)
+                    self._send(frame, "handshake", MASTER_HANDSHAKE_HEADER_SIZE, offset=store.get_max_phy_offset(),
+                               epoch=entries[-1].epoch if entries else -1, entries=len(entries))
+                    await self.writer.drain()
+                    continue
+                if proto.slave_request_offset < 0:
+                    await self._wait_for_slave(1000)
+                    continue
+                if proto.next_transfer_from_where < 0:
+                    start = proto.transfer_start(store.get_max_phy_offset(), store.get_min_phy_offset(),
+                                                 cfg.mappedFileSizeCommitLog)
+                    if start < 0:  # an empty master: nothing to send yet
+                        self._heartbeat_if_needed()
+                        await self.node.sleep(NO_DATA_WAIT_MS)
+                        continue
+                    log.info("Master transfer data to slave %s, from offset:%d, currentEpoch:%s", self.client_address,
+                             start, ha.epoch_cache.find_epoch_entry_by_offset(start))
+                await self._transfer_to_slave()
+        except (ConnectionError, OSError) as e:
+            reason = f"reset: {e}" if str(e) else "reset"
+        except asyncio.CancelledError:
+            reason = "local"
+            raise
+        finally:
+            self.close(reason)
+
+    async def _transfer_to_slave(self) -> None:
+        ha, proto = self.ha_service, self.protocol
+        cfg, store = ha.config, ha.store
+        self._heartbeat_if_needed()
+        start = proto.next_transfer_from_where
+        data = store.commit_log.get_data(start, cfg.haTransferBatchSize)
+        if not data:
+            ha.update_connection_last_caught_up_time(proto.slave_id, self.node.now_ms())
+            await self.writer.drain()
+            await ha.wait_notify_object.all_wait_for_running(self, IDLE_WAIT_MS)
+            return
+        entries = ha.epoch_cache.get_all_entries()
+        try:
+            plan = plan_batch(start, len(data), cfg.haTransferBatchSize, self.flow_monitor.can_transfer_max_byte_num(),
+                              entries)
+        except LookupError as e:
+            log.error("Failed to find an epochEntry to match nextTransferFromWhere %d: %s", start, e)
+            await self.node.sleep(NO_DATA_WAIT_MS)
+            return
+        if plan is None:
+            # Deviation (as classic): wait for the next flow-control window instead of polling.
+            await self.node.sleep(self.flow_monitor.ms_until_next_window())
+            return
+        confirm = ha.get_confirm_offset()
+        header = proto.batch(plan, store.get_max_phy_offset(), self.node.now_ms(), confirm)
+        self._send(header + data[:plan.size], "transfer", MASTER_TRANSFER_HEADER_SIZE, offset=plan.offset,
+                   epoch=plan.epoch, epoch_start_offset=plan.epoch_start_offset, confirm_offset=confirm,
+                   cut_at_epoch_end=plan.cut_at_epoch_end)
+        await self.writer.drain()

@@ -1,0 +1,389 @@
+"""AutoSwitchHAService: controller-mode replication of the commitlog (reference §2, seeds 000, 002).
+
+Mirrors org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAService, on a Node instead of threads.
+Every broker runs one and listens on its HA port; what it does depends on the role the controller
+gives it, through explicit calls (the broker's ReplicasManager makes them, reference §4.10):
+
+* ``change_to_master(epoch)``: drop connections and the client, cut a torn tail, append
+  (epoch, maxPhyOffset) to the epoch file, wait until the consume queues are built; accepted
+  slaves then handshake and replicate (AutoSwitchHAConnection). The master keeps the SyncStateSet:
+  it proposes expansions (a slave's ack reached the confirm offset) and shrinks
+  (``maybe_shrink_sync_state_set``, or a disconnect) to the listeners registered with
+  ``register_sync_state_set_changed_listener`` — the ReplicasManager sends them to the controller
+  as AlterSyncStateSet — and adopts the controller's answer through ``set_sync_state_set``.
+* ``change_to_slave(master_addr, epoch, slave_id)``: start an AutoSwitchHAClient; it connects once
+  ``update_ha_master_address`` gives it the master's HA address (the NameServer registration does
+  in RocketMQ), handshakes, truncates and replicates.
+
+The confirm offset (reference §2.9) is kept here (RocketMQ keeps it in CommitLog; rmqlab's store
+files are not this module's): the store's dispatcher is limited to it, and it is copied into the
+store checkpoint's confirmPhyOffset. A SYNC_MASTER put uses controller mode's write-ack rule
+through ``rmqlab.store.controller_mode_put`` and waits in AutoSwitchGroupTransferService.
+
+The role itself (brokerRole SYNC_MASTER / SLAVE in the MessageStoreConfig) is set by the caller,
+as ReplicasManager does; this service reads it live. Not modelled: fencing (a broker not yet
+registered with the controller), the transient store pool, stateMachineVersion.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from rmqlab.ha.autoswitch.auto_switch_ha_client import AutoSwitchHAClient
+from rmqlab.ha.autoswitch.auto_switch_ha_connection import AutoSwitchHAConnection
+from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (ALL_ACK_IN_SYNC_STATE_SET, SyncStateSetState,
+                                                          all_ack_transfer_ok, compute_confirm_offset,
+                                                          reported_confirm_offset)
+from rmqlab.ha.default_ha_service import AcceptSocketService
+from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
+from rmqlab.ha.wait_notify_object import WaitNotifyObject
+from rmqlab.runtime.node import Node
+from rmqlab.store import store_truncation
+from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
+
+log = logging.getLogger("rmqlab.ha")
+
+DISPATCH_POLL_MS = 100  # changeToMaster: Thread.sleep(100) until the consume queues are built
+
+
+def _role(config) -> str:
+    return getattr(config.brokerRole, "name", config.brokerRole)
+
+
+class AutoSwitchAcceptSocketService(AcceptSocketService):
+    """AutoSwitchHAService.AutoSwitchAcceptSocketService: each slave gets an AutoSwitchHAConnection."""
+
+    async def _on_accept(self, reader, writer) -> None:
+        ha = self.ha_service
+        if ha.stopped:
+            writer.close()
+            return
+        conn = AutoSwitchHAConnection(ha, reader, writer)
+        log.info("AutoSwitchHAService receive new connection, %s", conn.client_address)
+        ha.add_connection(conn)
+        await conn.run()
+
+
+class AutoSwitchGroupTransferService(GroupTransferService):
+    """GroupTransferService as it behaves for an AutoSwitchHAService: ackNums -1 waits for every
+    member of the SyncStateSet (the union view while an alter is in flight), reference §2.10."""
+
+    def _transfer_ok(self, req: GroupCommitRequest) -> bool:
+        if req.ack_nums == ALL_ACK_IN_SYNC_STATE_SET:
+            ha = self.ha_service
+            return all_ack_transfer_ok(ha.get_sync_state_set(), ha.connection_acks(), req.next_offset)
+        return super()._transfer_ok(req)
+
+
+class AutoSwitchHAService:
+    """See the module docstring. `config` is the broker's MessageStoreConfig (read live)."""
+
+    def __init__(self, node: Node, store, config, *, host: str = "0.0.0.0", port: int | None = None,
+                 local_broker_id: int | None = None, broker_name: str | None = None):
+        self.node = node
+        self.store = store
+        self.config = config
+        self.broker_name = broker_name or node.name
+        self.epoch_cache = EpochFileCache(config.get_store_path_epoch_file())
+        self.connection_list: list[AutoSwitchHAConnection] = []
+        self.connection_count = 0
+        self.push2_slave_max_offset = 0
+        self.wait_notify_object = WaitNotifyObject(node)
+        self.group_transfer_service = AutoSwitchGroupTransferService(self)
+        self.accept_socket_service = AutoSwitchAcceptSocketService(self, host,
+                                                                   config.haListenPort if port is None else port)
+        self.ha_client: AutoSwitchHAClient | None = None
+        self.sync_state = SyncStateSetState(local_broker_id)
+        self.sync_state_set_changed_listeners: list[Callable[[set[int]], Any]] = []
+        self.stopped = False
+        self.crashed = False
+        # The stored confirm offset: the checkpoint's, within what the recovered commitlog holds.
+        stored = store.store_checkpoint.confirm_phy_offset
+        stored = min(stored, store.get_max_phy_offset())
+        self._confirm_offset = max(stored, store.get_min_phy_offset(), 0)
+        store.set_ha_service(self)
+        store.reput_message_service.dispatch_limit = self.get_confirm_offset
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.accept_socket_service.begin_accept()
+
+    def shutdown(self) -> None:
+        self.stopped = True
+        if self.ha_client is not None:
+            self.ha_client.shutdown()
+        self.accept_socket_service.shutdown()
+        self.destroy_connections()
+        self.group_transfer_service.shutdown()
+
+    def on_crash(self) -> None:
+        self.stopped = self.crashed = True
+        if self.ha_client is not None:
+            self.ha_client.on_crash()
+        self.group_transfer_service.on_crash()
+
+    @property
+    def ha_listen_port(self) -> int:
+        return self.accept_socket_service.port
+
+    # -- role changes (reference §2.11) -----------------------------------------------------
+    async def change_to_master(self, master_epoch: int) -> bool:
+        """changeToMaster. Returns False (nothing changes) for an epoch below the last one."""
+        last_epoch = self.epoch_cache.last_epoch()
+        if master_epoch < last_epoch:
+            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to master", master_epoch, last_epoch)
+            return False
+        self.destroy_connections()
+        if self.ha_client is not None:
+            self.ha_client.shutdown()
+            self.ha_client = None
+        truncate_offset = self.truncate_invalid_msg()
+        self.set_confirm_offset(self.compute_confirm_offset())
+        if truncate_offset >= 0:
+            self.epoch_cache.truncate_suffix_by_offset(truncate_offset)
+        self._append_new_epoch(master_epoch)
+        waited = 0
+        while self.store.dispatch_behind_bytes() > 0:
+            # Kept from RocketMQ: no bound. With a SyncStateSet member still disconnected the
+            # confirm offset is frozen (Appendix A item 6) and this waits until the set changes.
+            if waited and waited % 5000 == 0:
+                log.warning("change to master: %d bytes still to dispatch", self.store.dispatch_behind_bytes())
+            await self.node.sleep(DISPATCH_POLL_MS)
+            waited += DISPATCH_POLL_MS
+        store_truncation.recover_topic_queue_table(self.store)
+        self.node.trace("role", from_=None, to="MASTER", component="ha", epoch=master_epoch)
+        log.info("Change ha to master success, newMasterEpoch:%d, startOffset:%d", master_epoch,
+                 self.epoch_cache.last_entry().start_offset)
+        return True
+
+    def change_to_master_when_last_role_is_master(self, master_epoch: int) -> bool:
+        """Re-elected while master: only the new epoch entry."""
+        last_epoch = self.epoch_cache.last_epoch()
+        if master_epoch < last_epoch:
+            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to master", master_epoch, last_epoch)
+            return False
+        self._append_new_epoch(master_epoch)
+        return True
+
+    def _append_new_epoch(self, master_epoch: int) -> None:
+        if self.epoch_cache.last_epoch() >= master_epoch:
+            self.epoch_cache.truncate_suffix_by_epoch(master_epoch)
+        self.append_epoch_entry(EpochEntry(master_epoch, self.store.get_max_phy_offset()))
+
+    def change_to_slave(self, new_master_addr: str | None, new_master_epoch: int, slave_id: int) -> bool:
+        """changeToSlave: `slave_id` is this broker's controller-assigned id (sent in the handshake)."""
+        last_epoch = self.epoch_cache.last_epoch()
+        if new_master_epoch < last_epoch:
+            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to slave", new_master_epoch, last_epoch)
+            return False
+        self.destroy_connections()
+        if self.ha_client is not None:
+            self.ha_client.shutdown()  # reOpen: a fresh client on the same epoch file
+        self.ha_client = AutoSwitchHAClient(self, slave_id)
+        self.ha_client.update_master_address(new_master_addr)
+        self.ha_client.update_ha_master_address(None)
+        self.ha_client.start()
+        self.node.trace("role", from_=None, to="SLAVE", component="ha", epoch=new_master_epoch)
+        log.info("Change ha to slave success, newMasterAddress:%s, newMasterEpoch:%d", new_master_addr,
+                 new_master_epoch)
+        return True
+
+    def change_to_slave_when_master_not_change(self, new_master_addr: str | None, new_master_epoch: int) -> bool:
+        last_epoch = self.epoch_cache.last_epoch()
+        if new_master_epoch < last_epoch:
+            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to slave", new_master_epoch, last_epoch)
+            return False
+        return True
+
+    def update_ha_master_address(self, new_addr: str | None) -> None:
+        if self.ha_client is not None:
+            self.ha_client.update_ha_master_address(new_addr)
+
+    def update_master_address(self, new_addr: str | None) -> None:
+        """As in RocketMQ, a no-op here: the client learns the master's address in change_to_slave."""
+
+    def get_ha_client(self) -> AutoSwitchHAClient | None:
+        return self.ha_client
+
+    def set_local_broker_id(self, broker_id: int | None) -> None:
+        self.sync_state.local_broker_id = broker_id
+
+    def get_local_broker_id(self) -> int | None:
+        return self.sync_state.local_broker_id
+
+    # -- the epoch file ----------------------------------------------------------------------
+    def append_epoch_entry(self, entry: EpochEntry) -> bool:
+        """Append to the epoch file (rejections, e.g. a replayed header, are ignored as in RocketMQ)."""
+        ok = self.epoch_cache.append_entry(entry)
+        if ok and not self.crashed:
+            self.node.trace("epoch", broker_set=self.broker_name, epoch=entry.epoch, start_offset=entry.start_offset)
+        return ok
+
+    def get_last_epoch(self) -> int:
+        return self.epoch_cache.last_epoch()
+
+    def get_epoch_entries(self) -> list[EpochEntry]:
+        return self.epoch_cache.get_all_entries()
+
+    def truncate_epoch_file_prefix(self, offset: int) -> None:
+        self.epoch_cache.truncate_prefix_by_offset(offset)
+
+    def truncate_epoch_file_suffix(self, offset: int) -> None:
+        self.epoch_cache.truncate_suffix_by_offset(offset)
+
+    # -- the store's tail --------------------------------------------------------------------
+    def truncate_invalid_msg(self) -> int:
+        """truncateInvalidMsg (reference §2.13); -1 when nothing was examined."""
+        offset = store_truncation.truncate_invalid_msg(self.store)
+        if offset >= 0:
+            self._clamp_confirm_offset(offset)
+        return offset
+
+    def truncate_files(self, offset: int) -> bool:
+        """DefaultMessageStore.truncateFiles for the handshake; the confirm offset never exceeds the log."""
+        if not store_truncation.truncate_files(self.store, offset):
+            return False
+        self._clamp_confirm_offset(offset)
+        return True
+
+    def _clamp_confirm_offset(self, offset: int) -> None:
+        # CommitLog.truncateDirtyFiles: a confirm offset beyond the cut comes back to it.
+        if self._confirm_offset > offset:
+            self.set_confirm_offset(offset)
+
+    # -- confirm offset (reference §2.9) -----------------------------------------------------
+    def connection_acks(self) -> list[tuple[int, int]]:
+        return [(c.slave_id, c.slave_ack_offset) for c in self.connection_list]
+
+    def compute_confirm_offset(self) -> int:
+        return compute_confirm_offset(self.store.get_max_phy_offset(), self.get_sync_state_set(),
+                                      self.sync_state.local_broker_id, self.connection_acks(), self._confirm_offset)
+
+    def get_confirm_offset(self) -> int:
+        """CommitLog.getConfirmOffset in controller mode: what is committed, for readers and slaves."""
+        return reported_confirm_offset(_role(self.config) == "SLAVE", len(self.sync_state.local),
+                                       self.config.allAckInSyncStateSet, self.store.get_max_phy_offset(),
+                                       self._confirm_offset)
+
+    def get_confirm_offset_directly(self) -> int:
+        return self._confirm_offset
+
+    def set_confirm_offset(self, offset: int) -> None:
+        if offset != self._confirm_offset:
+            self._confirm_offset = offset
+            if not self.crashed:
+                self.node.trace("offset", which="confirmed", value=offset)
+        if self.store.running:
+            self.store.store_checkpoint.confirm_phy_offset = offset
+
+    def update_confirm_offset_when_slave_ack(self, slave_id: int) -> None:
+        if slave_id in self.sync_state.local:
+            self.set_confirm_offset(self.compute_confirm_offset())
+
+    # -- SyncStateSet (reference §2.8) -------------------------------------------------------
+    def register_sync_state_set_changed_listener(self, listener: Callable[[set[int]], Any]) -> None:
+        self.sync_state_set_changed_listeners.append(listener)
+
+    def notify_sync_state_set_changed(self, new_set: set[int]) -> None:
+        """Listeners run after the current step, like RocketMQ's single-thread executor."""
+        log.info("Notify the syncStateSet has been changed into %s.", sorted(new_set))
+
+        def run() -> None:
+            for listener in self.sync_state_set_changed_listeners:
+                listener(set(new_set))
+
+        self.node.call_later(0, run)
+
+    def get_sync_state_set(self) -> set[int]:
+        return self.sync_state.get_sync_state_set()
+
+    def get_local_sync_state_set(self) -> set[int]:
+        return self.sync_state.get_local_sync_state_set()
+
+    def is_synchronizing_sync_state_set(self) -> bool:
+        return self.sync_state.is_synchronizing
+
+    def set_sync_state_set(self, sync_state_set) -> None:
+        """The controller confirmed this set (or the broker learned a newer one)."""
+        self.sync_state.set_sync_state_set(sync_state_set)
+        self.set_confirm_offset(self.compute_confirm_offset())
+        self.group_transfer_service.notify_transfer_some()  # waiting writes may now be complete
+
+    def in_sync_replicas_nums(self, master_put_where: int) -> int:
+        return self.sync_state.in_sync_replicas_nums()
+
+    def update_connection_last_caught_up_time(self, slave_id: int, caught_up_ms: int) -> None:
+        self.sync_state.update_connection_last_caught_up_time(slave_id, caught_up_ms)
+
+    def maybe_expand_in_sync_state_set(self, slave_id: int, slave_max_offset: int) -> None:
+        leader = self.epoch_cache.last_entry()
+        if leader is None:
+            return
+        proposed = self.sync_state.maybe_expand(slave_id, slave_max_offset, self.get_confirm_offset(),
+                                                leader.start_offset)
+        if proposed is not None:
+            log.info("The slave %d has caught up, slaveMaxOffset: %d, confirmOffset: %d, epoch: %d",
+                     slave_id, slave_max_offset, self.get_confirm_offset(), leader.epoch)
+            self.notify_sync_state_set_changed(proposed)
+
+    def maybe_shrink_sync_state_set(self) -> set[int]:
+        """Run by the broker every checkSyncStateSetPeriod; returns the set it wants."""
+        return self.sync_state.maybe_shrink(self.node.now_ms(), self.config.haMaxTimeSlaveNotCatchup)
+
+    # -- connections -------------------------------------------------------------------------
+    def add_connection(self, conn: AutoSwitchHAConnection) -> None:
+        self.connection_list.append(conn)
+
+    def remove_connection(self, conn: AutoSwitchHAConnection) -> None:
+        if not self.stopped:
+            proposed = self.sync_state.on_connection_removed(conn.slave_id)
+            if proposed is not None:
+                self.notify_sync_state_set_changed(proposed)
+        if conn in self.connection_list:
+            self.connection_list.remove(conn)
+
+    def destroy_connections(self) -> None:
+        for conn in list(self.connection_list):
+            conn.shutdown()
+        self.connection_list.clear()
+
+    def get_connection_count(self) -> int:
+        return self.connection_count
+
+    # -- acknowledgements --------------------------------------------------------------------
+    def put_request(self, request: GroupCommitRequest) -> None:
+        self.group_transfer_service.put_request(request)
+
+    def get_wait_notify_object(self) -> WaitNotifyObject:
+        return self.wait_notify_object
+
+    def notify_transfer_some(self, offset: int) -> None:
+        if offset > self.push2_slave_max_offset:
+            self.push2_slave_max_offset = offset
+        self.group_transfer_service.notify_transfer_some()
+
+    def get_push2_slave_max_offset(self) -> int:
+        return self.push2_slave_max_offset
+
+    # -- observation -------------------------------------------------------------------------
+    def get_runtime_info(self, master_put_where: int) -> dict[str, Any]:
+        """HARuntimeInfo as plain data; inSync is SyncStateSet membership in controller mode."""
+        if _role(self.config) == "SLAVE" and self.ha_client is not None:
+            client = self.ha_client
+            return {"master": False, "haClientRuntimeInfo": {
+                "masterAddr": client.get_ha_master_address(), "maxOffset": self.store.get_max_phy_offset(),
+                "lastReadTimestamp": client.get_last_read_timestamp(),
+                "lastWriteTimestamp": client.get_last_write_timestamp(),
+                "transferredByteInSecond": client.get_transferred_byte_in_second()}}
+        local = self.get_local_sync_state_set()
+        connections = [{"addr": c.client_address, "slaveId": c.slave_id, "slaveAckOffset": c.slave_ack_offset,
+                        "diff": master_put_where - c.slave_ack_offset, "inSync": c.slave_id in local,
+                        "transferredByteInSecond": c.get_transferred_byte_in_second(),
+                        "transferFromWhere": c.get_transfer_from_where()} for c in self.connection_list]
+        return {"master": True, "masterCommitLogMaxOffset": master_put_where,
+                "inSyncSlaveNums": len(local) - 1, "haConnectionInfo": connections}
+
+
+__all__ = ["AutoSwitchHAService", "AutoSwitchAcceptSocketService", "AutoSwitchGroupTransferService"]
