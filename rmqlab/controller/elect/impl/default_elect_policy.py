@@ -1,0 +1,78 @@
+"""DefaultElectPolicy: the controller's election rule (``elect/impl/DefaultElectPolicy.java``, reference §4.4).
+
+``elect`` tries the SyncStateSet first and, only if that yields nobody and unclean election is on
+(``all_replica_brokers`` not None), every registered replica. Within one pool:
+
+1. keep only the replicas the validity predicate accepts (the controller passes the heartbeat
+   manager's ``is_broker_active``: alive replicas only);
+2. nobody left: no master from this pool;
+3. the old master is still in the pool and nobody else is preferred (or it is the preferred one):
+   keep it (the caller answers CONTROLLER_MASTER_STILL_EXIST);
+4. a preferred (admin-designated) id: that id if it is in the pool, otherwise **nobody** from this
+   pool, never a substitute;
+5. with a live-info getter: the best replica by epoch (higher first), then maxOffset (higher
+   first), then electionPriority (**lower** first);
+6. without a getter: any replica.
+
+Tie-breaking (steps 5 and 6). Java puts the candidates in a TreeSet ordered by that comparator, so
+candidates that compare equal collapse onto the first one inserted, and inserts them in HashSet
+order; step 6 takes the HashSet's first element. For the small ids of a broker set (below the
+HashSet's table size, 16) that order is ascending id, so here **ties go to the lowest broker id**,
+in both steps, for any ids (Appendix A.9: RocketMQ's own tests only assert "not the dead master").
+
+Deviations:
+
+* Java compares maxOffsets as ``(int) (o2.maxOffset - o1.maxOffset)`` and priorities by int
+  subtraction; a difference beyond 2^31 (2 GiB of commitlog) wraps and can rank the more
+  out-of-date replica first, or call two different replicas equal. Here both compare as numbers.
+* A candidate the getter knows nothing about (Java: NullPointerException inside the TreeSet) ranks
+  after every candidate with live info.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+from rmqlab.controller.elect.elect_policy import ElectPolicy
+from rmqlab.controller.helper.broker_live_info_getter import BrokerLiveInfoGetter
+from rmqlab.controller.helper.broker_valid_predicate import BrokerValidPredicate
+
+
+class DefaultElectPolicy(ElectPolicy):
+    def __init__(self, valid_predicate: BrokerValidPredicate | None = None,
+                 broker_live_info_getter: BrokerLiveInfoGetter | None = None):
+        self.valid_predicate = valid_predicate
+        self.broker_live_info_getter = broker_live_info_getter
+
+    def elect(self, cluster_name: str | None, broker_name: str, sync_state_brokers: Set[int] | None,
+              all_replica_brokers: Set[int] | None, old_master: int | None,
+              prefer_broker_id: int | None) -> int | None:
+        new_master = None
+        if sync_state_brokers is not None:
+            new_master = self._try_elect(cluster_name, broker_name, sync_state_brokers, old_master, prefer_broker_id)
+        if new_master is not None:
+            return new_master
+        if all_replica_brokers is not None:
+            new_master = self._try_elect(cluster_name, broker_name, all_replica_brokers, old_master, prefer_broker_id)
+        return new_master
+
+    def _try_elect(self, cluster_name: str | None, broker_name: str, brokers: Set[int], old_master: int | None,
+                   prefer_broker_id: int | None) -> int | None:
+        pool = set(brokers)
+        if self.valid_predicate is not None:
+            pool = {b for b in pool if self.valid_predicate(cluster_name, broker_name, b)}
+        if not pool:
+            return None
+        if old_master in pool and (prefer_broker_id is None or prefer_broker_id == old_master):
+            return old_master
+        if prefer_broker_id is not None:
+            return prefer_broker_id if prefer_broker_id in pool else None
+        if self.broker_live_info_getter is not None:
+            return min(pool, key=lambda b: self._rank(cluster_name, broker_name, b))
+        return min(pool)
+
+    def _rank(self, cluster_name: str | None, broker_name: str, broker_id: int) -> tuple:
+        info = self.broker_live_info_getter(cluster_name, broker_name, broker_id)
+        if info is None:
+            return (1, 0, 0, 0, broker_id)
+        return (0, -info.epoch, -info.max_offset, info.election_priority, broker_id)

@@ -1,0 +1,1 @@
+"""Controller implementations (``org.apache.rocketmq.controller.impl``): events, heartbeats, metadata."""
