@@ -752,40 +752,6 @@ def test_consume_from_last_offset_and_from_first_offset(lab):
     assert {c[0] for c in first.consumed} == old | new
 
 
-def test_reconsume_later_retries_locally_and_holds_the_offset_back(lab):
-    lab = lab()
-    lab.create_topic(queues=1)
-    attempts = Counter()
-
-    def status(msg):
-        attempts[msg.body] += 1
-        return ConsumeConcurrentlyStatus.RECONSUME_LATER if msg.body == b"m-1" and attempts[msg.body] < 3 else SUCCESS
-
-    recorder = Recorder("c", status)
-    lab.add_client("consumer", lambda: {"consumer": push_consumer(recorder)})
-    lab.add_client("producer", lambda: {"producer": DefaultMQProducer("PG", NS)})
-    lab.sim.run_for(2000)
-    results = send_all(lab, lab.client("producer", "producer"), [b"m-%d" % i for i in range(3)])
-    queue = results[1].message_queue
-    lab.sim.run_until(lambda: len(recorder.consumed) == 3, 2_000)
-    # m-1 failed once and stays pending; its queue's offset stays at m-1 meanwhile, while the
-    # queues of the messages that succeeded moved past them.
-    consumer = lab.client("consumer", "consumer")
-    offsets = consumer.offset_store.offset_table
-    assert offsets[queue].value == results[1].queue_offset
-    for r in (results[0], results[2]):
-        assert offsets[r.message_queue].value >= r.queue_offset + 1
-    lab.sim.run_until(lambda: len(recorder.consumed) == 5, 12_000)
-    assert [c[4] for c in recorder.consumed if c[4] == b"m-1"] == [b"m-1"] * 3
-    assert offsets[queue].value == results[1].queue_offset + 1
-    ops = [op for op in client_ops(lab.sim.tracer.events) if op.f == "consume"]
-    m1 = [op for op in ops if op.invoke_value["uniq_key"] == results[1].msg_id]
-    assert [(op.type, op.invoke_value["reconsume_times"]) for op in m1] == [("fail", 0), ("fail", 1), ("ok", 2)]
-    # Retried 5 s apart (submitConsumeRequestLater), from this consumer's memory: no send-back (36).
-    assert [round(b.invoke_time_ms - a.invoke_time_ms) for a, b in zip(m1, m1[1:])] == [5000, 5000]
-    assert not [e for e in lab.sim.tracer.events if e.kind == "frame.send" and e.fields.get("code") == 36]
-
-
 # ---------------------------------------------------------------------------------------------
 # master-slave: consumption continues from the slave
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ config loader enforces it, as BrokerStartup does).
 1. the metadata managers (topics.json, consumerOffset.json, subscriptionGroup.json, delayOffset.json
    under ``storePathRootDir/config``) load, on the node's clock;
 2. the RemotingServer binds ``bindAddress:listenPort`` and the processors are registered: SEND
-   (10, 310), PULL (11), HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46),
+   (10, 310) and CONSUMER_SEND_MSG_BACK (36, the SendMessageProcessor too), PULL (11), HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46),
    GET_CONSUMER_LIST_BY_GROUP (38), QUERY/UPDATE_CONSUMER_OFFSET (14, 15), and the
    AdminBrokerProcessor as the default processor (admin codes; anything else -> 3). The remoting
    layer serves each request in a task of its own, so held pulls never block a connection;
@@ -247,7 +247,7 @@ class BrokerController(Component):
     def _register_processors(self, server: RemotingServer) -> None:
         """``registerProcessor``: which processor serves which code."""
         versioned = self._versioned
-        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2):
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.CONSUMER_SEND_MSG_BACK):
             server.register_processor(code, versioned(self.send_message_processor))
         server.register_processor(RequestCode.PULL_MESSAGE, versioned(self.pull_message_processor))
         for code in (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG):

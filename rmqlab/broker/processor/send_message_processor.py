@@ -1,4 +1,4 @@
-"""SendMessageProcessor: SEND_MESSAGE (10) and SEND_MESSAGE_V2 (310).
+"""SendMessageProcessor: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and CONSUMER_SEND_MSG_BACK (36).
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/SendMessageProcessor.java`` and
 ``AbstractSendMessageProcessor.java`` (reference §3 for the status mapping, real-clients §3.2 for
@@ -30,6 +30,33 @@ what the C++ producer sends and reads back). In order:
    enough``; MESSAGE_ILLEGAL / PROPERTIES_SIZE_EXCEEDED -> 13 with RocketMQ's remark naming the
    limits; SERVICE_NOT_AVAILABLE -> 14; OS_PAGE_CACHE_BUSY -> 2.
 
+CONSUMER_SEND_MSG_BACK (``AbstractSendMessageProcessor.consumerSendMsgBack``, RocketMQ 5; 4.9 differs
+only in keeping the original store host): a push consumer could not consume a message and hands it
+back by its commit-log offset. In order:
+
+1. the group's config (auto-created like a pull's), else SUBSCRIPTION_GROUP_NOT_EXIST (26)
+   ``subscription group not exist, <group> <FAQ>``; a broker without write permission ->
+   NO_PERMISSION; a group with ``retryQueueNums`` <= 0 -> SUCCESS and the message is dropped;
+2. ``%RETRY%<group>`` is created on demand (``createTopicInSendMessageBackMethod``, retryQueueNums
+   queues, READ|WRITE) and a random queue of it chosen; a retry topic without write permission ->
+   NO_PERMISSION;
+3. the original message is read back from the commit log (``lookMessageByOffset``); nothing
+   there -> SYSTEM_ERROR ``look message by offset failed, <offset>``;
+4. ``RETRY_TOPIC`` = its topic unless set already (a retry of a retry keeps the first topic);
+   ``WAIT`` = false; maxReconsumeTimes from the header (client version >= V3_4_9) or the group's
+   ``retryMaxTimes``; a message already reconsumed that many times, or a negative delay level,
+   goes to ``%DLQ%<group>`` (1 queue, READ|WRITE, ``DELAY`` = 0), any other to the retry topic with
+   ``DELAY`` = the header's level, or 3 + reconsumeTimes when it is 0;
+5. a new message: body, flag, properties, sysFlag, born timestamp and host of the original, this
+   broker as store host, reconsumeTimes + 1, ``ORIGIN_MESSAGE_ID`` = the first message's offset
+   message id; stored through the same put path as a send (so a delay level parks it in
+   SCHEDULE_TOPIC_XXXX, from where the schedule service brings it to ``%RETRY%<group>`` when due);
+6. PUT_OK -> SUCCESS; any other put status -> SYSTEM_ERROR with the status name as remark (even a
+   FLUSH_SLAVE_TIMEOUT, whose message is stored: RocketMQ's behaviour).
+
+A message sent to the DLQ is also a ``log`` trace event of logger ``RocketmqDLQ`` (RocketMQ's
+DLQ_LOG line). Not implemented: consume-message hooks, metrics and the send-back statistics.
+
 Not implemented (answered as RocketMQ answers a broker configured without them):
 
 * transaction half messages (``TRAN_MSG=true``): NO_PERMISSION ``sending transaction message is
@@ -53,11 +80,15 @@ from rmqlab.common.message.message import MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import string_to_message_properties
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
-from rmqlab.config.broker import BrokerRole
+from rmqlab.common.message.message import MessageExt
+from rmqlab.common.message.message_decoder import decode
+from rmqlab.config.broker import MASTER_ID, BrokerRole
+from rmqlab.remoting.protocol.header.broker.consumer_send_msg_back import ConsumerSendMsgBackRequestHeader
 from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader, SendMessageResponseHeader
 from rmqlab.remoting.protocol.header.broker.header_util import write_header
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.remoting_helper import string_to_address
+from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 
@@ -76,6 +107,7 @@ FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 # MQVersion.Version.V3_4_9.ordinal(): from this client version on the header's maxReconsumeTimes counts.
 V3_4_9 = 121
 REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+DLQ_LOGGER_NAME = "RocketmqDLQ"  # LoggerName.DLQ_LOGGER_NAME
 
 
 def suggest_todo(url: str) -> str:
@@ -97,6 +129,30 @@ def topic_config_to_string(tc: TopicConfig) -> str:
             f"order={'true' if tc.order else 'false'}, attributes={attrs}]")
 
 
+def look_message_by_offset(store, commit_log_offset: int) -> MessageExt | None:
+    """``DefaultMessageStore.lookMessageByOffset``: the message whose record starts at
+    ``commit_log_offset`` (its TOTALSIZE read first), or None when nothing readable is there.
+
+    Deviation in placement: RocketMQ has it on the store; it lives here beside its only caller so
+    the store keeps its interface. Like Java's ``MessageDecoder.decode(buf, true, false)`` it does
+    not check the body CRC, and anything that does not decode (an offset in the middle of a
+    record, a BLANK file tail) is None, as Java's decoder swallows the exception and returns null.
+    """
+    head = store.commit_log.get_message(commit_log_offset, 4)
+    if len(head) != 4:
+        return None
+    size = int.from_bytes(head, "big", signed=True)
+    if size <= 0:
+        return None
+    data = store.commit_log.get_message(commit_log_offset, size)
+    if len(data) != size:
+        return None
+    try:
+        return decode(data, check_crc=False)
+    except (ValueError, IndexError):  # MessageFormatError is a ValueError; struct.error too
+        return None
+
+
 class SendMessageProcessor:
     def __init__(self, broker: "BrokerController"):
         self.broker = broker
@@ -109,6 +165,8 @@ class SendMessageProcessor:
     async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
         if self.reject_request():
             return reject_request_response()
+        if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
+            return await self.consumer_send_msg_back(channel, request)
         header = SendMessageRequestHeader.parse_request_header(request)
         # buildMsgContext (always run, hooks or not) rewrites the properties with the region and
         # trace switch; then clearReservedProperties drops POP_CK.
@@ -221,6 +279,103 @@ class SendMessageProcessor:
         if put_result is None:
             put_result = await wait_completable(broker.message_store.async_put_message(msg))
         return self.handle_put_message_result(put_result, response, msg, queue_id)
+
+    # -- consumerSendMsgBack ---------------------------------------------------------------------
+    async def consumer_send_msg_back(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        """``consumerSendMsgBack`` (see the module docstring)."""
+        broker = self.broker
+        bc = broker.broker_config
+        response = RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, None)
+        header = ConsumerSendMsgBackRequestHeader.decode(request)
+
+        def answer(code: int, remark: str | None) -> RemotingCommand:
+            response.code, response.remark = code, remark
+            return response
+
+        # peekMasterBroker: without slave-acting-master only the master (brokerId 0) takes it back;
+        # a SLAVE is already refused by reject_request.
+        if bc.brokerId != MASTER_ID:
+            return answer(ResponseCode.SYSTEM_ERROR, f"no master available along with {bc.brokerIP1}")
+        group_config = broker.subscription_group_manager.find_subscription_group_config(header.group)
+        if group_config is None:
+            return answer(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                          f"subscription group not exist, {header.group} {suggest_todo(FAQ_URL)}")
+        if not PermName.is_writeable(bc.brokerPermission):
+            return answer(ResponseCode.NO_PERMISSION, f"the broker[{bc.brokerIP1}] sending message is forbidden")
+        if group_config.retry_queue_nums <= 0:
+            # RocketMQ's answer: the consumer counts the message as handled; it is not retried.
+            return answer(ResponseCode.SUCCESS, None)
+
+        tcm = broker.topic_config_manager
+        new_topic = RETRY_GROUP_TOPIC_PREFIX + header.group
+        queue_id = broker.node.random.randrange(group_config.retry_queue_nums)
+        topic_sys_flag = 2 if header.is_unit_mode() else 0  # TopicSysFlag.buildSysFlag(false, true)
+        topic_config = tcm.create_topic_in_send_message_back_method(
+            new_topic, group_config.retry_queue_nums, PermName.PERM_WRITE | PermName.PERM_READ, topic_sys_flag)
+        if not PermName.is_writeable(topic_config.perm):
+            return answer(ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden")
+
+        msg_ext = look_message_by_offset(broker.message_store, header.offset)
+        if msg_ext is None:
+            return answer(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
+        # Java edits msgExt's property map and hands that same map to the new message.
+        props = msg_ext.properties
+        if props.get(MessageConst.PROPERTY_RETRY_TOPIC) is None:
+            props[MessageConst.PROPERTY_RETRY_TOPIC] = msg_ext.topic
+        props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+
+        delay_level = header.delay_level
+        max_reconsume_times = group_config.retry_max_times
+        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
+            max_reconsume_times = header.max_reconsume_times
+        is_dlq = msg_ext.reconsume_times >= max_reconsume_times or delay_level < 0
+        if is_dlq:
+            new_topic = DLQ_GROUP_TOPIC_PREFIX + header.group
+            queue_id = broker.node.random.randrange(DLQ_NUMS_PER_GROUP)
+            tcm.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP,
+                                                         PermName.PERM_WRITE | PermName.PERM_READ, 0)
+            props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = "0"
+        else:
+            if delay_level == 0:
+                delay_level = 3 + msg_ext.reconsume_times
+            props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
+
+        inner = MessageExtBrokerInner(topic=new_topic, body=msg_ext.body, flag=msg_ext.flag)
+        inner.queue_id = queue_id
+        inner.sys_flag = msg_ext.sys_flag
+        inner.born_timestamp = msg_ext.born_timestamp
+        inner.born_host = msg_ext.born_host
+        inner.store_host = broker.store_host
+        inner.reconsume_times = msg_ext.reconsume_times + 1
+        # MessageAccessor.setOriginMessageId: the first message's offset message id, kept across
+        # every later retry.
+        origin_msg_id = props.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)
+        props[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] = (origin_msg_id if origin_msg_id and origin_msg_id.strip()
+                                                          else msg_ext.msg_id)
+        inner.properties = props
+        inner.properties_string = properties_to_java_string(props)
+
+        put_result = self.check_store_status()
+        if put_result is None:
+            put_result = handle_schedule_message(inner, broker.schedule_message_service)
+        if put_result is None:
+            put_result = await wait_completable(broker.message_store.async_put_message(inner))
+        if put_result is None:
+            return answer(ResponseCode.SYSTEM_ERROR, "putMessageResult is null")
+        status = put_result.put_message_status
+        if status is not PutMessageStatus.PUT_OK:
+            broker.broker_stats.on_put_failed()
+            return answer(ResponseCode.SYSTEM_ERROR, status.name)
+        broker.broker_stats.on_put(put_result.append_message_result.wrote_bytes)
+        if is_dlq:
+            owner = (request.ext_fields or {}).get("Commercial_Owner") or "null"  # BrokerStatsManager.COMMERCIAL_OWNER
+            line = (f"send msg to DLQ {new_topic}, owner={owner}, "
+                    f"originalTopic={header.origin_topic}, consumerId={header.group}, "
+                    f"msgUniqKey={props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)}, "
+                    f"storeTimestamp={put_result.append_message_result.store_timestamp}")
+            log.info(line)
+            broker.node.trace("log", level="INFO", message=line, logger=DLQ_LOGGER_NAME)
+        return answer(ResponseCode.SUCCESS, None)
 
     def handle_retry_and_dlq(self, header: SendMessageRequestHeader, response: RemotingCommand,
                              request: RemotingCommand, msg: MessageExtBrokerInner, topic_config: TopicConfig,

@@ -9,20 +9,25 @@ sees it. The listener's status:
 * CONSUME_SUCCESS - the batch (up to ``ack_index``) is done: removed from the ProcessQueue, and the
   queue's offset advanced to the smallest offset still held (in memory; written to the broker by
   the 5 s persist task and piggybacked on pulls);
-* RECONSUME_LATER, an exception, or no status - every message of the batch failed. RocketMQ sends
-  each back to the broker (CONSUMER_SEND_MSG_BACK, code 36), which re-delivers it later through
-  ``%RETRY%<group>`` with a growing delay, and then counts it consumed. rmqlab's broker implements
-  neither that request nor delayed delivery, so the message takes RocketMQ's own path for a
-  send-back that failed: it stays in the ProcessQueue (holding the committed offset back, so it is
-  not lost if this consumer dies), its ``reconsume_times`` goes up by one, and it is handed to the
-  listener again 5 s later (``submitConsumeRequestLater``), until it succeeds. It is never moved
-  to a dead-letter queue.
+* RECONSUME_LATER, an exception, or no status - every message of the batch failed. Each is sent
+  back (``DefaultMQPushConsumer.send_message_back``: CONSUMER_SEND_MSG_BACK, code 36, with the
+  context's ``delay_level_when_next_consume``, else a new message on ``%RETRY%<group>``); the broker
+  re-delivers it through ``%RETRY%<group>`` after its delay level's time, with reconsumeTimes + 1
+  (or, past maxReconsumeTimes, parks it in ``%DLQ%<group>``). A message sent back counts as
+  consumed here: it leaves the ProcessQueue and the offset moves past it. Only a message that
+  could not be sent back either way stays in the ProcessQueue (holding the committed offset back,
+  so it is not lost if this consumer dies), its ``reconsume_times`` goes up by one, and it is handed
+  to the listener again 5 s later (``submitConsumeRequestLater``).
 
 A batch whose queue was given away (ProcessQueue dropped) while the listener ran is not committed:
 the new owner will consume it again.
 
 Trace: each message handed to the listener is a ``client`` operation ``f="consume"``; ``ok`` for
-CONSUME_SUCCESS, ``fail`` otherwise (the message will come again).
+CONSUME_SUCCESS, ``fail`` otherwise (the message will come again). Each send-back is an operation
+``f="send_back"``: ``ok`` with how it went back (``via``: CONSUMER_SEND_MSG_BACK, or RETRY_TOPIC
+for the inner producer's send, itself an ``f="send"`` operation), ``fail`` when neither worked
+and the message is retried locally, ``info`` when neither is known to have worked but one timed out
+(it may come back from the retry topic as well as from the local retry).
 """
 
 from __future__ import annotations
@@ -117,25 +122,59 @@ class ConsumeMessageConcurrentlyService:
             if pq.dropped:
                 log.warning("processQueue is dropped without process consume result. messageQueue=%s", mq)
                 return
-            self.process_consume_result(status, context, msgs, pq, mq)
+            await self.process_consume_result(status, context, msgs, pq, mq)
 
-    def process_consume_result(self, status: ConsumeConcurrentlyStatus, context: ConsumeConcurrentlyContext,
-                               msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+    async def process_consume_result(self, status: ConsumeConcurrentlyStatus, context: ConsumeConcurrentlyContext,
+                                     msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """``processConsumeResult`` (clustering): send the failed messages back; retry locally
+        those that could not be; remove the rest from the ProcessQueue and advance the offset."""
         if not msgs:
             return
         if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
             ack_index = min(context.ack_index, len(msgs) - 1)
         else:
             ack_index = -1
-        failed = [m for m in msgs[ack_index + 1:] if pq.contains_message(m)]
-        for msg in failed:
-            msg.reconsume_times += 1
-        if failed:
-            log.info("consume failed, %d message(s) of %s will be consumed again in %d ms", len(failed), mq,
-                     SUBMIT_CONSUME_REQUEST_LATER_MS)
-            self.submit_consume_request_later(failed, pq, mq)
-        failed_ids = {id(m) for m in failed}
+        msg_back_failed: list[MessageExt] = []
+        for msg in msgs[ack_index + 1:]:
+            if not pq.contains_message(msg):
+                # Maybe the message expired and was cleaned: nothing to send back.
+                log.info("Message is not found in its process queue; skip send-back procedure, topic=%s, "
+                         "queueOffset=%s", msg.topic, msg.queue_offset)
+                continue
+            if not await self.send_message_back(msg, context, mq):
+                msg.reconsume_times += 1
+                msg_back_failed.append(msg)
+        if msg_back_failed:
+            log.info("send back failed, %d message(s) of %s will be consumed again in %d ms", len(msg_back_failed),
+                     mq, SUBMIT_CONSUME_REQUEST_LATER_MS)
+            self.submit_consume_request_later(msg_back_failed, pq, mq)
+        failed_ids = {id(m) for m in msg_back_failed}
         done = [m for m in msgs if id(m) not in failed_ids]
         offset = pq.remove_message(done, self.consumer.node.now_ms())
         if offset >= 0 and not pq.dropped:
             self.consumer.offset_store.update_offset(mq, offset, True)
+
+    async def send_message_back(self, msg: MessageExt, context: ConsumeConcurrentlyContext,
+                                mq: MessageQueue) -> bool:
+        """``sendMessageBack``: True when the message is back with the broker (traced as
+        ``f="send_back"``)."""
+        delay_level = context.delay_level_when_next_consume
+        value = dict(describe_message(msg, mq), group=self.consumer.consumer_group, delay_level=delay_level)
+        op = self.consumer.client_factory.tracer.invoke("send_back", value)
+        try:
+            via = await self.consumer.send_message_back(msg, delay_level, mq)
+        except asyncio.CancelledError:
+            op.info(None, "cancelled: the consumer stopped")
+            raise
+        except Exception as e:
+            log.error("sendMessageBack exception, group: %s msg: %s: %r", self.consumer.consumer_group,
+                      msg.msg_id, e)
+            if getattr(e, "maybe_stored", False):
+                # A timed-out attempt may have reached a broker: the message may come back from
+                # %RETRY%<group> as well as from the local retry (at least once).
+                op.info(None, f"{type(e).__name__}: {e}")
+            else:
+                op.fail(None, f"{type(e).__name__}: {e}")
+            return False
+        op.ok({"via": via})
+        return True

@@ -41,8 +41,19 @@ as is: without slave-acting-master a slave answers an empty pull with PULL_RETRY
 master is back. When the master returns and the route has it again, the slave sends the
 consumer back to it (suggestWhichBrokerId 0).
 
-Trace: every message handed to the listener (ConsumeMessageConcurrentlyService, ``f="consume"``);
-the push consumer's own pulls are not client operations (their frames are in the trace).
+Failed messages (RECONSUME_LATER, see ConsumeMessageConcurrentlyService) go back to the broker
+(``sendMessageBack``): CONSUMER_SEND_MSG_BACK (36) to the master of the broker group the message
+was pulled from, with delay level 0 (the broker picks 3 + reconsumeTimes) or the listener's
+``delay_level_when_next_consume``, and ``max_reconsume_times`` (-1, the default, means 16); past it
+the broker moves the message to ``%DLQ%<group>``. When that request fails (no master, no answer,
+an error code), the message is sent as a new message to ``%RETRY%<group>`` through the instance's
+inner producer (``sendMessageBackAsNormalMessage``: ``RETRY_TOPIC``, ``ORIGIN_MESSAGE_ID``,
+``RECONSUME_TIME``, ``MAX_RECONSUME_TIMES``, ``DELAY`` = 3 + reconsumeTimes). The group's retry
+messages come back through the ``%RETRY%<group>`` subscription.
+
+Trace: every message handed to the listener (ConsumeMessageConcurrentlyService, ``f="consume"``),
+and every send-back (``f="send_back"``); the push consumer's own pulls are not client operations
+(their frames are in the trace).
 """
 
 from __future__ import annotations
@@ -58,11 +69,13 @@ from rmqlab.client.consumer.consume_message_concurrently_service import ConsumeM
 from rmqlab.client.consumer.message_listener import MessageListenerConcurrently
 from rmqlab.client.consumer.process_queue import ProcessQueue
 from rmqlab.client.consumer.pull_api_wrapper import PullAPIWrapper
-from rmqlab.client.consumer.pull_result import PullStatus
+from rmqlab.client.consumer.pull_result import PullStatus, client_msg_id
 from rmqlab.client.consumer.rebalance_impl import RebalanceImpl
 from rmqlab.client.consumer.remote_broker_offset_store import ReadOffsetType, RemoteBrokerOffsetStore
-from rmqlab.client.exceptions import MQBrokerException, MQClientException
+from rmqlab.client.exceptions import MQBrokerException, MQClientException, outcome_unknown
 from rmqlab.client.impl.mq_client_manager import MQClientManager
+from rmqlab.common.message.message import Message, MessageExt
+from rmqlab.common.message.message_const import MessageConst
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import (SUB_ALL, ConsumeFromWhere, ConsumeType, MessageModel,
                                                               SubscriptionData, build_subscription_data)
@@ -79,6 +92,8 @@ PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL = 50
 PULL_TIME_DELAY_MILLS_WHEN_BROKER_FLOW_CONTROL = 20
 BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
 CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND = 30_000
+SEND_MESSAGE_BACK_TIMEOUT_MILLIS = 5000  # the timeout of sendMessageBack's request
+DEFAULT_MAX_RECONSUME_TIMES = 16  # what maxReconsumeTimes -1 means for a concurrent consumer
 
 
 class DefaultMQPushConsumer:
@@ -89,7 +104,7 @@ class DefaultMQPushConsumer:
                  consume_thread_max: int = 20, consume_message_batch_max_size: int = 1, pull_batch_size: int = 32,
                  pull_interval: int = 0, pull_threshold_for_queue: int = 1000,
                  consume_concurrently_max_span: int = 2000, post_subscription_when_pull: bool = False,
-                 pull_time_delay_mills_when_exception: int = 3000):
+                 pull_time_delay_mills_when_exception: int = 3000, max_reconsume_times: int = -1):
         if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             # It needs SEARCH_OFFSET_BY_TIMESTAMP, which rmqlab's broker does not serve.
             raise MQClientException(-1, "CONSUME_FROM_TIMESTAMP is not supported: rmqlab's broker has no "
@@ -109,6 +124,7 @@ class DefaultMQPushConsumer:
         self.consume_concurrently_max_span = consume_concurrently_max_span
         self.post_subscription_when_pull = post_subscription_when_pull
         self.pull_time_delay_mills_when_exception = pull_time_delay_mills_when_exception
+        self.max_reconsume_times = max_reconsume_times
         self.subscription: dict[str, str] = {}
         self.message_listener: MessageListenerConcurrently | None = None
         self.node: "Node | None" = None
@@ -124,6 +140,10 @@ class DefaultMQPushConsumer:
     @property
     def retry_topic(self) -> str:
         return RETRY_GROUP_TOPIC_PREFIX + self.consumer_group
+
+    def get_max_reconsume_times(self) -> int:
+        """``getMaxReconsumeTimes``: -1 (the default) means 16."""
+        return DEFAULT_MAX_RECONSUME_TIMES if self.max_reconsume_times == -1 else self.max_reconsume_times
 
     # -- configuration ---------------------------------------------------------------------------
     def subscribe(self, topic: str, sub_expression: str = SUB_ALL) -> None:
@@ -217,6 +237,55 @@ class DefaultMQPushConsumer:
     def is_subscribe_topic_need_update(self, topic: str) -> bool:
         return (topic in self.rebalance_impl.subscription_inner
                 and topic not in self.rebalance_impl.topic_subscribe_info_table)
+
+    # -- sending failed messages back ------------------------------------------------------------
+    async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> str:
+        """``sendMessageBack(msg, delayLevel, mq)``: CONSUMER_SEND_MSG_BACK to the master of the
+        message's broker group, falling back to a new message on ``%RETRY%<group>``. Returns how
+        it went back ("CONSUMER_SEND_MSG_BACK" or "RETRY_TOPIC"); raises when both failed, the
+        exception's ``maybe_stored`` telling whether either attempt may still have stored it (a
+        timeout: the broker may have taken it after all)."""
+        broker_name = mq.broker_name  # Java 5 reads msg.getBrokerName(), which the pull set to it
+        maybe_stored = False
+        try:
+            broker_addr = self.client_factory.find_broker_address_in_publish(broker_name)
+            if not broker_addr:
+                raise MQClientException(-1, f"Broker[{broker_name}] master node does not exist")
+            await self.client_factory.mq_client_api_impl.consumer_send_message_back(
+                broker_addr, broker_name, msg, self.consumer_group, delay_level, SEND_MESSAGE_BACK_TIMEOUT_MILLIS,
+                self.get_max_reconsume_times())
+            return "CONSUMER_SEND_MSG_BACK"
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.error("Failed to send message back, consumerGroup=%s, brokerName=%s, mq=%s, message=%s: %r",
+                      self.consumer_group, broker_name, mq, client_msg_id(msg), e)
+            maybe_stored = outcome_unknown(e)
+        try:
+            await self.send_message_back_as_normal_message(msg)
+        except Exception as e:
+            maybe_stored = maybe_stored or getattr(e, "maybe_stored", outcome_unknown(e))
+            e.maybe_stored = maybe_stored  # type: ignore[attr-defined]
+            raise
+        return "RETRY_TOPIC"
+
+    async def send_message_back_as_normal_message(self, msg: MessageExt) -> None:
+        """``sendMessageBackAsNormalMessage``: the failed message as a new message on the group's
+        retry topic, sent by the instance's inner producer (sync, with its retries). Deviation:
+        Java's new message shares the failed message's property map (so the properties set here
+        also show on the original); rmqlab copies it, so a message retried locally afterwards
+        looks as it was pulled."""
+        new_msg = Message(self.retry_topic, msg.body, flag=msg.flag, properties=dict(msg.properties))
+        origin_msg_id = new_msg.properties.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)
+        new_msg.put_property(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID,
+                             origin_msg_id if origin_msg_id and origin_msg_id.strip() else client_msg_id(msg))
+        new_msg.put_property(MessageConst.PROPERTY_RETRY_TOPIC, msg.topic)
+        new_msg.put_property(MessageConst.PROPERTY_RECONSUME_TIME, str(msg.reconsume_times + 1))
+        new_msg.put_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, str(self.get_max_reconsume_times()))
+        new_msg.clear_property(MessageConst.PROPERTY_TRANSACTION_PREPARED)
+        new_msg.delay_time_level = 3 + msg.reconsume_times
+        producer = await self.client_factory.get_default_mq_producer()
+        await producer.send(new_msg)
 
     # -- pulling ---------------------------------------------------------------------------------
     def dispatch_pull_request(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int, delay_ms: float) -> None:

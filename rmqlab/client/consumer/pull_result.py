@@ -20,7 +20,14 @@ import enum
 from dataclasses import dataclass, field
 
 from rmqlab.common.message.message import MessageExt
+from rmqlab.common.message.message_const import MessageConst
 from rmqlab.remoting.response_code import ResponseCode
+
+
+def client_msg_id(msg: MessageExt) -> str | None:
+    """``MessageClientExt.getMsgId``: what a client calls a pulled message's id - its UNIQ_KEY,
+    else the offset message id."""
+    return msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
 
 
 class PullStatus(enum.Enum):

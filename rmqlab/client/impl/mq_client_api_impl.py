@@ -20,6 +20,7 @@ Requests to brokers:
     GET_CONSUMER_LIST_BY_GROUP (38)  get_consumer_id_list_by_group
     QUERY_CONSUMER_OFFSET (14)       query_consumer_offset
     UPDATE_CONSUMER_OFFSET (15)      update_consumer_offset  oneway or two-way
+    CONSUMER_SEND_MSG_BACK (36)      consumer_send_message_back
     GET_MAX_OFFSET (30), GET_MIN_OFFSET (31)
     UPDATE_AND_CREATE_TOPIC (17), GET_BROKER_RUNTIME_INFO (28), GET_CONSUME_STATS (208)  (admin)
 
@@ -33,10 +34,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from rmqlab.broker.topic.topic_config import TopicConfig, TopicValidator
-from rmqlab.client.consumer.pull_result import PullResult, PullStatus
+from rmqlab.client.consumer.pull_result import PullResult, PullStatus, client_msg_id
 from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException
 from rmqlab.client.producer.send_result import SendResult, SendStatus
-from rmqlab.common.message.message import Message
+from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.remoting.exceptions import RemotingConnectError
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
@@ -52,6 +53,7 @@ from rmqlab.remoting.protocol.header.broker.consumer_offset import (GetMaxOffset
                                                                     QueryConsumerOffsetRequestHeader,
                                                                     QueryConsumerOffsetResponseHeader,
                                                                     UpdateConsumerOffsetRequestHeader)
+from rmqlab.remoting.protocol.header.broker.consumer_send_msg_back import ConsumerSendMsgBackRequestHeader
 from rmqlab.remoting.protocol.header.broker.heartbeat import HeartbeatData
 from rmqlab.remoting.protocol.header.broker.pull_message import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqlab.remoting.protocol.header.broker.send_message import (SendMessageRequestHeader,
@@ -234,6 +236,19 @@ class MQClientAPIImpl:
             await self.remoting_client.invoke_oneway(addr, request)
             return
         response = await self._invoke_broker(addr, request, timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+
+    async def consumer_send_message_back(self, addr: str, broker_name: str | None, msg: MessageExt,
+                                         consumer_group: str, delay_level: int, timeout_ms: float,
+                                         max_consume_retry_times: int) -> None:
+        """CONSUMER_SEND_MSG_BACK: hand ``msg`` (a message this group failed to consume) back to the
+        broker that stores it, by its commit-log offset; MQBrokerException unless SUCCESS."""
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset, group=consumer_group, delay_level=delay_level,
+            origin_msg_id=client_msg_id(msg), origin_topic=msg.topic, unit_mode=False,
+            max_reconsume_times=max_consume_retry_times, broker_name=broker_name)
+        response = await self._invoke_broker(addr, _request(RequestCode.CONSUMER_SEND_MSG_BACK, header), timeout_ms)
         if response.code != ResponseCode.SUCCESS:
             raise MQBrokerException(response.code, response.remark, addr)
 

@@ -35,10 +35,14 @@ does not know (TOPIC_NOT_EXIST) keeps the old route. A producer whose topic has 
 uses TBW102's (``is_default``), with at most ``defaultTopicQueueNums`` queues per broker; the broker
 then creates the topic on the first send.
 
-Not implemented: the client's inner producer (sends back messages when CONSUMER_SEND_MSG_BACK
-fails; rmqlab's broker has no send-back and no delayed delivery, see
-ConsumeMessageConcurrentlyService), heartbeat v2 fingerprints, thread-pool adjustment, requests
-from brokers other than NOTIFY_CONSUMER_IDS_CHANGED (they get REQUEST_CODE_NOT_SUPPORTED).
+The instance's inner producer (``getDefaultMQProducer``, group ``CLIENT_INNER_PRODUCER``) sends a
+failed message to ``%RETRY%<group>`` as a new message when CONSUMER_SEND_MSG_BACK fails (see
+DefaultMQPushConsumer.send_message_back). Deviation: Java starts it with every instance, so every
+Java client heartbeats that producer group; rmqlab starts it the first time it is needed, so a
+client that never needs it sends what it sent before (heartbeats then carry it, as in Java).
+
+Not implemented: heartbeat v2 fingerprints, thread-pool adjustment, requests from brokers other
+than NOTIFY_CONSUMER_IDS_CHANGED (they get REQUEST_CODE_NOT_SUPPORTED).
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from rmqlab.remoting.request_code import RequestCode
 
 if TYPE_CHECKING:
     from rmqlab.client.client_config import ClientConfig
+    from rmqlab.client.producer.default_mq_producer import DefaultMQProducer
     from rmqlab.client.impl.mq_client_manager import MQClientManager
     from rmqlab.client.operation_tracer import OperationTracer
     from rmqlab.runtime.node import Node, Timer
@@ -72,6 +77,7 @@ log = logging.getLogger("rmqlab.client")
 ROUTE_REFRESH_INITIAL_DELAY_MS = 10
 HEARTBEAT_INITIAL_DELAY_MS = 1_000
 PERSIST_OFFSET_INITIAL_DELAY_MS = 10_000
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"  # MixAll.CLIENT_INNER_PRODUCER_GROUP
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,8 @@ class MQClientInstance:
         self._running = False
         self._rebalance_wakeup = asyncio.Event()
         self._rebalance_task: asyncio.Task | None = None
+        self.default_mq_producer: "DefaultMQProducer | None" = None
+        self._inner_producer_lock = asyncio.Lock()
 
     @property
     def tracer(self) -> "OperationTracer":
@@ -145,9 +153,14 @@ class MQClientInstance:
         self._rebalance_task = self.node.spawn(self._rebalance_service(), name=f"RebalanceService {self.client_id}")
 
     async def shutdown(self) -> None:
-        """Stop, once no producer, consumer or admin uses this instance any more."""
-        if self.producer_table or self.consumer_table or self.admin_ext_table:
+        """Stop, once no producer, consumer or admin uses this instance any more (the inner
+        producer does not count: it is stopped here, unregistering its group, as in Java)."""
+        if any(g != CLIENT_INNER_PRODUCER_GROUP for g in self.producer_table) or self.consumer_table \
+                or self.admin_ext_table:
             return
+        if self.default_mq_producer is not None:
+            inner, self.default_mq_producer = self.default_mq_producer, None
+            await inner.shutdown(shutdown_factory=False)
         if not self._running:
             self.manager.remove_client_factory(self.client_id)
             return
@@ -188,6 +201,19 @@ class MQClientInstance:
             self.node.spawn(run(), name=name)
 
         self._timers[name] = self.node.call_later(initial_delay_ms, fire)
+
+    async def get_default_mq_producer(self) -> "DefaultMQProducer":
+        """``getDefaultMQProducer``: the instance's inner producer (group CLIENT_INNER_PRODUCER,
+        this instance's client config), started on first use (see the module docstring)."""
+        async with self._inner_producer_lock:
+            if self.default_mq_producer is None:
+                from rmqlab.client.producer.default_mq_producer import DefaultMQProducer
+
+                producer = DefaultMQProducer(CLIENT_INNER_PRODUCER_GROUP,
+                                             client_config=self.client_config.clone_client_config())
+                await producer.start(self.node, start_factory=False, client_factory=self)
+                self.default_mq_producer = producer
+            return self.default_mq_producer
 
     # -- registration ------------------------------------------------------------------------------
     def register_producer(self, group: str, producer: Any) -> bool:

@@ -48,7 +48,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from rmqlab.broker.message_client_id_setter import MessageClientIDSetter
-from rmqlab.broker.topic.topic_config import TopicValidator
+from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX, TopicValidator
 from rmqlab.client.client_config import ClientConfig
 from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException, outcome_unknown
 from rmqlab.client.impl.mq_client_manager import MQClientManager
@@ -127,29 +127,36 @@ class DefaultMQProducer:
         self._running = False
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def start(self, node: "Node") -> None:
-        """Register with the node's MQClientInstance and start it. No request is sent yet: the
-        first route request goes out with the first send (real-clients §3.3)."""
+    async def start(self, node: "Node", start_factory: bool = True,
+                    client_factory: "MQClientInstance | None" = None) -> None:
+        """Register with the node's MQClientInstance and start it (``start(startFactory)``). No
+        request is sent yet: the first route request goes out with the first send (real-clients
+        §3.3). ``client_factory``: the instance to join, for its inner producer (Java finds that
+        same instance through MQClientManager by the cloned config's client id)."""
         if self._running:
             return
         self.node = node
-        self.client_factory = MQClientManager.get_instance(node).get_or_create_mq_client_instance(self.client_config)
+        if client_factory is None:
+            client_factory = MQClientManager.get_instance(node).get_or_create_mq_client_instance(self.client_config)
+        self.client_factory = client_factory
         if not self.client_factory.register_producer(self.producer_group, self):
             raise MQClientException(-1, f"The producer group[{self.producer_group}] has been created before, "
                                         "specify another name please.")
         self.mq_fault_strategy = MQFaultStrategy(node.now_ms, self.client_config.send_latency_enable)
         self.message_client_id_setter = MessageClientIDSetter(self.client_config.client_ip, node.now_ms, node.random)
         self.topic_publish_info_table[self.create_topic_key] = TopicPublishInfo(node.random)
-        self.client_factory.start()
+        if start_factory:
+            self.client_factory.start()
         self._running = True
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, shutdown_factory: bool = True) -> None:
         """Unregister from every broker (UNREGISTER_CLIENT) and stop the client instance if unused."""
         if not self._running:
             return
         self._running = False
         await self.client_factory.unregister_producer(self.producer_group)
-        await self.client_factory.shutdown()
+        if shutdown_factory:
+            await self.client_factory.shutdown()
 
     def on_crash(self) -> None:
         self._running = False
@@ -237,6 +244,18 @@ class DefaultMQProducer:
             born_timestamp=self.node.now_ms(), flag=msg.flag,
             properties=message_properties_to_string(msg.properties), reconsume_times=0, unit_mode=False,
             batch=False, broker_name=mq.broker_name)
+        if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            # A consumer's failed message sent as a new one (the send-back fallback): its retry
+            # count and limit travel in the header, which the broker's DLQ check reads. As in
+            # Java, the properties string above still carries them; the message loses them.
+            reconsume_times = msg.properties.get(MessageConst.PROPERTY_RECONSUME_TIME)
+            if reconsume_times is not None:
+                header.reconsume_times = int(reconsume_times)
+                msg.clear_property(MessageConst.PROPERTY_RECONSUME_TIME)
+            max_reconsume_times = msg.properties.get(MessageConst.PROPERTY_MAX_RECONSUME_TIMES)
+            if max_reconsume_times is not None:
+                header.max_reconsume_times = int(max_reconsume_times)
+                msg.clear_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES)
         return await factory.mq_client_api_impl.send_message(broker_addr, mq.broker_name, msg, header, timeout_ms,
                                                              oneway)
 
