@@ -538,10 +538,10 @@ def test_cli_print_config(capsys, monkeypatch):
 
 def test_cli_without_print_reports_ok_and_exit_2(capsys, monkeypatch):
     monkeypatch.chdir(REPO)
-    assert main(["controller", "-c", "conf/controller/controller-n1.conf"]) == 2
+    assert main(["proxy", "-pc", "conf/rmq-proxy.json"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == ("rmqlab controller: configuration OK (conf/controller/controller-n1.conf); the controller server is "
+    assert err == ("rmqlab proxy: configuration OK (conf/rmq-proxy.json); the proxy server is "
                    "built in a later issue — use -p to print the effective configuration\n")
 
 

@@ -3,9 +3,10 @@
 Mirrors RocketMQ's start scripts: ``-c`` names the configuration file (``-pc`` for the proxy's
 rmq-proxy.json), ``-n`` the name server list, and ``-p`` prints the effective configuration and
 exits (BrokerStartup, NamesrvStartup and ControllerStartup all do this with
-MixAll.printObjectProperties). Without ``-p``, ``namesrv`` and ``broker`` run their server as
-this OS process (logs under ``~/logs/rmqlab/`` like RocketMQ's ``~/logs/rocketmqlogs/``, a boot
-line on stdout, clean shutdown on SIGTERM); the controller and the proxy arrive with their issues.
+MixAll.printObjectProperties). Without ``-p``, ``namesrv``, ``broker`` and ``controller`` run their
+server as this OS process (logs under ``~/logs/rmqlab/`` like RocketMQ's ``~/logs/rocketmqlogs/``,
+a boot line on stdout, clean shutdown on SIGTERM); the proxy arrives with its issue. A standalone
+controller (``mqcontroller -c``) keeps its Raft journal under controllerStorePath.
 
 Exit codes: 0 after ``-p`` or a clean shutdown, 1 for a configuration error or a failed server,
 2 when the configuration is fine but that server does not exist yet.
@@ -61,8 +62,8 @@ def run_component_command(component: str, args: Namespace) -> int:
     (config_file, namesrv_addr, print_config, and proxy_config_path for the proxy).
 
     Prints warnings to stderr; with ``-p`` prints the configuration to stdout and returns 0;
-    a ConfigError is printed to stderr (no traceback) and returns 1; otherwise returns 2,
-    because the servers are not built yet."""
+    a ConfigError is printed to stderr (no traceback) and returns 1; the name server, broker and
+    controller then run until stopped; the proxy returns 2 (not built yet)."""
     notes: list[str] = []
     try:
         with warnings.catch_warnings():
@@ -78,7 +79,7 @@ def run_component_command(component: str, args: Namespace) -> int:
     if getattr(args, "print_config", False):
         sys.stdout.write(format_config(bundle))
         return 0
-    if component in ("namesrv", "broker"):
+    if component in ("namesrv", "broker", "controller"):
         return _serve(component, bundle)
     source = bundle.configFile or "built-in defaults"
     print(f"rmqlab {component}: configuration OK ({source}); the {component} server is built in a later issue "
@@ -101,6 +102,15 @@ def _serve(component: str, bundle) -> int:
         controller = NamesrvController.from_startup_config(bundle)
         name = settings.name or "namesrv"
         store_dir = settings.store_dir or os.path.expanduser(os.path.join("~", "rmqlab", "namesrv"))
+    elif component == "controller":
+        from rmqlab.controller.controller_manager import ControllerManager
+
+        controller = ControllerManager.from_startup_config(bundle)
+        cc = bundle.controllerConfig
+        name = settings.name or f"controller-{cc.controllerDLegerSelfId}"
+        # The Raft journal lives under controllerStorePath (RocketMQ's DLedger store); the node's
+        # own store directory (RealCluster's, or the same path) holds nothing else.
+        store_dir = settings.store_dir or cc.get_controller_store_path()
     else:
         from rmqlab.broker import BrokerController
 

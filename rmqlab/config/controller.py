@@ -51,6 +51,8 @@ class ControllerConfig:
     notifyBrokerRoleChanged: bool = bool_field(True)
     scanInactiveMasterInterval: int = long_field(5 * 1000, min=1)
     configStorePath: str = path_field("~/controller/controller.properties")
+    # Keys UPDATE_CONTROLLER_CONFIG (1009) refuses with NO_PERMISSION (rocketmqHome always).
+    configBlackList: str = str_field("configBlackList;configStorePath")
 
     def get_controller_store_path(self) -> str:
         """controllerStorePath, or ~/<controllerType>Controller when unset (as in RocketMQ)."""

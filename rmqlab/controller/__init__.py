@@ -4,8 +4,13 @@ Mirrors RocketMQ's ``controller`` module (reference §4): ``impl.manager.Replica
 (the state machine: requests compute a ControllerResult with events, ``apply_event`` applies
 them), ``impl.event`` (the events and their log encoding), ``elect`` (ElectPolicy,
 DefaultElectPolicy), ``impl.heartbeat`` (DefaultBrokerHeartbeatManager) and ``helper`` (the
-callables that connect them). No network and no Raft here: the Raft layer and the request
-processor are built on this API.
+callables that connect them) form the in-memory core, with no network and no Raft.
+
+On top of it: ``impl.controller_state_machine`` (the core as a pysyncobj state machine),
+``impl.raft_controller.RaftController`` (RocketMQ's DLedgerController, on pysyncobj),
+``processor.ControllerRequestProcessor`` (requests 1001-1013 and 904) and
+``controller_manager.ControllerManager`` (the controller node: standalone, or embedded in a
+NameServer). Import those from their modules.
 """
 
 from rmqlab.controller.broker_heartbeat_manager import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, BrokerHeartbeatManager

@@ -22,8 +22,13 @@ Trace: frames are traced by the remoting layer; the boot line, the route tables'
 broker registered, fenced, expired, removed; a group or cluster gone) and the write-permission
 commands are ``log`` events (logger ``RocketmqNamesrv``), with RocketMQ's log wording.
 
-Not here (RocketMQ has them): the key-value configuration (KVConfigManager and its file), the
-embedded controller (``enableControllerInNamesrv``; the controller is its own component), TLS,
+Embedded controller (seed 000 "Controller 嵌入 NameServer 部署"): with
+``enableControllerInNamesrv=true`` the name server also runs a :class:`ControllerManager` from the
+same file's ControllerConfig, in the same process. As in RocketMQ the controller serves on its own
+peer address (controllerDLegerPeers), not on the name server's port, and the name server's own
+state stays unreplicated: losing the controllers' majority stops failover, never routing.
+
+Not here (RocketMQ has them): the key-value configuration (KVConfigManager and its file), TLS,
 the zone RPC hook and the periodic printing of tables and water marks.
 """
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rmqlab.config.controller import ControllerConfig
 from rmqlab.config.namesrv import NamesrvConfig
 from rmqlab.config.netty import NAMESRV_LISTEN_PORT, NettyServerConfig
 from rmqlab.namesrv.processor.client_request_processor import ClientRequestProcessor
@@ -55,7 +61,8 @@ class NamesrvController(Component):
     component_type = "namesrv"
 
     def __init__(self, namesrv_config: NamesrvConfig | None = None,
-                 netty_server_config: NettyServerConfig | None = None):
+                 netty_server_config: NettyServerConfig | None = None,
+                 controller_config: ControllerConfig | None = None, **controller_options):
         self.namesrv_config = namesrv_config or NamesrvConfig()
         # NamesrvStartup sets 9876 before reading the file; NettyServerConfig's own default is 0
         # in Java (10911, the broker's, in rmqlab).
@@ -65,11 +72,20 @@ class NamesrvController(Component):
         self.broker_housekeeping_service = BrokerHousekeepingService(self)
         self._scan_timer: Timer | None = None
         self._next_scan_at = 0.0
+        self.controller_manager = None
+        if self.namesrv_config.enableControllerInNamesrv:
+            if controller_config is None:
+                raise ValueError("enableControllerInNamesrv = true needs a ControllerConfig (the same file's "
+                                 "controllerDLegerGroup / controllerDLegerPeers / controllerDLegerSelfId)")
+            from rmqlab.controller.controller_manager import ControllerManager  # the controller imports remoting too
+
+            self.controller_manager = ControllerManager(controller_config, self.netty_server_config,
+                                                        **controller_options)
 
     @classmethod
     def from_startup_config(cls, config: "NamesrvStartupConfig") -> "NamesrvController":
         """A name server from ``load_namesrv_config(...)`` (what ``mqnamesrv -c file`` reads)."""
-        return cls(config.namesrvConfig, config.nettyServerConfig)
+        return cls(config.namesrvConfig, config.nettyServerConfig, config.controllerConfig)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, node: Node) -> None:
@@ -86,17 +102,25 @@ class NamesrvController(Component):
         # the previous one took.
         self._next_scan_at = node.now_ms() + SCAN_NOT_ACTIVE_BROKER_INITIAL_DELAY_MS
         self._scan_timer = node.call_later(SCAN_NOT_ACTIVE_BROKER_INITIAL_DELAY_MS, self._scan_not_active_broker)
+        if self.controller_manager is not None:
+            # NamesrvController.start: the embedded ControllerManager starts with the name server.
+            await self.controller_manager.start(node)
         # Traced for labs; the process runner (run_process) writes it to the log and stdout.
         self._trace_event("INFO", self.boot_success_message())
 
     async def shutdown(self) -> None:
         self._cancel_scan()
+        if self.controller_manager is not None:
+            await self.controller_manager.shutdown()
         if self.remoting_server is not None:
             await self.remoting_server.shutdown()
 
     def on_crash(self) -> None:
-        # The tables were only in memory: they die with the process (brokers re-register).
+        # The tables were only in memory: they die with the process (brokers re-register); the
+        # embedded controller's Raft journal stays on disk.
         self._cancel_scan()
+        if self.controller_manager is not None:
+            self.controller_manager.on_crash()
 
     def _cancel_scan(self) -> None:
         if self._scan_timer is not None:

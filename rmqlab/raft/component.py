@@ -98,6 +98,9 @@ class RaftComponent(Component):
                address — a relay or NAT in between
     poll_ms    real runtime: how often the role / term / leader are read for the trace
     trace_frames  frame.send / frame.recv events for every Raft message
+    on_view_change  called as on_view_change(role, term, leader) on the node's loop whenever the
+               replica's role, term or known leader changes (after it is traced); in the simulator
+               it runs inside a pysyncobj session, so it should only schedule work
     conf       further SyncObjConf settings (raftMinTimeout, leaderFallbackTimeout, autoTickPeriod
                — in the simulator the idle tick period — ...)
     """
@@ -106,7 +109,8 @@ class RaftComponent(Component):
 
     def __init__(self, self_id: str, peers: Mapping[str, str], consumers: Sequence[SyncObjConsumer], *,
                  group: str = "raft", journal: bool = False, full_dump: bool = False, data_dir: str | None = None,
-                 bind_addr: str | None = None, poll_ms: float = 5.0, trace_frames: bool = True, **conf: Any):
+                 bind_addr: str | None = None, poll_ms: float = 5.0, trace_frames: bool = True,
+                 on_view_change: Callable[[str, int, str | None], None] | None = None, **conf: Any):
         if self_id not in peers:
             raise ValueError(f"self id {self_id!r} is not among the peers {sorted(peers)}")
         for addr in peers.values():
@@ -137,6 +141,7 @@ class RaftComponent(Component):
         self.bind_addr = bind_addr
         self.poll_ms = poll_ms
         self.trace_frames = trace_frames
+        self.on_view_change = on_view_change
         self.conf_overrides = dict(conf)
         self._names = {addr: name for name, addr in self.peers.items()}
         self.sync_obj: RaftSyncObj | None = None
@@ -288,12 +293,17 @@ class RaftComponent(Component):
         term = so.raftCurrentTerm
         leader_node = so._getLeader()
         leader = self.name_of(leader_node.id) if leader_node is not None else None
+        changed = False
         if role != self._role:
             self.node.trace("role", from_=self._role, to=role, component="raft", term=term)
             self._role = role
+            changed = True
         if not self._traced_view or term != self._term or leader != self._leader:
             self.node.trace("raft", term=term, leader=leader, group=self.group, commit_index=so.raftCommitIndex)
             self._term, self._leader, self._traced_view = term, leader, True
+            changed = True
+        if changed and self.on_view_change is not None and not self._stopped:
+            self.on_view_change(role, term, leader)
 
     def name_of(self, node_id: str) -> str:
         """The member name of a pysyncobj node id (host:port); the id itself if unknown."""

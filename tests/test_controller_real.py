@@ -1,0 +1,139 @@
+"""Three standalone controllers as OS processes (`rmqlab controller -c ...`, issue 5 §2).
+
+Started from conf files like conf/controller/controller-n*.conf (free ports on 127.0.0.1) with
+RealCluster, which stops them by PID. A broker's register flow goes through the leader; SIGKILL
+the leader; the survivors elect another, which serves the same state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import time
+
+from rmqlab.controller.impl.raft_controller import RAFT_PORT_OFFSET
+from rmqlab.remoting.protocol.header.controller import (ApplyBrokerIdRequestHeader, ElectMasterRequestHeader,
+                                                        GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader,
+                                                        GetNextBrokerIdResponseHeader, GetReplicaInfoRequestHeader,
+                                                        GetReplicaInfoResponseHeader,
+                                                        RegisterBrokerToControllerRequestHeader)
+from rmqlab.remoting.remoting_client import RemotingClient
+from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.request_code import RequestCode
+from rmqlab.remoting.response_code import ResponseCode as RC
+from rmqlab.runtime.real import RealNode
+from rmqlab.runtime.real_cluster import RealCluster, free_ports
+
+CLUSTER, A, BROKER = "DefaultCluster", "broker-a", "127.0.0.1:30911"
+
+
+def controller_ports(n: int) -> list[int]:
+    """n ports whose Raft ports (port + RAFT_PORT_OFFSET) are free too."""
+    for _ in range(50):
+        ports = [p for p in free_ports(3 * n) if p + RAFT_PORT_OFFSET <= 65535]
+        chosen = []
+        for p in ports:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p + RAFT_PORT_OFFSET))
+                except OSError:
+                    continue
+            chosen.append(p)
+            if len(chosen) == n:
+                return chosen
+    raise RuntimeError("no free controller ports")
+
+
+def call(addr: str, code: int, header=None, timeout_ms: float = 8000) -> RemotingCommand:
+    async def main():
+        node = RealNode("test-client", "/tmp")
+        client = RemotingClient(node)
+        try:
+            request = RemotingCommand.create_request_command(code, header.to_ext_fields() if header else None)
+            return await client.invoke_sync(addr, request, timeout_ms)
+        finally:
+            await client.shutdown()
+            await node.close()
+
+    return asyncio.run(main())
+
+
+def leader_of(addrs: list[str]) -> str | None:
+    """The leader address every reachable controller names, once it serves."""
+    views = set()
+    for addr in addrs:
+        try:
+            views.add(GetMetaDataResponseHeader.decode(call(addr, RequestCode.CONTROLLER_GET_METADATA_INFO,
+                                                            timeout_ms=1000)).controller_leader_address)
+        except Exception:
+            return None
+    if len(views) != 1 or None in views:
+        return None
+    leader = views.pop()
+    try:  # the survivors may still name a leader that was just killed
+        probe = call(leader, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, "probe"),
+                     timeout_ms=2000)
+    except Exception:
+        return None
+    return leader if probe.code == RC.SUCCESS else None
+
+
+def wait_for(predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_three_standalone_controllers_register_elect_and_survive_a_sigkilled_leader(tmp_path):
+    ports = controller_ports(3)
+    names = ["n0", "n1", "n2"]
+    addr = {n: f"127.0.0.1:{p}" for n, p in zip(names, ports)}
+    peers = ";".join(f"{n}-{addr[n]}" for n in names)
+    cluster = RealCluster(str(tmp_path / "cluster"), relay=False, startup_timeout_s=30)
+    try:
+        for n in names:
+            conf = tmp_path / f"controller-{n}.conf"
+            conf.write_text(f"controllerDLegerGroup = group1\ncontrollerDLegerPeers = {peers}\n"
+                            f"controllerDLegerSelfId = {n}\ncontrollerStorePath = {tmp_path / ('store-' + n)}\n")
+            cluster.add_node(n, [sys.executable, "-m", "rmqlab.cli", "controller", "-c", str(conf)],
+                             ports=[ports[names.index(n)]])
+        cluster.start_all(timeout_s=30)
+        addrs = list(addr.values())
+        leader = wait_for(lambda: leader_of(addrs), 20, "a serving leader")
+        follower = next(a for a in addrs if a != leader)
+        r = call(follower, RequestCode.CONTROLLER_APPLY_BROKER_ID, ApplyBrokerIdRequestHeader(CLUSTER, A, 1, "x;1"))
+        assert r.code == RC.CONTROLLER_NOT_LEADER and r.ext_fields["controllerLeaderAddress"] == leader
+
+        # The register flow (reference §4.10) through the leader; the first election takes the asker.
+        r = call(leader, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, A))
+        assert GetNextBrokerIdResponseHeader.decode(r).next_broker_id == 1
+        r = call(leader, RequestCode.CONTROLLER_APPLY_BROKER_ID,
+                 ApplyBrokerIdRequestHeader(CLUSTER, A, 1, f"{BROKER};{int(time.time() * 1000)}"))
+        assert r.code == RC.SUCCESS, r.remark
+        r = call(leader, RequestCode.CONTROLLER_REGISTER_BROKER,
+                 RegisterBrokerToControllerRequestHeader(CLUSTER, A, 1, BROKER))
+        assert r.code == RC.SUCCESS, r.remark
+        r = call(leader, RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader.of_broker_trigger(CLUSTER, A, 1))
+        assert r.code == RC.SUCCESS, r.remark
+
+        # SIGKILL the leader: another serves the same state.
+        killed = next(n for n in names if addr[n] == leader)
+        cluster.nemesis.kill(killed)
+        survivors = [addr[n] for n in names if n != killed]
+        new = wait_for(lambda: leader_of(survivors), 20, "a new serving leader")
+        assert new != leader
+        r = call(new, RequestCode.CONTROLLER_GET_REPLICA_INFO, GetReplicaInfoRequestHeader(A))
+        header = GetReplicaInfoResponseHeader.decode(r)
+        assert r.code == RC.SUCCESS and (header.master_broker_id, header.master_address, header.master_epoch) == (
+            1, BROKER, 1)
+        r = call(new, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, A))
+        assert GetNextBrokerIdResponseHeader.decode(r).next_broker_id == 2
+        boot = (tmp_path / "cluster" / "n0" / "logs" / "n0.log").read_text()
+        assert "The ControllerManager boot success. serializeType=JSON, address " + addr["n0"] in boot
+    finally:
+        cluster.close()
