@@ -1,11 +1,12 @@
 """Acknowledged messages/s of real broker processes, beside raw loopback TCP in the same run (issue 4 §9, §6d).
 
     .venv/bin/python bench/bench_broker_throughput.py [--messages 20000] [--rounds 3] [--inflight 64]
-                                                      [--modes 2m-2s-async,2m-2s-sync] [--profile DIR]
+                                                      [--modes 2m-2s-async,2m-2s-sync] [--relay] [--profile DIR]
 
 For each mode a rmqlab.cluster.Cluster on the real runtime: a NameServer and four brokers (two
-masters, two slaves, ASYNC_FLUSH) as OS processes, every connection through the fault relay
-(a thread of this process, no faults set). One producer process (a DefaultMQProducer on a RealNode,
+masters, two slaves, ASYNC_FLUSH) as OS processes connected directly (`relay=False`: an operator
+runs no fault relay). `--relay` runs the same modes a second time with every connection through
+the fault relay (a thread of this process, no faults set), so its cost can be stated. One producer process (a DefaultMQProducer on a RealNode,
 a child of this script) creates the topic on both masters (4 queues each), waits until the route
 shows both, sends 500 warm-up messages, then `--rounds` rounds of `--messages` sends with 1 KiB
 bodies, keeping `--inflight` send_async calls outstanding (a semaphore). Each send's latency is from
@@ -14,7 +15,7 @@ anything else is counted apart. The script prints, per mode, the median round's 
 p50/p99 latency over all rounds, and the sync/async ratios.
 
 "CPU s" is the CPU time (user + system, from /proc) each process used during the timed rounds:
-the producer, the masters, the slaves, and this process (the relay thread).
+the producer, the masters, the slaves, and this process (the relay thread, when there is one).
 
 Raw: asyncio streams in this process, no rmqlab code and no relay: a client keeps `--inflight`
 copies of a 1 KiB SEND_MESSAGE request frame in flight over one loopback connection and a server
@@ -193,11 +194,11 @@ async def raw_rounds(frame: bytes, requests: int, inflight: int, rounds: int) ->
 
 # -- one mode ---------------------------------------------------------------------------------
 
-def run_mode(mode: str, args, profile_dir: str | None = None) -> dict:
+def run_mode(mode: str, args, profile_dir: str | None = None, relay: bool = False) -> dict:
     from rmqlab.cluster import Cluster
 
     cluster = Cluster(mode, runtime="real", root_dir=tempfile.mkdtemp(prefix=f"rmqlab-bench-{mode}-"),
-                      mapped_file_size=1024 * 1024 * 1024)
+                      mapped_file_size=1024 * 1024 * 1024, relay=relay)
     if profile_dir:  # broker-a under cProfile; a clean stop (SIGTERM) writes the profile
         n = cluster.real.nodes["broker-a"]
         n.argv = [sys.executable, "-m", "cProfile", "-o", os.path.join(profile_dir, "broker-a.prof"), *n.argv[1:]]
@@ -218,7 +219,7 @@ def run_mode(mode: str, args, profile_dir: str | None = None) -> dict:
         self0 = sum(os.times()[:2])
         out, err = producer.communicate(timeout=args.timeout)
         cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
-        cpu["manager+relay"] = sum(os.times()[:2]) - self0
+        cpu["manager+relay" if relay else "manager"] = sum(os.times()[:2]) - self0
         if producer.returncode != 0:
             raise RuntimeError(f"producer exited {producer.returncode}:\n{err[-3000:]}")
         line = next(l for l in out.splitlines() if l.startswith("RESULT "))
@@ -242,7 +243,7 @@ def run_mode(mode: str, args, profile_dir: str | None = None) -> dict:
             "p50": latencies[len(latencies) // 2] * 1000 if latencies else float("nan"),
             "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000 if latencies else float("nan"),
             "cpu": {"producer": result["cpu_s"], **cpu},
-            "wall_s": sum(r["elapsed"] for r in result["rounds"])}
+            "wall_s": sum(r["elapsed"] for r in result["rounds"]), "acked": sum(acked)}
 
 
 def print_profile(path: str, title: str, top: int) -> None:
@@ -270,6 +271,7 @@ def main(argv=None) -> int:
     ap.add_argument("--inflight", type=int, default=64)
     ap.add_argument("--modes", default="2m-2s-async,2m-2s-sync")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a mode's producer may run")
+    ap.add_argument("--relay", action="store_true", help="also run every mode through the fault relay")
     ap.add_argument("--profile", metavar="DIR", help="add a profiled 2m-2s-async run, writing .prof files to DIR")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--producer", action="store_true", help=argparse.SUPPRESS)
@@ -281,24 +283,38 @@ def main(argv=None) -> int:
 
     frame = request_frame()
     raw = asyncio.run(raw_rounds(frame, args.messages, args.inflight, args.rounds))
-    results = {}
-    for mode in args.modes.split(","):
-        results[mode] = run_mode(mode, args)
+    modes = args.modes.split(",")
+    results = {mode: run_mode(mode, args) for mode in modes}
+    relayed = {mode: run_mode(mode, args, relay=True) for mode in modes} if args.relay else {}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; {args.messages} sends x {args.rounds} rounds "
           f"per mode, {args.inflight} in flight, one producer process, 1 KiB bodies, ASYNC_FLUSH, "
           f"request frame {len(frame)} bytes")
     print(f"raw loopback TCP (asyncio echo, same frame, {args.inflight} in flight): {raw:>9,.0f} rt/s")
-    for mode, r in results.items():
+
+    def report(mode: str, r: dict) -> None:
         others = {k: v for k, v in r["outcomes"].items() if k != "SEND_OK"}
         print(f"{mode:<12}: {r['rate']:>7,.0f} acked msg/s ({r['rate'] / raw:5.1%} of raw)  "
               f"p50 {r['p50']:6.2f} ms  p99 {r['p99']:6.2f} ms  rounds "
               f"[{', '.join(f'{x:,.0f}' for x in r['rates'])}]" + (f"  not SEND_OK: {others}" if others else ""))
         cpu = r["cpu"]
+        acked = r["acked"]
         print(f"{'':<12}  CPU s over {r['wall_s']:.1f} s wall: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
+        print(f"{'':<12}  CPU us per acked message: " + ", ".join(
+            f"{k} {v / acked * 1e6:.0f}" for k, v in cpu.items()) + f"; total {sum(cpu.values()) / acked * 1e6:.0f}")
+
+    print("direct connections (no relay):")
+    for mode, r in results.items():
+        report(mode, r)
     if "2m-2s-async" in results and "2m-2s-sync" in results:
         a, s = results["2m-2s-async"], results["2m-2s-sync"]
         print(f"sync / async: throughput {s['rate'] / a['rate']:.1%}, p50 latency {s['p50'] / a['p50']:.2f}x, "
               f"p99 latency {s['p99'] / a['p99']:.2f}x  (sync is {1 - s['rate'] / a['rate']:.1%} slower)")
+    if relayed:
+        print("through the fault relay (no faults set):")
+        for mode, r in relayed.items():
+            report(mode, r)
+            print(f"{'':<12}  relay / direct: throughput {r['rate'] / results[mode]['rate']:.1%}, "
+                  f"p50 latency {r['p50'] / results[mode]['p50']:.2f}x")
     target = results.get("2m-2s-async")
     if target:
         print(f"target >= 20,000 acked msg/s in 2m-2s-async: {'met' if target['rate'] >= 20_000 else 'NOT met'} "

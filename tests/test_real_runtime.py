@@ -608,3 +608,30 @@ def test_clock_pause_stops_the_nodes_time_not_its_service(tmp_path):
         assert abs(resumed["now_ms"] - frozen) < 50 and resumed["lag_ms"] >= 1300
         t_resume = wall_ms()
         wait_for(lambda: oks(cluster, "n1", "n0", invoked_after=t_resume), "the new n1 pings on")
+
+
+def test_without_the_relay_processes_connect_directly_and_link_faults_are_refused(tmp_path):
+    with pingpong_cluster(tmp_path, 3, relay=False) as (cluster, names):
+        assert cluster.relay is None
+        # Each node still connects from its own address, and dials its peers' listeners directly.
+        assert {e.fields["peer"] for e in cluster.events("n1") if e.kind == "net.accept"} == {"n0", "n2"}
+        assert {e.fields["peer"] for e in cluster.events("n0") if e.kind == "net.connect"} == {"n1", "n2"}
+        for fault in (lambda: cluster.nemesis.partition(["n0"], ["n1", "n2"]),
+                      lambda: cluster.nemesis.partition_one_way(["n0"], ["n1"]),
+                      lambda: cluster.nemesis.set_loss(["n0"], ["n1"], 0.5),
+                      lambda: cluster.nemesis.set_delay(["n0"], ["n1"], 10, 20),
+                      cluster.nemesis.heal):
+            with pytest.raises(RuntimeError, match="built without the fault relay"):
+                fault()
+        t_kill = wall_ms()
+        cluster.nemesis.kill("n1")
+        wait_for(lambda: set(errors(cluster, "n0", t_kill)) & CLOSED, "n0 reads EOF (or a reset) from n1")
+        cluster.nemesis.restart("n1")
+        cluster.wait_started("n1")
+        t_restart = wall_ms()
+        wait_for(lambda: oks(cluster, "n0", "n1", invoked_after=t_restart), "n0 pings the new n1")
+        # Without the relay a machine crash cannot be silent: the kernel closes the connections.
+        t_crash = wall_ms()
+        cluster.nemesis.crash("n2")
+        wait_for(lambda: set(errors(cluster, "n0", t_crash)) & CLOSED, "n0 reads EOF (or a reset) from n2")
+        assert manager_kinds(cluster) == ["node.kill", "node.restart", "node.crash"]

@@ -10,6 +10,7 @@ with a ManualClock; the subprocesses are short scripts with a timeout.
 from __future__ import annotations
 
 import ast
+import asyncio
 import enum
 import hashlib
 import json
@@ -195,6 +196,28 @@ def test_canonical_line_spelling():
     )
 
 
+def test_event_lines_are_json_dumps_of_the_record():
+    # dumps_event assembles the line from its parts; it must stay json.dumps of the whole record.
+    tracer, clock = new_tracer()
+    sample_run(tracer, clock)
+    clock.advance(0.125)
+    tracer.emit("bröker-✓", "log", level="INFO", message='quote " back \\ ctl \x01 \u2028', neg=-0.0, big=2**70,
+                tiny=5e-324, nested={"b": [1, {"y": None, "x": True}], "a": ""})
+    for event in tracer.events:
+        record = {"seq": event.seq, "time_ms": event.time_ms, "node": event.node, "kind": event.kind,
+                  "fields": event.fields}
+        assert dumps_event(event) == json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                                allow_nan=False)
+
+
+def test_emit_copies_nested_dicts_the_caller_keeps():
+    tracer, _ = new_tracer()
+    ext = {"topic": "TopicTest", "queueId": "1"}
+    event = tracer.emit("broker-a", "frame.recv", proto="remoting", peer="p", size=9, ext_fields=ext)
+    ext["topic"] = "changed"
+    assert event.fields["ext_fields"] == {"topic": "TopicTest", "queueId": "1"}
+
+
 def test_same_run_gives_identical_files(tmp_path):
     digests = []
     for run in ("one", "two"):
@@ -296,6 +319,58 @@ def test_a_killed_writer_leaves_every_emitted_line(tmp_path):
     loaded = load_jsonl(path)
     assert loaded.meta == {"runtime": "real", "source": "broker-a"}
     assert [e.fields["value"] for e in loaded.events] == [i * 100 for i in range(50)]
+
+
+def test_buffered_sink_writes_once_per_event_loop_iteration(tmp_path):
+    path = tmp_path / "buffered.jsonl"
+    tracer, clock = new_tracer(jsonl_path=path, buffered=True)
+
+    def lines() -> int:
+        return path.read_bytes().count(b"\n") - 1  # minus the header
+
+    async def main():
+        for i in range(5):
+            tracer.emit("broker-a", "offset", which="written", value=i)
+        assert lines() == 0  # still in memory during the iteration that emitted them
+        await asyncio.sleep(0)  # the next iteration writes them
+        assert lines() == 5
+        tracer.emit("broker-a", "offset", which="written", value=5)
+
+    asyncio.run(main())  # the loop ends before the last event's flush ran
+    tracer.emit("broker-a", "offset", which="written", value=6)  # no running loop: written at once
+    assert lines() == 7
+    tracer.emit("broker-a", "node.stop")
+    tracer.close()
+    assert read_jsonl(path) == tracer.events
+    write_jsonl(tracer.events, tmp_path / "batch.jsonl")
+    assert path.read_bytes() == (tmp_path / "batch.jsonl").read_bytes()
+
+
+BUFFERED_KILLED_WRITER_SCRIPT = r"""
+import asyncio, os, signal, sys
+from rmqlab.common.manual_clock import ManualClock
+from rmqlab.trace import Tracer
+
+tracer = Tracer(ManualClock(0), jsonl_path=sys.argv[1], buffered=True)
+
+async def main():
+    for i in range(50):
+        tracer.emit("broker-a", "offset", which="written", value=i)
+    await asyncio.sleep(0)
+    for i in range(50, 55):  # the iteration the SIGKILL interrupts
+        tracer.emit("broker-a", "offset", which="written", value=i)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main())
+"""
+
+
+def test_a_killed_buffered_writer_loses_only_the_current_loop_iteration(tmp_path):
+    path = tmp_path / "broker-a.jsonl"
+    done = subprocess.run([sys.executable, "-c", BUFFERED_KILLED_WRITER_SCRIPT, str(path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert [e.fields["value"] for e in read_jsonl(path)] == list(range(50))
 
 
 @pytest.mark.parametrize("cut", [1, 20, "in-utf8"])

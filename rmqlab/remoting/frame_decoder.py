@@ -20,10 +20,13 @@ the owner closes the connection). The checks, in order:
 
 from __future__ import annotations
 
+import struct
+
 from rmqlab.remoting.exceptions import FrameError
 from rmqlab.remoting.remoting_command import RemotingCommand
 
 FRAME_MAX_LENGTH = 16777216  # NettyDecoder: com.rocketmq.remoting.frameMaxLength default
+_PREFIX = struct.Struct(">i")  # the length prefix, signed as Java reads it
 
 
 class FrameDecoder:
@@ -50,30 +53,44 @@ class FrameDecoder:
         if self._failed is not None:
             raise FrameError(f"decoder already failed: {self._failed}")
         buf = self._buf
-        buf += data
+        if buf:
+            buf += data
+            src = buf
+        else:
+            src = data  # nothing held back: decode straight from what arrived, without copying it
         out: list[RemotingCommand] = []
         pos = 0
-        try:
-            while len(buf) - pos >= 4:
-                length = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
-                if length < 4:
-                    raise FrameError(f"frame length {length} is below 4 (no room for the header info)")
-                if length + 4 > self.max_frame_length:
-                    raise FrameError(f"frame of {length + 4} bytes exceeds the {self.max_frame_length}-byte "
-                                     "frame limit")
-                end = pos + 4 + length
-                if end > len(buf):
-                    break
-                # One copy out of the buffer; the view is released at once so the buffer can
-                # still be resized (a live export would make `del buf[:pos]` fail).
-                with memoryview(buf) as view:
-                    frame = bytes(view[pos + 4:end])
-                out.append(RemotingCommand.decode(frame))
-                pos = end
-        except FrameError as e:
-            self._failed = e.reason
+        decode_from = RemotingCommand.decode_from
+        # The view is released before the buffer is resized (a live export would make
+        # `del buf[:pos]` fail); each command copies its header and body out of it.
+        with memoryview(src) as view:
+            view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+            size = view.nbytes
+            try:
+                while size - pos >= 4:
+                    length = _PREFIX.unpack_from(view, pos)[0]
+                    if length < 4:
+                        raise FrameError(f"frame length {length} is below 4 (no room for the header info)")
+                    if length + 4 > self.max_frame_length:
+                        raise FrameError(f"frame of {length + 4} bytes exceeds the {self.max_frame_length}-byte "
+                                         "frame limit")
+                    end = pos + 4 + length
+                    if end > size:
+                        break
+                    out.append(decode_from(view, pos + 4, end))
+                    pos = end
+            except FrameError as e:
+                self._failed = e.reason
+                failure = FrameError(e.reason, out)
+            else:
+                failure = None
+                rest = bytes(view[pos:]) if src is not buf and pos < size else None
+        if failure is not None:
             buf.clear()
-            raise FrameError(e.reason, out) from None
-        if pos:
-            del buf[:pos]
+            raise failure
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif rest is not None:
+            buf += rest  # the start of a frame still to come
         return out

@@ -173,12 +173,21 @@ def _fastjson_text(value: str | int | dict) -> str:
 # without those is identical, and several times faster to produce.
 _C_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _NOT_LIKE_FASTJSON = re.compile(r"\\u00[01][a-f]" "|[\x7f-\x9f\u2028\u2029]")
+_LOWER_HEX_ESCAPE = re.compile(r"\\u00[01][a-f]")  # what _NOT_LIKE_FASTJSON finds in ASCII text
+# The C encoder _C_ENCODER.encode builds on every call, built once (values here hold no cycles).
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = _C_MAKE_ENCODER(None, _C_ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False,
+                            False, True) if _C_MAKE_ENCODER is not None else None
 
 
 def fastjson_text(value: str | int | dict) -> str:
     """``value`` as fastjson 1.2.83 writes it (see ``_JSON_SPECIAL``), fast when it can be."""
-    text = _C_ENCODER.encode(value)
-    if _NOT_LIKE_FASTJSON.search(text) is None:
+    text = "".join(_C_ENCODE(value, 0)) if _C_ENCODE is not None else _C_ENCODER.encode(value)
+    if text.isascii():
+        # Only U+007F (ASCII too) or a lower-case \u00XX escape can differ; literal searches are quick.
+        if "\x7f" not in text and ("\\u00" not in text or _LOWER_HEX_ESCAPE.search(text) is None):
+            return text
+    elif _NOT_LIKE_FASTJSON.search(text) is None:
         return text
     return _fastjson_text(value)
 
@@ -260,7 +269,11 @@ def _decode_json_header(data: bytes) -> "RemotingCommand":
         raise FrameError(f"JSON header is not valid JSON: {e}") from None
     if not isinstance(obj, dict):
         raise FrameError(f"JSON header must be an object, not {type(obj).__name__}")
-    code, flag, opaque, version = (_int32_field(obj, name) for name in _HEADER_INTS)
+    code, flag, opaque, version = obj.get("code", 0), obj.get("flag", 0), obj.get("opaque", 0), obj.get("version", 0)
+    if not (type(code) is int and type(flag) is int and type(opaque) is int and type(version) is int
+            and INT32_MIN <= code <= INT32_MAX and INT32_MIN <= flag <= INT32_MAX
+            and INT32_MIN <= opaque <= INT32_MAX and INT32_MIN <= version <= INT32_MAX):
+        code, flag, opaque, version = (_int32_field(obj, name) for name in _HEADER_INTS)  # decides, or explains
     remark = _optional_str_field(obj, "remark")
     # Absent: Java's field default. An unknown name is kept (fastjson would give null): it is
     # only ever reported.
@@ -271,7 +284,14 @@ def _decode_json_header(data: bytes) -> "RemotingCommand":
         if not isinstance(raw_ext, dict):
             raise FrameError(f"header field extFields must be an object, not {type(raw_ext).__name__}")
         ext_fields = raw_ext
-        if not all(type(v) is str for v in raw_ext.values()):  # Java peers send only strings
+        try:
+            # Java peers send only strings; joining them is the quickest test that all are (the
+            # JSON decoder makes no str subclasses).
+            "".join(raw_ext.values())
+            all_str = True
+        except TypeError:
+            all_str = False
+        if not all_str:
             ext_fields = {}
             for key, value in raw_ext.items():
                 if value is None:
@@ -296,6 +316,7 @@ def _decode_json_header(data: bytes) -> "RemotingCommand":
 
 
 _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
+_INT32 = struct.Struct(">I")  # the header-info int, read unsigned (its top byte is the serialize type)
 
 
 def _decode_rocketmq_header(data: bytes) -> "RemotingCommand":
@@ -491,7 +512,8 @@ class RemotingCommand:
         if fields is None:
             return None
         order = _java_hash_map_order(tuple(k for k, v in fields.items() if v is not None), 16)
-        return {key: ext_value_to_string(key, fields[key]) for key in order}  # type: ignore[arg-type]
+        return {key: value if type(value) is str else ext_value_to_string(key, value)  # type: ignore[arg-type]
+                for key in order for value in (fields[key],)}
 
     def _json_header(self, ext: dict[str, str] | None) -> bytes:
         # fastjson's bean order (alphabetical) with null properties left out.
@@ -561,26 +583,35 @@ class RemotingCommand:
     def decode(cls, frame: bytes | bytearray | memoryview) -> "RemotingCommand":
         """A command from one frame without its length prefix (what ``NettyDecoder`` hands to
         ``RemotingCommand.decode``); :class:`FrameError` says what is wrong with bad bytes."""
-        data = frame if isinstance(frame, bytes) else bytes(frame)
-        if len(data) < 4:
-            raise FrameError(f"frame of {len(data)} bytes has no header-info int")
-        info = int.from_bytes(data[:4], "big")
+        with memoryview(frame) as view:
+            return cls.decode_from(view.cast("B"), 0, view.nbytes)
+
+    @classmethod
+    def decode_from(cls, view: memoryview, start: int, end: int) -> "RemotingCommand":
+        """:meth:`decode` of the frame at ``view[start:end]`` (length prefix excluded), copying
+        the header and the body out of ``view`` once each (the frame decoder's path: no copy of
+        the whole frame first)."""
+        size = end - start
+        if size < 4:
+            raise FrameError(f"frame of {size} bytes has no header-info int")
+        info = _INT32.unpack_from(view, start)[0]
         header_length = info & 0xFFFFFF
-        if header_length > len(data) - 4:
+        if header_length > size - 4:
             # RocketMQ's text: "decode error, bad header length: N".
-            raise FrameError(f"bad header length: {header_length} (frame holds {len(data) - 4} bytes "
+            raise FrameError(f"bad header length: {header_length} (frame holds {size - 4} bytes "
                              "after the header info)")
-        serialize_type = SerializeType.value_of((info >> 24) & 0xFF)
-        header = data[4:4 + header_length]
-        if serialize_type is SerializeType.JSON:
+        serialize_type = (info >> 24) & 0xFF
+        header = bytes(view[start + 4:start + 4 + header_length])
+        if serialize_type == SerializeType.JSON:
             cmd = _decode_json_header(header)
-        elif serialize_type is SerializeType.ROCKETMQ:
+        elif serialize_type == SerializeType.ROCKETMQ:
             cmd = _decode_rocketmq_header(header)
         else:
-            raise FrameError(f"unknown serialize type {(info >> 24) & 0xFF}")
-        body = data[4 + header_length:]
-        cmd.body = body if body else None  # Java leaves body null when there is none
-        cmd.frame_size = len(data) + 4
+            raise FrameError(f"unknown serialize type {serialize_type}")
+        body_start = start + 4 + header_length
+        # Java leaves body null when there is none.
+        cmd.body = bytes(view[body_start:end]) if end > body_start else None
+        cmd.frame_size = size + 4
         return cmd
 
     # -- plumbing ---------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ process the way RocketMQ's scripts do:
   success");
 * clean shutdown on SIGTERM or SIGINT: the component's `shutdown()`, then the node's tasks are
   cancelled, a `node.stop` event is traced and the process exits with code 0;
-* the trace: with a `trace_path`, every event is appended to that JSONL file as it happens.
+* the trace: with a `trace_path`, every event is appended to that JSONL file, the lines of one
+  event-loop iteration with one write at the start of the next (a buffered
+  `rmqlab.trace.jsonl.JsonlWriter`: a SIGKILL loses at most the events of the iteration it
+  interrupts; a clean shutdown loses nothing).
 
 Inside a RealCluster (rmqlab.runtime.real_cluster) the process manager describes the node to its
 process through RMQLAB_* environment variables (`ProcessSettings`): its name, directories, trace
@@ -81,10 +84,12 @@ _ORPHAN_CHECK_S = 0.5
 @dataclass(frozen=True)
 class ClusterView:
     """What a node knows of its RealCluster: each node's loopback IP (the source address of its
-    connections), and which public listen addresses the relay serves for which node."""
+    connections), which public listen addresses the relay serves for which node, and, in a
+    cluster without the relay, which node listens where itself (`direct`: only to name peers)."""
 
     ips: Mapping[str, str] = field(default_factory=dict)                  # node -> its loopback IP
     relayed: Mapping[tuple[str, int], str] = field(default_factory=dict)  # (host, port) -> node behind it
+    direct: Mapping[tuple[str, int], str] = field(default_factory=dict)   # (host, port) -> node listening there
 
     def node_of_ip(self, ip: str) -> str | None:
         for name, node_ip in self.ips.items():
@@ -94,13 +99,15 @@ class ClusterView:
 
     def to_json(self) -> str:
         return json.dumps({"ips": dict(self.ips),
-                           "relayed": [[host, port, node] for (host, port), node in sorted(self.relayed.items())]},
+                           "relayed": [[host, port, node] for (host, port), node in sorted(self.relayed.items())],
+                           "direct": [[host, port, node] for (host, port), node in sorted(self.direct.items())]},
                           sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "ClusterView":
         data = json.loads(text)
-        return cls(ips=dict(data["ips"]), relayed={(h, int(p)): n for h, p, n in data["relayed"]})
+        return cls(ips=dict(data["ips"]), relayed={(h, int(p)): n for h, p, n in data["relayed"]},
+                   direct={(h, int(p)): n for h, p, n in data.get("direct", [])})
 
 
 @dataclass(frozen=True)
@@ -293,7 +300,8 @@ class RealNode(Node):
         return listener
 
     async def connect(self, host: str, port: int, timeout_ms: float = 3000) -> tuple[asyncio.StreamReader, Any]:
-        behind = self.cluster.relayed.get(("127.0.0.1" if host == "localhost" else host, port))
+        key = ("127.0.0.1" if host == "localhost" else host, port)
+        behind = self.cluster.relayed.get(key)
         local_addr = (self.node_ip, 0) if self.node_ip and _is_loopback(host) else None
 
         async def open_() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -320,7 +328,8 @@ class RealNode(Node):
         except asyncio.TimeoutError:
             raise TimeoutError(f"{self.name}: connect to {host}:{port} timed out after {timeout_ms:.0f} ms") from None
         local = writer.get_extra_info("sockname")
-        self.trace("net.connect", peer=behind or f"{host}:{port}", local=f"{local[0]}:{local[1]}")
+        peer = behind or self.cluster.direct.get(key) or f"{host}:{port}"
+        self.trace("net.connect", peer=peer, local=f"{local[0]}:{local[1]}")
         return reader, writer
 
     def trace(self, kind: str, **fields: Any) -> None:
@@ -364,7 +373,8 @@ def run_process(component: Component, name: str | None = None, *, store_dir: str
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     meta = {"runtime": "real", "source": f"{name}.{settings.incarnation}"}
-    tracer = Tracer(lambda: time.time() * 1000.0, jsonl_path=trace_path, meta=meta) if trace_path else None
+    tracer = Tracer(lambda: time.time() * 1000.0, jsonl_path=trace_path, meta=meta, buffered=True) \
+        if trace_path else None
     node = RealNode(name, store_dir, tracer=tracer, node_ip=settings.node_ip, cluster=settings.cluster,
                     incarnation=settings.incarnation, clock=settings.clock)
 

@@ -45,6 +45,16 @@ The faults, against the simulator's meaning (rmqlab.runtime.sim.simulation.SimNe
                 Knobs of the relay per directed link, with the simulator's meaning. `heal` removes
                 partitions only, as on the simulator; loss and delay stay until set again (0).
 
+Without the relay (`RealCluster(..., relay=False)`, what a benchmark wants: an operator runs no
+relay) every node still gets its loopback address and binds its outgoing connections to it (the
+peers' traces still name it), but listeners bind the address asked for and peers dial them
+directly, so a broker's advertised brokerIP1:listenPort is where its clients connect. The process
+faults (kill, crash, restart, stop, suspend, resume, clock_pause/resume) work as above, except that
+a crash cannot be silent on the network: the kernel closes the dead process's connections as a
+kill does (peers read EOF), and only the unflushed bytes are lost. The link faults (partition,
+partition_one_way, ring, bridge, heal, set_loss, set_delay) raise RuntimeError saying the cluster
+was built without the relay.
+
 Every action is traced into the manager's trace, `node.*` events about the node and `fault.*`
 events by "nemesis", with the same fields as the simulator's. A process's own events (its
 node.start, node.stop, client operations, ...) are in its trace file; `merged_events` combines
@@ -144,13 +154,14 @@ class _NodeProcess:
 class RealCluster:
     """Runs each node as an OS process behind the fault-injecting relay (see module docstring).
 
+    `relay`: False runs the processes without the fault relay (see the module docstring).
     `rto_ms` / `max_retries`: the relay's TCP constants for loss (the simulator's by default).
     `env`: extra environment for every process. `startup_timeout_s` bounds `start` / `wait_started`.
     """
 
     def __init__(self, root_dir: str, *, listen_host: str = "127.0.0.1", first_ip: str = "127.0.0.2",
                  rto_ms: float = RTO_MS, max_retries: int = MAX_RETRIES, env: Mapping[str, str] | None = None,
-                 startup_timeout_s: float = 15.0, seed: int | None = None):
+                 startup_timeout_s: float = 15.0, seed: int | None = None, relay: bool = True):
         self.root_dir = os.path.abspath(root_dir)
         os.makedirs(self.root_dir, exist_ok=True)
         self.listen_host = listen_host
@@ -159,7 +170,9 @@ class RealCluster:
         self.env = dict(env or {})
         self.startup_timeout_s = startup_timeout_s
         self.nodes: dict[str, _NodeProcess] = {}
+        self.use_relay = relay
         self.relay: Relay | None = None
+        self._prepared = False  # the addresses were checked (and the relay started): no more add_node
         self._lock = threading.RLock()
         self._timers: list[threading.Timer] = []
         self.errors: list[BaseException] = []  # exceptions of scheduled actions (`at`)
@@ -177,7 +190,7 @@ class RealCluster:
         """Add a node: the command line of its process and the ports it listens on (relayed).
         Returns the node's loopback address."""
         with self._lock:
-            if self.relay is not None:
+            if self._prepared:
                 raise RuntimeError("add every node before the first start: each process gets the whole cluster map")
             if name in self.nodes or name == "nemesis":
                 raise ValueError(f"node name {name!r} is taken")
@@ -198,8 +211,11 @@ class RealCluster:
         return self._node(name).ip
 
     def view(self) -> ClusterView:
-        return ClusterView(ips={n.name: n.ip for n in self.nodes.values()},
-                           relayed={(self.listen_host, p): n.name for n in self.nodes.values() for p in n.ports})
+        listeners = {(self.listen_host, p): n.name for n in self.nodes.values() for p in n.ports}
+        ips = {n.name: n.ip for n in self.nodes.values()}
+        if self.use_relay:
+            return ClusterView(ips=ips, relayed=listeners)
+        return ClusterView(ips=ips, direct=listeners)
 
     def _node(self, name: str) -> _NodeProcess:
         try:
@@ -207,10 +223,13 @@ class RealCluster:
         except KeyError:
             raise ValueError(f"unknown node {name!r} (nodes: {', '.join(self.nodes)})") from None
 
-    def _ensure_relay(self) -> Relay:
-        if self.relay is None:
-            for n in self.nodes.values():
-                _check_loopback_address(n.ip)
+    def _prepare(self) -> None:
+        """Before the first spawn: check the node addresses, start the relay if there is one."""
+        if self._prepared:
+            return
+        for n in self.nodes.values():
+            _check_loopback_address(n.ip)
+        if self.use_relay:
             relay = Relay({n.name: n.ip for n in self.nodes.values()}, rto_ms=self._rto_ms,
                           max_retries=self._max_retries, seed=self._seed)
             try:
@@ -221,14 +240,14 @@ class RealCluster:
                 relay.close()
                 raise
             self.relay = relay
-        return self.relay
+        self._prepared = True
 
     # -- processes -----------------------------------------------------------------------------
     def _spawn(self, name: str) -> None:
         n = self._node(name)
         if self.alive(name):
             raise RuntimeError(f"{name} is running (pid {n.proc.pid})")
-        self._ensure_relay()
+        self._prepare()
         n.incarnation += 1
         trace_dir = os.path.join(self.root_dir, name, "trace")
         os.makedirs(trace_dir, exist_ok=True)
@@ -443,6 +462,10 @@ class RealNemesis(Nemesis):
         return n
 
     def _relay(self) -> Relay:
+        if not self.cluster.use_relay:
+            raise RuntimeError("this cluster was built without the fault relay (RealCluster(relay=False)): "
+                               "its processes connect directly, so link faults (partition, loss, delay, heal) "
+                               "are not available; kill, crash, restart, stop and suspend are")
         if self.cluster.relay is None:
             raise RuntimeError("the cluster has not started yet")
         return self.cluster.relay
@@ -460,7 +483,8 @@ class RealNemesis(Nemesis):
     def crash(self, node: str, torn_bytes=None) -> None:
         with self.cluster._lock:
             n = self._running(node)
-            self._relay().node_down(node)  # first: the dying process's FINs must go nowhere
+            if self.cluster.use_relay:  # without it the kernel's FINs reach the peers, as on a kill
+                self._relay().node_down(node)  # first: the dying process's FINs must go nowhere
             n.proc.send_signal(signal.SIGKILL)
             n.proc.wait(10)
             n.suspended = False
@@ -477,7 +501,8 @@ class RealNemesis(Nemesis):
                 raise RuntimeError(f"{node} is running; kill, crash or stop it first")
             if n.proc is None:
                 raise RuntimeError(f"{node} was never started; use RealCluster.start")
-            self._relay().node_up(node)  # after a machine crash, the old connections are reset
+            if self.cluster.use_relay:
+                self._relay().node_up(node)  # after a machine crash, the old connections are reset
             self._about(node, "node.restart", incarnation=n.incarnation + 1)
             self.cluster._spawn(node)
 

@@ -30,9 +30,21 @@ from typing import Any
 RECORD_KEYS = ("fields", "kind", "node", "seq", "time_ms")
 
 
+# json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+# builds an encoder on every call; this is the same C encoder built once. Without a circular
+# reference check: plain JSON values (json_value's fresh copies) hold no cycles.
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                                      check_circular=False)
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = _C_MAKE_ENCODER(None, _CANONICAL_ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True,
+                            False, False) if _C_MAKE_ENCODER is not None else None
+
+
 def canonical_json(value: Any) -> str:
     """`value` (already plain JSON, see `json_value`) in rmqlab's canonical JSON spelling."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(value, 0))
+    return _CANONICAL_ENCODER.encode(value)
 
 
 def _reject_constant(name: str) -> Any:
@@ -87,15 +99,51 @@ def json_value(value: Any, where: str) -> Any:
 _PLAIN = (int, float, bool, type(None))
 
 
+def _plain(v: Any) -> bool:
+    t = type(v)
+    return (t is str and v.isascii()) or (t in _PLAIN and (t is not float or math.isfinite(v)))
+
+
 def _flat_copy(value: dict) -> dict | None:
-    """A copy of a dict of str keys and plain values (a frame's extFields), else None."""
+    """A copy of a dict of str keys and plain values or lists of them (a frame's extFields, a
+    client operation's value), else None."""
     out = {}
     for k, v in value.items():
         t = type(v)
-        if type(k) is not str or not ((t is str and v.isascii()) or (t in _PLAIN and (t is not float or math.isfinite(v)))):
+        if type(k) is not str:
+            return None
+        if t is str:
+            if not v.isascii():
+                return None
+        elif t is list:
+            if not all(map(_plain, v)):
+                return None
+            v = list(v)
+        elif t not in _PLAIN or (t is float and not math.isfinite(v)):
             return None
         out[k] = v
     return out
+
+
+def plain_fields_in_place(fields: dict) -> bool:
+    """The Tracer's hot path: True when every value of `fields` (a dict the caller owns) is
+    already plain JSON that `json_fields` would keep as it is — an ASCII str, int, bool, None, a
+    finite float, or a dict of str keys and such values, which is replaced by a copy here. False
+    (with `fields` possibly partly updated to such copies, which is harmless) means "use
+    `json_fields`", which normalizes or names what is wrong."""
+    for key, value in fields.items():
+        t = type(value)
+        if t is str:
+            if not value.isascii():
+                return False
+        elif t is dict:
+            flat = _flat_copy(value)
+            if flat is None:
+                return False
+            fields[key] = flat  # same keys: no resize while iterating
+        elif not (t is int or t is bool or value is None or (t is float and math.isfinite(value))):
+            return False
+    return True
 
 
 def json_fields(fields: dict, where: str) -> dict:
@@ -156,11 +204,8 @@ class TraceEvent:
     def trusted(cls, seq: int, time_ms: float, node: str, kind: str, fields: dict) -> "TraceEvent":
         """An event from values the caller already checked and normalized (the Tracer's hot path)."""
         event = object.__new__(cls)
-        object.__setattr__(event, "seq", seq)
-        object.__setattr__(event, "time_ms", time_ms)
-        object.__setattr__(event, "node", node)
-        object.__setattr__(event, "kind", kind)
-        object.__setattr__(event, "fields", fields)
+        # One dict update instead of five object.__setattr__ calls (the dataclass is frozen).
+        event.__dict__.update(seq=seq, time_ms=time_ms, node=node, kind=kind, fields=fields)
         return event
 
     def to_record(self) -> dict:

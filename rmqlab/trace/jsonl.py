@@ -11,12 +11,26 @@ Lines are split at "\\n" only: JSON escapes every control character inside strin
 Unicode line breaks (U+2028, U+0085) are legal unescaped inside a string, so `str.splitlines`
 would cut events apart.
 
-A streaming writer (`JsonlWriter`, used by `Tracer(jsonl_path=...)`) writes each line with one
-write and flushes it to the operating system, so a process killed with SIGKILL leaves every
-completed line behind (the page cache survives a process crash) and at most one torn last line;
-the reader skips that line with a TraceWarning. There is no fsync: trace files belong to the
-observer, not to the system under test, and the lab's machine crash is emulated (the real
-machine keeps running).
+A streaming writer (`JsonlWriter`, used by `Tracer(jsonl_path=...)`) hands lines to the operating
+system as events happen, so a process killed with SIGKILL leaves the lines handed over behind (the
+page cache survives a process crash) and at most one torn last line; the reader skips that line
+with a TraceWarning. Two ways:
+
+* unbuffered (the default): each line is written and flushed on its own; a SIGKILL loses nothing
+  but the line being written;
+* buffered (what a real-runtime process uses, `rmqlab.runtime.real.run_process`): lines collect in
+  memory and are written with one write when the asyncio event loop of the emitting thread gets
+  to the flush it scheduled, i.e. at the start of its next iteration, before any further I/O
+  callback runs; without a running loop in the emitting thread (a thread of its own, code before
+  or after `asyncio.run`) a line is written at once, and closing writes what is left. A SIGKILL
+  therefore loses at most the events of the one loop iteration it interrupts. Those events may
+  already have effects outside the process: a frame written to a socket in that iteration can
+  reach its peer although its frame.send line is lost. Readers polling the file (RealCluster's
+  `wait_started`, `Cluster.registered`) see an event one loop iteration after it was emitted.
+  The saving is one write system call per line (a broker emits several events per message).
+
+There is no fsync: trace files belong to the observer, not to the system under test, and the
+lab's machine crash is emulated (the real machine keeps running).
 
 `trace_hash` is the SHA-256 of the event lines exactly as written (header excluded), so for a
 file this module wrote, ``tail -n +2 trace.jsonl | sha256sum`` prints the same value.
@@ -24,9 +38,12 @@ file this module wrote, ``tail -n +2 trace.jsonl | sha256sum`` prints the same v
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import threading
 import warnings
+from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,9 +52,18 @@ from rmqlab.trace.event import TraceEvent, canonical_json, parse_json
 from rmqlab.trace.header import TraceFile, header_record, meta_from_header
 
 
+@lru_cache(maxsize=4096)
+def _json_str(s: str) -> str:
+    return canonical_json(s)  # kinds and node names: a handful per trace
+
+
 def dumps_event(event: TraceEvent) -> str:
-    """The event's line (without the "\\n"): the canonical JSON of its record."""
-    return canonical_json(event.to_record())
+    """The event's line (without the "\\n"): the canonical JSON of its record,
+    ``canonical_json(event.to_record())``, assembled from its parts (the envelope keys in sorted
+    order, ints and floats as json spells them) so that only `fields` goes through the encoder."""
+    return (f'{{"fields":{canonical_json(event.fields)},"kind":{_json_str(event.kind)},'
+            f'"node":{_json_str(event.node)},"seq":{int.__repr__(event.seq)},'
+            f'"time_ms":{float.__repr__(event.time_ms)}}}')
 
 
 def dumps_header(meta: Mapping[str, Any] | None = None) -> str:
@@ -56,29 +82,65 @@ def trace_hash(events: Iterable[TraceEvent]) -> str:
 
 
 class JsonlWriter:
-    """Writes a JSONL trace file line by line as events happen, flushing every line.
+    """Writes a JSONL trace file as events happen: every line flushed at once, or with `buffered`
+    once per event-loop iteration (see the module docstring for what a SIGKILL loses).
 
     The file must not exist yet (FileExistsError otherwise): one file holds the events of one
     tracer, numbered from seq 0, so a restarted process writes a new file rather than appending a
-    second numbering to the old one.
+    second numbering to the old one. Thread-safe.
     """
 
-    def __init__(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None):
+    def __init__(self, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None, *,
+                 buffered: bool = False):
         self.path = os.fspath(path)
-        # newline="\n": never translate to "\r\n", whatever the platform.
-        self._file = open(self.path, "x", encoding="utf-8", newline="\n")
-        self._write_line(dumps_header(meta))
+        # Binary, UTF-8 encoded here: no newline translation whatever the platform.
+        self._file = open(self.path, "xb")
+        self.buffered = buffered
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        self._flush_loop: asyncio.AbstractEventLoop | None = None  # where a flush is scheduled
+        self._write_now(dumps_header(meta) + "\n")
 
     def write(self, event: TraceEvent) -> None:
-        self._write_line(dumps_event(event))
+        line = dumps_event(event) + "\n"
+        if not self.buffered:
+            with self._lock:
+                self._write_now(line)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            self._lines.append(line)
+            if loop is None:
+                self._flush_locked()
+            elif loop is not self._flush_loop:
+                # A flush scheduled on another (perhaps finished) loop does not count here.
+                self._flush_loop = loop
+                loop.call_soon(self.flush)
 
-    def _write_line(self, line: str) -> None:
-        # One write per line, then a flush: a SIGKILL can only tear the line being written.
-        self._file.write(line + "\n")
+    def flush(self) -> None:
+        """Write the buffered lines now (one write)."""
+        with self._lock:
+            self._flush_loop = None
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._lines and not self._file.closed:
+            lines, self._lines = self._lines, []
+            self._write_now("".join(lines))
+
+    def _write_now(self, text: str) -> None:
+        # One write, then a flush to the OS: a SIGKILL can only tear the last line written.
+        self._file.write(text.encode("utf-8"))
         self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        with self._lock:
+            if not self._file.closed:
+                self._flush_locked()
+                self._file.close()
 
     def __enter__(self) -> "JsonlWriter":
         return self

@@ -132,6 +132,54 @@ class KindSpec:
                 raise ValueError(f"trace event {self.kind!r}: field name {name!r} is reserved "
                                  "('_' names belong to the trace tooling)")
 
+    @property
+    def fast_check(self) -> Any:
+        """A function `check(fields) -> bool` compiled once for this kind: True when every declared
+        field is present as required and its value has exactly one of the plain types its type
+        names (and, for a choice field, one of the choices). False does not mean invalid, only
+        "ask `validate`", which explains or accepts (a str subclass, say). The Tracer's hot path:
+        it does not look at extra fields or "_" names, which the Tracer checks itself."""
+        check = self.__dict__.get("_fast_check")
+        if check is None:
+            check = _compile_fast_check(self)
+            object.__setattr__(self, "_fast_check", check)
+        return check
+
+
+# The exact types a value of each type name may have on the fast path (`KindSpec.fast_check`);
+# "any" accepts everything. Subclasses (an IntEnum, a str Enum) fall back to the exact check.
+_FAST_TYPES: dict[str, tuple[type, ...] | None] = {
+    "str": (str,), "int": (int,), "number": (int, float), "bool": (bool,), "list": (list, tuple), "dict": (dict,),
+    "null": (type(None),), "any": None}
+_MISSING = object()
+
+
+def _compile_fast_check(spec: KindSpec) -> Any:
+    """Generate `KindSpec.fast_check` for `spec`: straight-line code, one test per declared field."""
+    namespace: dict[str, Any] = {"_MISSING": _MISSING}
+    lines = ["def check(f):"]
+    for i, (field_spec, required) in enumerate([(s, True) for s in spec.required] +
+                                               [(s, False) for s in spec.optional]):
+        lines.append(f"    v = f.get({field_spec.name!r}, _MISSING)")
+        names = field_spec.type.split("|")
+        allowed = [_FAST_TYPES[n] for n in names]
+        tests = []
+        if None not in allowed:
+            namespace[f"T{i}"] = frozenset(t for ts in allowed for t in ts)
+            tests.append(f"type(v) not in T{i}")
+        if field_spec.choices:
+            namespace[f"C{i}"] = frozenset(field_spec.choices)
+            tests.append(f"(type(v) is str and v not in C{i})")
+        if required:
+            lines.append("    if v is _MISSING: return False")
+            if tests:
+                lines.append(f"    if {' or '.join(tests)}: return False")
+        elif tests:
+            lines.append(f"    if v is not _MISSING and ({' or '.join(tests)}): return False")
+    lines.append("    return True")
+    exec("\n".join(lines), namespace)  # our own catalog's names, quoted with repr
+    return namespace["check"]
+
 
 KINDS: dict[str, KindSpec] = {}
 

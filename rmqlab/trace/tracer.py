@@ -22,10 +22,10 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rmqlab.trace.event import TraceEvent, json_fields, json_value
+from rmqlab.trace.event import TraceEvent, json_fields, json_value, plain_fields_in_place
 from rmqlab.trace.header import normalize_meta
 from rmqlab.trace.jsonl import JsonlWriter
-from rmqlab.trace.kinds import validate_fields
+from rmqlab.trace.kinds import KINDS, validate_fields
 
 Subscriber = Callable[[TraceEvent], None]
 
@@ -42,12 +42,14 @@ class Tracer:
 
     `clock_ms` returns the current time in ms. `jsonl_path`, if given, is a new file (it must not
     exist) receiving the header with `meta` and then every event as it is emitted, each line
-    flushed. `meta` is the run metadata (`rmqlab.trace.header`). Emitting is thread-safe: seq order
-    is the order of the lines in the file and of the deliveries to each subscriber.
+    flushed; with `buffered`, lines are flushed once per event-loop iteration instead
+    (`rmqlab.trace.jsonl.JsonlWriter` says what a SIGKILL then loses). `meta` is the run metadata
+    (`rmqlab.trace.header`). Emitting is thread-safe: seq order is the order of the lines in the
+    file and of the deliveries to each subscriber.
     """
 
     def __init__(self, clock_ms: Callable[[], float], *, jsonl_path: str | os.PathLike[str] | None = None,
-                 meta: Mapping[str, Any] | None = None):
+                 meta: Mapping[str, Any] | None = None, buffered: bool = False):
         self._clock_ms = clock_ms
         self.meta = normalize_meta(meta)
         self.events: list[TraceEvent] = []
@@ -59,7 +61,8 @@ class Tracer:
         self._pending: deque[TraceEvent] = deque()
         self._delivering = False
         self._closed = False
-        self._sink = JsonlWriter(jsonl_path, self.meta) if jsonl_path is not None else None
+        self._sink = JsonlWriter(jsonl_path, self.meta, buffered=buffered) if jsonl_path is not None else None
+        self._checked_nodes: set[str] = set()  # node names already found valid
 
     def emit(self, node: str, kind: str, /, **fields: Any) -> TraceEvent:
         """Record one event and return it.
@@ -73,30 +76,45 @@ class Tracer:
         re-raised here afterwards (the event stays recorded): a failing checker must not go
         unnoticed.
         """
-        named = fields
-        for name in fields:
-            if name[-1] == "_":  # rare: a keyword field such as from_
-                named = {_field_name(n): value for n, value in fields.items()}
-                if len(named) != len(fields):
-                    raise ValueError(f"trace event {kind!r}: a field is given both with and without its trailing '_'")
-                break
-        validate_fields(kind, named)
+        # The hot path, for the events most emitters send: a known kind whose declared fields have
+        # exactly their plain types, no name starting or ending with "_", only plain values. It
+        # keeps `fields` itself (** made it a fresh dict) and copies nested dicts; anything else
+        # takes the general path, which normalizes or raises the error that names the problem.
+        spec = KINDS.get(kind)
+        names = "\0" + "\0".join(fields) + "\0"
+        if spec is not None and "\0_" not in names and "_\0" not in names and "\0\0" not in names \
+                and spec.fast_check(fields) and plain_fields_in_place(fields):
+            named = fields
+        else:
+            named = fields
+            for name in fields:
+                if name[-1] == "_":  # rare: a keyword field such as from_
+                    named = {_field_name(n): value for n, value in fields.items()}
+                    if len(named) != len(fields):
+                        raise ValueError(f"trace event {kind!r}: a field is given both with and without its "
+                                         "trailing '_'")
+                    break
+            validate_fields(kind, named)
+            named = json_fields(named, f"{kind}.fields")
         with self._lock:
             if self._closed:
                 raise ValueError(f"trace event {kind!r} emitted on a closed Tracer")
             now = self._clock_ms()
             if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
                 raise ValueError(f"the trace clock returned {now!r}, not a finite number of ms")
-            if type(node) is not str or not node:
-                raise ValueError(f"trace event node must be a non-empty str, not {node!r}")
-            if not node.isascii():
-                json_value(node, "node")  # a lone surrogate cannot be written as UTF-8
-            event = TraceEvent.trusted(self._next_seq, float(now), node, kind,
-                                       json_fields(named, f"{kind}.fields"))
+            if type(node) is not str or node not in self._checked_nodes:
+                if type(node) is not str or not node:
+                    raise ValueError(f"trace event node must be a non-empty str, not {node!r}")
+                if not node.isascii():
+                    json_value(node, "node")  # a lone surrogate cannot be written as UTF-8
+                self._checked_nodes.add(node)
+            event = TraceEvent.trusted(self._next_seq, float(now), node, kind, named)
             self._next_seq += 1
             self.events.append(event)
             if self._sink is not None:
                 self._sink.write(event)
+            if not self._subscribers and not self._delivering:
+                return event  # nobody to hand it to, and nothing pending (the queue drains first)
             self._pending.append(event)
             if self._delivering:
                 # Emitted by a subscriber: the delivery loop below (further up this thread's

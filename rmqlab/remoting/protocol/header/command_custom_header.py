@@ -79,6 +79,7 @@ class CommandCustomHeader:
 
     # Computed once per class (looked up in the class's own __dict__, so never inherited).
     _cached_specs: ClassVar[tuple[tuple[str, HeaderFieldSpec], ...] | None] = None
+    _cached_decode_plan: ClassVar[tuple | None] = None
 
     @classmethod
     def field_specs(cls) -> tuple[tuple[str, HeaderFieldSpec], ...]:
@@ -96,17 +97,36 @@ class CommandCustomHeader:
         Raises RemotingCommandError for a missing ``@CFNotNull`` field or a malformed value (see
         the module docstring), or whatever :meth:`check_fields` raises."""
         values: dict[str, Any] = {}
-        for attr, spec in cls.field_specs():
-            read = _READERS[spec.java_type]
-            if spec.not_null:
-                values[attr] = read(command, spec.wire_name)
+        ext = command.ext_fields or {}
+        for attr, wire_name, java_type, not_null, max_digits, read in cls._decode_plan():
+            value = ext.get(wire_name)
+            # The common spellings read directly: a string for a String field, a short run of
+            # ASCII digits (in range by its length) for an Integer or Long one. Anything else,
+            # absent values included, goes through the typed reader, which decides or explains.
+            if type(value) is str and (java_type == STRING or (
+                    max_digits and len(value) <= max_digits and value.isdigit() and value.isascii())):
+                values[attr] = value if java_type == STRING else int(value)
+            elif not_null:
+                values[attr] = read(command, wire_name)
             else:
-                value = read(command, spec.wire_name, None)
+                value = read(command, wire_name, None)
                 if value is not None:
                     values[attr] = value
         header = cls(**values)
         header.check_fields()
         return header
+
+    @classmethod
+    def _decode_plan(cls) -> tuple[tuple[str, str, str, bool, int, Any], ...]:
+        """Per field: attribute, wire name, Java type, not-null, the most decimal digits that
+        always fit the Java type (0 if not an integer type), reader; computed once per class."""
+        plan = cls.__dict__.get("_cached_decode_plan")
+        if plan is None:
+            digits = {INTEGER: 9, LONG: 18}  # 999999999 < 2**31, 999999999999999999 < 2**63
+            plan = tuple((attr, spec.wire_name, spec.java_type, spec.not_null, digits.get(spec.java_type, 0),
+                          _READERS[spec.java_type]) for attr, spec in cls.field_specs())
+            cls._cached_decode_plan = plan
+        return plan
 
     def check_fields(self) -> None:
         """``checkFields``: a header's own validation after decoding (none by default, as in
