@@ -435,6 +435,17 @@ def test_delay_level_messages_wait_in_the_schedule_topic_then_arrive():
     close(sim)
 
 
+def test_delay_levels_follow_the_brokers_message_delay_level():
+    # messageDelayLevel is the broker's, not RocketMQ's default table: level 1 here is 3 s (default 1 s).
+    sim = world(messageDelayLevel="3s 7s")
+    c = CppClient(sim, "client")
+    sent_at = sim.now_ms()
+    assert c.send("TopicTest", b"later", props(DELAY="1"), queue_id=0).code == 0
+    r = c.pull("TopicTest", 0, queue_id=0, sys_flag=6, suspend_ms=15000)
+    assert r.code == 0 and 3000 <= sim.now_ms() - sent_at < 3300
+    close(sim)
+
+
 # ---------------------------------------------------------------------------------------------
 # Consumer offsets
 

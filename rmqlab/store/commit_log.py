@@ -80,6 +80,9 @@ class CommitLog:
         # (None: a bare commitlog, never SYNC_MASTER); the HA service attaches itself
         # (DefaultMessageStore.set_ha_service).
         self.store_config = store_config
+        # The broker's messageDelayLevel: a SCHEDULE_TOPIC_XXXX unit's tags code is its deliver time,
+        # computed from this table when the record is dispatched (None: RocketMQ's default levels).
+        self.delay_level_table = store_config.get_delay_level_table() if store_config is not None else None
         self.ha_service = None
         self._store_timestamps: dict[int, int] = {}  # file start offset -> last store timestamp written
 
@@ -262,7 +265,8 @@ class CommitLog:
             return None
         view = mf.view()
         try:
-            return check_message_and_return_size(view, offset - mf.file_from_offset, check_crc=check_crc, read_body=False)
+            return check_message_and_return_size(view, offset - mf.file_from_offset, check_crc=check_crc, read_body=False,
+                                                  delay_level_table=self.delay_level_table)
         finally:
             view.release()
 
@@ -282,7 +286,8 @@ class CommitLog:
         for i in range(len(files) - 1, -1, -1):
             view = files[i].view(0, self.mapped_file_size)
             try:
-                req = check_message_and_return_size(view, 0, check_crc=False, read_body=False)
+                req = check_message_and_return_size(view, 0, check_crc=False, read_body=False,
+                                                    delay_level_table=self.delay_level_table)
             finally:
                 view.release()
             if req.success and req.msg_size > 0 and 0 < req.store_timestamp <= min_timestamp:
@@ -312,7 +317,8 @@ class CommitLog:
             pos = 0
             try:
                 while pos < self.mapped_file_size:
-                    req = check_message_and_return_size(view, pos, check_crc=self.check_crc_on_recover, read_body=True)
+                    req = check_message_and_return_size(view, pos, check_crc=self.check_crc_on_recover, read_body=True,
+                                                        delay_level_table=self.delay_level_table)
                     if req.success and req.msg_size > 0:
                         if dispatch is not None:
                             dispatch(req)
