@@ -4,6 +4,9 @@ Every server subcommand takes RocketMQ's start-up flags: `-c FILE` (a .propertie
 rmq-proxy.json for the proxy), `-n ADDR` (name server list, "a;b"), and `-p` (print the effective
 configuration and exit, like RocketMQ's `-p`). The servers themselves arrive with the issues that
 build them; until then the subcommands validate and print configuration only.
+
+`producer` and `consumer` are RocketMQ's benchmark clients (benchmark/producer.sh, consumer.sh; see
+rmqlab.example.benchmark): a bad flag value exits with code 2 and a message naming the flag.
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_admin_parser(sub)
 
+    from rmqlab.example.benchmark import consumer, producer
+
+    for name, module, what in (("producer", producer, "RocketMQ's benchmark/producer.sh"),
+                               ("consumer", consumer, "RocketMQ's benchmark/consumer.sh")):
+        p = sub.add_parser(name, help=f"a benchmark {name} client process ({what})",
+                           description=module.__doc__.split("\n\n")[0])
+        module.add_arguments(p)
+        p.set_defaults(subparser=p)  # for errors found after parsing, with this command's usage
+
     for name, what in SERVER_COMMANDS.items():
         p = sub.add_parser(name, help=f"configure {what}")
         p.add_argument("-c", "--configFile", dest="config_file", help="configuration file")
@@ -42,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "demo":
         from rmqlab.demo import run_demo
 
@@ -51,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         from rmqlab.admin_cli import run
 
         return run(args)
+    if args.command in ("producer", "consumer"):
+        from rmqlab.example.benchmark.process import build_client, run_client_command
+
+        try:
+            client, namesrv_addr = build_client(args.command, args)
+        except ValueError as e:
+            args.subparser.error(str(e))  # exit code 2, as argparse's own errors
+        return run_client_command(args.command, client, namesrv_addr)
     from rmqlab.config.cli import run_component_command
 
     return run_component_command(args.command, args)

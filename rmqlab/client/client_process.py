@@ -12,10 +12,17 @@ brokers notice the closed connections, and offsets are where the last persist le
 
 The factory builds fresh clients for every start, so a restarted node is a new process (a new
 MQClientInstance, no offsets in memory) that resumes from what the brokers kept.
+
+An application may end by itself (a benchmark that sent its messages): ``finish()`` shuts the
+clients down as its shutdown hook would, then calls ``on_finished``, which whoever runs the process
+sets: ``rmqlab producer`` / ``rmqlab consumer`` end the OS process there. On the simulator nothing
+is set and the node stays up, idle, with its clients stopped (a node cannot stop itself from
+inside the simulation's loop).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rmqlab.runtime.component import Component
@@ -28,6 +35,8 @@ class ClientProcess(Component):
     def __init__(self, **clients: Any):
         """``clients``: name -> a client with ``start(node)``, ``shutdown()`` and ``on_crash()``."""
         self.clients: dict[str, Any] = dict(clients)
+        self.on_finished: Callable[[], None] | None = None
+        self._shut_down = False
 
     def __getitem__(self, name: str) -> Any:
         return self.clients[name]
@@ -38,8 +47,20 @@ class ClientProcess(Component):
             await client.start(node)
 
     async def shutdown(self) -> None:
+        """Shut the clients down, last started first. Idempotent: after ``finish()`` the runtime's
+        own stop calls it again."""
+        if self._shut_down:
+            return
+        self._shut_down = True
         for client in reversed(list(self.clients.values())):
             await client.shutdown()
+
+    async def finish(self) -> None:
+        """The application is done: shut down (``shutdown()``, which subclasses extend), then
+        tell the runtime through ``on_finished``."""
+        await self.shutdown()
+        if self.on_finished is not None:
+            self.on_finished()
 
     def on_crash(self) -> None:
         for client in self.clients.values():

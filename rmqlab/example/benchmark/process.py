@@ -1,0 +1,65 @@
+"""``rmqlab producer`` / ``rmqlab consumer`` as OS processes: a benchmark client on the real runtime.
+
+Like ``rmqlab namesrv`` and ``rmqlab broker`` (rmqlab.config.cli): rmqlab.runtime.real.run_process
+runs the component, with the RMQLAB_* environment a RealCluster sets (node name, directories,
+trace file, loopback address) taking precedence over the defaults: node name ``producer`` or
+``consumer``, logs under ``~/logs/rmqlab/``, client operations to ``$RMQLAB_TRACE`` when set.
+A boot line when the client has started, a clean stop on SIGTERM, and the summary line last.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from argparse import Namespace
+
+from rmqlab.config.addresses import check_addr_list
+from rmqlab.example.benchmark import consumer, producer
+
+DEFAULT_LOGS_DIR = os.path.join("~", "logs", "rmqlab")
+NAMESRV_ADDR_ENV = "NAMESRV_ADDR"  # what RocketMQ's clients read when -n is not given
+
+
+def namesrv_addr_from(args: Namespace) -> str:
+    """``-n``, else $NAMESRV_ADDR; ValueError saying which is missing or malformed."""
+    addr = args.namesrv_addr if args.namesrv_addr is not None else os.environ.get(NAMESRV_ADDR_ENV)
+    where = "-n/--namesrvAddr" if args.namesrv_addr is not None else f"${NAMESRV_ADDR_ENV}"
+    if addr is None or not addr.strip():
+        raise ValueError(f"no name server: give -n/--namesrvAddr (or set ${NAMESRV_ADDR_ENV}), "
+                         'e.g. -n "127.0.0.1:9876;127.0.0.1:9877"')
+    expected = check_addr_list(addr)
+    if expected is not None:
+        raise ValueError(f"{where} {addr!r}: expected {expected}")
+    return addr
+
+
+def build_client(command: str, args: Namespace):
+    """The component of ``rmqlab <command>`` from its parsed flags; ValueError naming a bad flag."""
+    namesrv_addr = namesrv_addr_from(args)
+    if command == "producer":
+        return producer.BenchmarkProducer(producer.spec_from_args(args), namesrv_addr), namesrv_addr
+    if command == "consumer":
+        return consumer.BenchmarkConsumer(consumer.spec_from_args(args), namesrv_addr), namesrv_addr
+    raise ValueError(f"unknown benchmark client {command!r}; expected producer or consumer")
+
+
+def run_client_command(command: str, client, namesrv_addr: str) -> int:
+    """Run ``client`` (built by ``build_client``) as this OS process until it finishes or SIGTERM."""
+    from rmqlab.runtime.real import ProcessSettings, run_process
+
+    settings = ProcessSettings.from_environ()
+    name = settings.name or command
+    logs_dir = settings.logs_dir or os.path.expanduser(DEFAULT_LOGS_DIR)
+    store_dir = settings.store_dir or os.path.expanduser(os.path.join("~", "rmqlab", name))
+    # run_process ends a process on SIGTERM only; a client that is done ends itself the same way,
+    # so its stop is the clean one (offsets written, UNREGISTER_CLIENT, node.stop traced).
+    client.on_finished = lambda: os.kill(os.getpid(), signal.SIGTERM)
+    spec = client.spec
+
+    def boot_line() -> str:
+        fields = " ".join(f"{k}={v}" for k, v in spec.to_dict().items() if k != "kind")
+        return f"The benchmark {command}[{name}] boot success. namesrv={namesrv_addr} {fields}"
+
+    code = run_process(client, name, store_dir=store_dir, logs_dir=logs_dir, boot_line=boot_line)
+    print(client.summary_line(), flush=True)
+    return code

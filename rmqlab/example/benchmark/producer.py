@@ -1,0 +1,329 @@
+"""The benchmark producer: RocketMQ's ``example/benchmark/Producer.java`` (run by ``benchmark/producer.sh``)
+as ``rmqlab producer``, and as a client of a lab's Cluster on either runtime.
+
+    rmqlab producer -n "127.0.0.1:9876" -t BenchmarkTest -s 128 -q 1000 [-w 4] [--sendMode async]
+                    [-i 10] [--duration 60000] [-k "{name}-{i}"] [-l 3] [-g benchmark_producer]
+
+One description, ``ProducerSpec``, is both the command line (``to_argv`` / ``spec_from_args``) and
+what ``rmqlab.cluster.Cluster.add_producer`` builds on the simulator, so both runtimes run the same
+``BenchmarkProducer`` component and trace the same ``send`` operations.
+
+Flags (RocketMQ's letters where its benchmark has the option):
+
+    -n  name server list "a;b" (else $NAMESRV_ADDR, as RocketMQ's clients read it)
+    -t  topic (BenchmarkTest)           -g  producer group (benchmark_producer)
+    -s  body size in bytes (128)        -q  messages to send, 0 = no limit (0)
+    -w  sends in flight at a time (1)   --sendMode  sync | async | oneway (sync)
+    -i  ms between the starts of two consecutive sends, 0 = as fast as the in-flight limit allows:
+        the rate is 1000/i per second (0)
+    --duration  ms after which no send starts, 0 = no limit (0)
+    -k  key pattern, "{i}" the message's number, "{name}" the client's node name ("{name}-{i}");
+        "" sends no keys    -l  tag count: message i gets tag "tag<i mod l>", 0 = no tag (0)
+
+The process ends after ``-q`` messages or ``--duration`` (whichever comes first: each in-flight
+send completes first), or on SIGTERM, and prints one line:
+
+    [Complete] Send Total: 1000 Send OK: 1000 Send Failed: 0 Send Unknown: 0 Send TPS: 812 Max RT(ms): 9 Average RT(ms):   1.208
+
+Deviations from RocketMQ's tool, and why:
+
+* ``-w`` defaults to 1 (Java: 64 threads) and also bounds async sends in flight (Java: one thread
+  and a 10 000-request queue): a lab reads the trace operation by operation;
+* ``-k`` takes a key pattern (Java: ``-k true`` sets the send second as the key) and bodies are
+  built from the key (``message_body``), so a consumer can check every body it receives;
+* ``-l`` picks the tag from the message number (Java: from the wall clock), which is repeatable on
+  the simulator;
+* ``-i``, ``--duration`` and ``--sendMode`` are rmqlab's (Java has ``-y true`` for async only);
+  delay levels, properties, ACL and message trace (``-d -e -p -a -m``) are left out;
+* after a failed send a sender pauses 3 s, as Java does after remoting and broker errors, but after
+  every failure (a cluster without a route must not make it spin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import string
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rmqlab.broker.topic.topic_config import TopicValidator
+from rmqlab.client.client_process import ClientProcess
+from rmqlab.client.exceptions import outcome_unknown
+from rmqlab.client.producer import DefaultMQProducer
+from rmqlab.common.message.message import Message
+from rmqlab.example.benchmark.message_body import build_body
+from rmqlab.runtime.node import Node
+
+DEFAULT_TOPIC = "BenchmarkTest"
+DEFAULT_PRODUCER_GROUP = "benchmark_producer"
+SEND_MODES = ("sync", "async", "oneway")
+KEY_FIELDS = ("i", "name")
+# Java's benchmark sleeps this long after a RemotingException or MQBrokerException.
+FAILURE_PAUSE_MS = 3000
+
+
+def check_key_pattern(pattern: str, flag: str) -> None:
+    """ValueError unless ``pattern`` formats with the fields ``i`` (an int) and ``name`` only."""
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None}
+    except ValueError as e:
+        raise ValueError(f"{flag}: bad key pattern {pattern!r}: {e}") from None
+    unknown = sorted(f for f in fields if f not in KEY_FIELDS)
+    if unknown:
+        raise ValueError(f"{flag}: bad key pattern {pattern!r}: unknown field(s) {', '.join(unknown)} "
+                         f"(known: {{i}} the message number, {{name}} the client's name)")
+    try:
+        pattern.format(i=0, name="n")
+    except (ValueError, IndexError, KeyError) as e:
+        raise ValueError(f"{flag}: bad key pattern {pattern!r}: {e}") from None
+
+
+def _check(ok: bool, flag: str, what: str, value: Any) -> None:
+    if not ok:
+        raise ValueError(f"{flag} must be {what}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """What a benchmark producer does: a plain, JSON-serializable value (``to_dict``), the same
+    for ``rmqlab producer`` and for ``Cluster.add_producer``. Field -> flag in ``FLAGS``."""
+
+    topic: str = DEFAULT_TOPIC
+    group: str = DEFAULT_PRODUCER_GROUP
+    count: int = 0
+    interval_ms: float = 0
+    duration_ms: float = 0
+    body_size: int = 128
+    keys: str = "{name}-{i}"
+    tag_count: int = 0
+    send_mode: str = "sync"
+    in_flight: int = 1
+
+    kind: ClassVar[str] = "producer"
+    FLAGS: ClassVar[dict[str, str]] = {
+        "topic": "-t", "group": "-g", "count": "-q", "interval_ms": "-i", "duration_ms": "--duration",
+        "body_size": "-s", "keys": "-k", "tag_count": "-l", "send_mode": "--sendMode", "in_flight": "-w",
+    }
+
+    def __post_init__(self) -> None:
+        f = self.FLAGS
+        for name, validate in (("topic", TopicValidator.validate_topic), ("group", TopicValidator.validate_group)):
+            value = getattr(self, name)
+            _check(isinstance(value, str), f"{f[name]} ({name})", "a str", value)
+            result = validate(value)
+            if not result.valid:
+                raise ValueError(f"{f[name]} ({name}): {result.remark}")
+        for name in ("count", "tag_count"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                   f"{f[name]} ({name})", "an integer >= 0", value)
+        for name in ("body_size", "in_flight"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                   f"{f[name]} ({name})", "an integer >= 1", value)
+        for name in ("interval_ms", "duration_ms"):
+            value = getattr(self, name)
+            _check(isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
+                   f"{f[name]} ({name})", "a number of ms >= 0", value)
+        _check(self.send_mode in SEND_MODES, f"{f['send_mode']} (send_mode)", " or ".join(SEND_MODES), self.send_mode)
+        _check(isinstance(self.keys, str), f"{f['keys']} (keys)", "a str", self.keys)
+        check_key_pattern(self.keys, f"{f['keys']} (keys)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ProducerSpec":
+        data = dict(data)
+        if data.pop("kind", cls.kind) != cls.kind:
+            raise ValueError(f"not a {cls.kind} description: {data!r}")
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown {cls.kind} field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    def to_argv(self) -> list[str]:
+        """The ``rmqlab producer`` flags of this description (without ``-n``)."""
+        return ["-t", self.topic, "-g", self.group, "-q", str(self.count), "-i", _num(self.interval_ms),
+                "--duration", _num(self.duration_ms), "-s", str(self.body_size), "-k", self.keys,
+                "-l", str(self.tag_count), "--sendMode", self.send_mode, "-w", str(self.in_flight)]
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = ProducerSpec()
+    p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr",
+                   help='name server address list, e.g. "127.0.0.1:9876;127.0.0.1:9877" (default: $NAMESRV_ADDR)')
+    p.add_argument("-t", "--topic", default=d.topic, help=f"topic (default {d.topic})")
+    p.add_argument("-g", "--producerGroup", dest="group", default=d.group, help=f"producer group (default {d.group})")
+    p.add_argument("-s", "--messageSize", dest="body_size", type=int, default=d.body_size,
+                   help=f"body size in bytes (default {d.body_size})")
+    p.add_argument("-q", "--messageQuantity", dest="count", type=int, default=d.count,
+                   help="messages to send; 0: no limit (default 0)")
+    p.add_argument("-i", "--interval", dest="interval_ms", type=float, default=d.interval_ms,
+                   help="ms between the starts of consecutive sends (rate 1000/i per s); 0: no pacing (default 0)")
+    p.add_argument("--duration", dest="duration_ms", type=float, default=d.duration_ms,
+                   help="ms after which no send starts; 0: no limit (default 0)")
+    p.add_argument("-k", "--keys", dest="keys", default=d.keys,
+                   help='key pattern: {i} the message number, {name} the client name; "" for no keys '
+                        f'(default "{d.keys}")')
+    p.add_argument("-l", "--tagCount", dest="tag_count", type=int, default=d.tag_count,
+                   help="tags tag0..tag<l-1>, by message number; 0: no tags (default 0)")
+    p.add_argument("--sendMode", dest="send_mode", choices=SEND_MODES, default=d.send_mode,
+                   help=f"sync, async or oneway (default {d.send_mode})")
+    p.add_argument("-w", "--threadCount", dest="in_flight", type=int, default=d.in_flight,
+                   help=f"sends in flight at a time (default {d.in_flight})")
+
+
+def spec_from_args(args: argparse.Namespace) -> ProducerSpec:
+    """ValueError naming the flag for a bad value."""
+    return ProducerSpec(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ProducerSpec)})
+
+
+@dataclass
+class ProducerStats:
+    """StatsBenchmarkProducer's counters, split by the trace's outcomes."""
+
+    ok: int = 0
+    failed: int = 0
+    unknown: int = 0     # a oneway send, or a timeout after the request was written
+    rt_total_ms: float = 0.0
+    rt_max_ms: float = 0.0
+    begin_ms: float | None = None
+    end_ms: float | None = None
+
+    @property
+    def total(self) -> int:
+        return self.ok + self.failed + self.unknown
+
+    def summary_line(self) -> str:
+        elapsed = (self.end_ms or 0) - (self.begin_ms or 0)
+        tps = int(self.total * 1000 / elapsed) if elapsed > 0 else 0
+        avg = self.rt_total_ms / self.ok if self.ok else 0.0
+        return (f"[Complete] Send Total: {self.total} Send OK: {self.ok} Send Failed: {self.failed} "
+                f"Send Unknown: {self.unknown} Send TPS: {tps} Max RT(ms): {int(self.rt_max_ms)} "
+                f"Average RT(ms): {avg:7.3f}")
+
+
+class BenchmarkProducer(ClientProcess):
+    """A ClientProcess with one DefaultMQProducer that sends as its ProducerSpec says, from
+    ``in_flight`` sender tasks, then finishes (ClientProcess.finish)."""
+
+    def __init__(self, spec: ProducerSpec, namesrv_addr: str):
+        super().__init__(producer=DefaultMQProducer(spec.group, namesrv_addr))
+        self.spec = spec
+        self.stats = ProducerStats()
+        self._next_seq = 0
+        self._stopping: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._summarized = False
+
+    async def start(self, node: Node) -> None:
+        await super().start(node)
+        self._stopping = asyncio.Event()
+        self._task = node.spawn(self._run(), name="benchmark producer")
+
+    def _take(self) -> int | None:
+        """The next message number, or None when the count or the duration is used up."""
+        spec, now = self.spec, self.node.now_ms()
+        if self._stopping.is_set() or (spec.count and self._next_seq >= spec.count):
+            return None
+        if spec.duration_ms and now - self.stats.begin_ms >= spec.duration_ms:
+            return None
+        seq = self._next_seq
+        self._next_seq += 1
+        return seq
+
+    def build_message(self, seq: int) -> Message:
+        spec = self.spec
+        key = spec.keys.format(i=seq, name=self.node.name) if spec.keys else None
+        msg = Message(spec.topic, build_body(key, spec.body_size))
+        if key:
+            msg.keys = key
+        if spec.tag_count:
+            msg.tags = f"tag{seq % spec.tag_count}"
+        return msg
+
+    async def _pause(self, ms: float) -> None:
+        """Sleep ``ms`` on the node's clock, or less if the process is stopping."""
+        if ms <= 0:
+            return
+        sleep = asyncio.ensure_future(self.node.sleep(ms))
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait([sleep, stop], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleep.cancel()
+            stop.cancel()
+
+    async def _sender(self) -> None:
+        producer: DefaultMQProducer = self.clients["producer"]
+        spec, stats = self.spec, self.stats
+        while (seq := self._take()) is not None:
+            if spec.interval_ms:
+                await self._pause(stats.begin_ms + seq * spec.interval_ms - self.node.now_ms())
+                if self._stopping.is_set():
+                    return
+            msg = self.build_message(seq)
+            begin = self.node.now_ms()
+            try:
+                if spec.send_mode == "sync":
+                    await producer.send(msg)
+                elif spec.send_mode == "async":
+                    await producer.send_async(msg)
+                else:
+                    await producer.send_oneway(msg)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                # The trace has the operation's outcome; these counters mirror it.
+                if getattr(e, "maybe_stored", False) or (spec.send_mode == "oneway" and outcome_unknown(e)):
+                    stats.unknown += 1
+                else:
+                    stats.failed += 1
+                await self._pause(FAILURE_PAUSE_MS)
+                continue
+            if spec.send_mode == "oneway":
+                stats.unknown += 1
+                continue
+            rt = self.node.now_ms() - begin
+            stats.ok += 1
+            stats.rt_total_ms += rt
+            stats.rt_max_ms = max(stats.rt_max_ms, rt)
+
+    async def _run(self) -> None:
+        self.stats.begin_ms = self.node.now_ms()
+        await asyncio.gather(*(self._sender() for _ in range(self.spec.in_flight)))
+        self.stats.end_ms = self.node.now_ms()
+        if not self._stopping.is_set():
+            await self.finish()
+
+    def summary_line(self) -> str:
+        return self.stats.summary_line()
+
+    async def shutdown(self) -> None:
+        """Stop starting sends, let those in flight complete (at most the send timeout), trace
+        the summary, then shut the producer down (UNREGISTER_CLIENT)."""
+        if self._stopping is not None and not self._stopping.is_set():
+            self._stopping.set()
+            task = self._task
+            if task is not None and task is not asyncio.current_task() and not task.done():
+                grace_ms = self.clients["producer"].send_msg_timeout + 1000
+                done, _ = await asyncio.wait([task], timeout=grace_ms / 1000.0)
+                if not done:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+        if self.stats.end_ms is None and self.stats.begin_ms is not None:
+            self.stats.end_ms = self.node.now_ms()
+        if not self._summarized and self.stats.begin_ms is not None:
+            self._summarized = True
+            s = self.stats
+            self.node.trace("log", level="INFO", message=self.summary_line(), logger="rmqlab.benchmark.producer",
+                            sent=s.total, ok=s.ok, failed=s.failed, unknown=s.unknown)
+        await super().shutdown()
+
