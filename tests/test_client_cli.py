@@ -9,6 +9,8 @@ on the simulator and on real processes and asserts the same outcome.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from collections import Counter
 
@@ -22,7 +24,7 @@ from rmqlab.example.benchmark import ConsumerSpec, ProducerSpec, client_spec_fro
 from rmqlab.example.benchmark import consumer as consumer_cli
 from rmqlab.example.benchmark import producer as producer_cli
 from rmqlab.example.benchmark.message_body import body_matches, build_body
-from rmqlab.trace import TraceEvent, client_ops
+from rmqlab.trace import client_ops
 
 TOPIC = "BenchTopic"
 
@@ -131,18 +133,9 @@ def test_bodies_are_built_from_their_keys():
 # ---------------------------------------------------------------------------------------------
 
 def ops_of(events):
-    """client_ops over a whole cluster's trace: each incarnation of a node numbers its operations
-    anew (a killed process leaves its last ones pending), so the incarnations are told apart as
-    "<node>#<k>", k counting the node.restart events before; merge_traces' "_src" fields go."""
-    incarnation: dict[str, int] = {}
-    events_out = []
-    for e in events:
-        if e.kind == "node.restart":
-            incarnation[e.node] = incarnation.get(e.node, 0) + 1
-        elif e.kind == "client":
-            events_out.append(TraceEvent(e.seq, e.time_ms, f"{e.node}#{incarnation.get(e.node, 0)}", e.kind,
-                                         {k: v for k, v in e.fields.items() if not k.startswith("_")}))
-    return client_ops(events_out)
+    """client_ops over a whole cluster's trace, each op's node named "<node>#<incarnation>" (each
+    incarnation of a process numbers its operations anew)."""
+    return [dataclasses.replace(op, node=f"{op.node}#{op.incarnation}") for op in client_ops(events)]
 
 
 def consumed_messages(op) -> list[dict]:

@@ -588,6 +588,20 @@ def test_client_ops_checks_events_read_from_files():
         client_ops([bad])
 
 
+def test_client_ops_across_incarnations_and_merged_files():
+    # Each incarnation of a process numbers its ops from 1; what a killed one left pending stays
+    # indeterminate. Merged traces carry _src/_src_seq, which are not checked against the catalog.
+    first, second = new_tracer()[0], new_tracer()[0]
+    for tracer, incarnation in ((first, 0), (second, 1)):
+        tracer.emit("producer", "node.start", component="client", incarnation=incarnation)
+        tracer.emit("producer", "client", type="invoke", process=0, f="send", op_id=1, value=f"m{incarnation}")
+    second.emit("producer", "client", type="ok", process=0, f="send", op_id=1, value={"offset": 0})
+    merged = merge_traces([first.events, second.events], sources=["producer.0.jsonl", "producer.1.jsonl"])
+    ops = client_ops(merged)
+    assert [(o.op_id, o.incarnation, o.invoke_value, o.type, o.complete_time_ms is None) for o in ops] == [
+        (1, 0, "m0", "info", True), (1, 1, "m1", "ok", False)]
+
+
 # --- subscribers -------------------------------------------------------------------------------
 
 def test_subscribers_receive_events_until_they_unsubscribe():

@@ -8,6 +8,11 @@ Checkers work on operations, not events, so `client_ops` pairs each invoke with 
 An operation whose completion never appears in the trace (the client was killed, the run ended)
 is indeterminate, exactly like an explicit ``info``: it may or may not have taken effect, at any
 time after its invoke. It is returned with ``type == "info"`` and ``complete_time_ms is None``.
+A node's ``node.start`` begins a new incarnation, which numbers its operations anew: the ops the
+previous incarnation left pending stay indeterminate, and its op ids may be used again.
+
+Works on one tracer's events and on `merge_traces` output (the ``_src``/``_src_seq`` fields that
+merging adds belong to the trace tooling and are not checked against the catalog).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class ClientOp:
     complete_time_ms: float | None  # None: never completed
     invoke_seq: int
     complete_seq: int | None
+    incarnation: int = 0  # how many node.start events of this node came before the last (0: the first run)
 
     @property
     def indeterminate(self) -> bool:
@@ -46,7 +52,7 @@ class ClientOp:
 
 def client_ops(events: Iterable[TraceEvent]) -> list[ClientOp]:
     """Pair the `client` events of `events` by (node, process, op_id) into operations, in invoke
-    order. Other kinds are ignored. ValueError, naming the event's node and seq, for a client event
+    order, within each incarnation of a node (see the module docstring). Other kinds are ignored. ValueError, naming the event's node and seq, for a client event
     that does not fit the catalog, a completion without an invoke, a second invoke of a pending
     operation, or a completion whose f differs from its invoke's."""
     spec = kind_spec("client")
@@ -54,12 +60,19 @@ def client_ops(events: Iterable[TraceEvent]) -> list[ClientOp]:
     # key to its slot until it completes (a key may be reused after that).
     slots: list[tuple[TraceEvent, TraceEvent | None]] = []
     pending: dict[tuple[str, int, int], int] = {}
+    incarnation: dict[int, int] = {}  # slot -> incarnation of its node
+    starts: dict[str, int] = {}  # node -> node.start events seen
     for event in events:
+        if event.kind == "node.start":
+            starts[event.node] = starts.get(event.node, 0) + 1
+            for key in [k for k in pending if k[0] == event.node]:
+                del pending[key]  # left pending by the previous incarnation: indeterminate
+            continue
         if event.kind != "client":
             continue
         where = f"client event {event.node} seq {event.seq}"
         try:
-            spec.validate(event.fields)
+            spec.validate({k: v for k, v in event.fields.items() if not k.startswith("_")})
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         f = event.fields
@@ -69,6 +82,7 @@ def client_ops(events: Iterable[TraceEvent]) -> list[ClientOp]:
             if key in pending:
                 raise ValueError(f"{where}: invoked again while the first invoke is pending")
             pending[key] = len(slots)
+            incarnation[len(slots)] = max(starts.get(event.node, 1) - 1, 0)
             slots.append((event, None))
             continue
         slot = pending.pop(key, None)
@@ -78,10 +92,10 @@ def client_ops(events: Iterable[TraceEvent]) -> list[ClientOp]:
         if invoke.fields["f"] != f["f"]:
             raise ValueError(f"{where}: completes f={f['f']!r} but was invoked as f={invoke.fields['f']!r}")
         slots[slot] = (invoke, event)
-    return [_op(invoke, completion) for invoke, completion in slots]
+    return [_op(invoke, completion, incarnation[i]) for i, (invoke, completion) in enumerate(slots)]
 
 
-def _op(invoke: TraceEvent, completion: TraceEvent | None) -> ClientOp:
+def _op(invoke: TraceEvent, completion: TraceEvent | None, incarnation: int) -> ClientOp:
     fi = invoke.fields
     fc = completion.fields if completion is not None else {}
     return ClientOp(
@@ -90,4 +104,5 @@ def _op(invoke: TraceEvent, completion: TraceEvent | None) -> ClientOp:
         error=fc.get("error"), invoke_time_ms=invoke.time_ms,
         complete_time_ms=None if completion is None else completion.time_ms,
         invoke_seq=invoke.seq, complete_seq=None if completion is None else completion.seq,
+        incarnation=incarnation,
     )
