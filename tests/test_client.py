@@ -223,6 +223,11 @@ def history_of(events):
     ops = client_ops(events)
     acked = {op.invoke_value["uniq_key"] for op in ops if op.f == "send" and op.type == "ok"}
     consumed = Counter(op.invoke_value["uniq_key"] for op in ops if op.f == "consume" and op.type == "ok")
+    # Every delivery carries the body its send recorded (body_crc: the commitlog's BODYCRC).
+    sent_crc = {op.invoke_value["uniq_key"]: op.invoke_value["body_crc"] for op in ops if op.f == "send"}
+    for op in ops:
+        if op.f == "consume" and op.invoke_value["uniq_key"] in sent_crc:
+            assert op.invoke_value["body_crc"] == sent_crc[op.invoke_value["uniq_key"]], op
     return ops, acked, consumed
 
 

@@ -14,8 +14,9 @@ exactly one completion with the same ``process`` and ``op_id``:
 
 ``f`` is ``send``, ``pull`` or ``consume``. Values carry what a checker matches on: the message's
 ``UNIQ_KEY`` (the producer sets it on every message, the broker keeps it), its ``KEYS`` and
-``TAGS``, its topic, and once known its queue (``broker_name``, ``queue_id``, ``queue_offset``).
-See :func:`describe_message`.
+``TAGS``, its topic, the CRC of its body (so a checker can tell a corrupted delivery from the trace
+alone, without the bodies), and once known its queue (``broker_name``, ``queue_id``,
+``queue_offset``). See :func:`describe_message`.
 
 ``op_id`` counts the operations of the node (one tracer per client node, shared by all its
 clients); ``process`` is the lowest number not used by an operation still in flight, so each
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rmqlab.common.java_compat import crc32
 from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
 
@@ -36,13 +38,15 @@ if TYPE_CHECKING:
 
 
 def describe_message(msg: Message, mq: "MessageQueue | None" = None) -> dict[str, Any]:
-    """The identity of ``msg`` for a trace value: topic, UNIQ_KEY, keys, tags, and the queue and
-    store fields when they are known."""
+    """The identity of ``msg`` for a trace value: topic, UNIQ_KEY, keys, tags, body CRC, and the
+    queue and store fields when they are known. ``body_crc`` is the commitlog's BODYCRC of the
+    body (``UtilAll.crc32``), so it can be compared with the stored record too."""
     value: dict[str, Any] = {
         "topic": msg.topic,
         "uniq_key": msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
         "keys": msg.keys,
         "tags": msg.tags,
+        "body_crc": crc32(msg.body or b""),
     }
     if mq is not None:
         value["broker_name"] = mq.broker_name
