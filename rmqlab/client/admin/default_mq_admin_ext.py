@@ -1,6 +1,7 @@
 """DefaultMQAdminExt: what ``mqadmin`` asks of a cluster (``tools/admin/DefaultMQAdminExt.java`` with
 ``DefaultMQAdminExtImpl.java``; the commands ``clusterList``, ``topicRoute``, ``updateTopic``,
-``brokerStatus``, ``consumerProgress``).
+``brokerStatus``, ``consumerProgress``, and for controller mode ``getControllerMetaData``,
+``getSyncStateSet``, ``getBrokerEpoch``, ``electMaster``, ``cleanBrokerMetadata``).
 
     admin = DefaultMQAdminExt(namesrv_addr="127.0.0.1:9876")
     await admin.start(node)
@@ -9,6 +10,11 @@
     await admin.create_and_update_topic_config_by_cluster("DefaultCluster", TopicConfig("T", 8, 8))
     kv = await admin.fetch_broker_runtime_stats("127.0.0.1:10911")    # brokerStatus
     stats = await admin.examine_consume_stats("CG", "TopicTest")      # consumerProgress
+    meta = await admin.get_controller_meta_data("127.0.0.1:9878")     # getControllerMetaData
+    info = await admin.get_in_sync_state_data("127.0.0.1:9878;127.0.0.1:9868", ["broker-a"])  # getSyncStateSet
+    cache = await admin.get_broker_epoch_cache("127.0.0.1:30911")     # getBrokerEpoch
+    header, members = await admin.elect_master("127.0.0.1:9878", "DefaultCluster", "broker-a", 2)  # electMaster
+    await admin.clean_controller_broker_data("127.0.0.1:9878", "DefaultCluster", "broker-a", "3")  # cleanBrokerMetadata
 
 * ``examine_broker_cluster_info`` - GET_BROKER_CLUSTER_INFO (106) from a name server: every broker
   group, its members' addresses, and which cluster each belongs to;
@@ -19,7 +25,18 @@
 * ``fetch_broker_runtime_stats`` - GET_BROKER_RUNTIME_INFO (28), the broker's key/value table;
 * ``examine_consume_stats`` - GET_CONSUME_STATS (208) from every group that holds the consumer
   group's retry topic (or the topic): per queue the broker's max offset, the group's committed
-  offset and the last consumed store time; ``compute_total_diff`` is the backlog.
+  offset and the last consumed store time; ``compute_total_diff`` is the backlog;
+* ``get_controller_meta_data`` - CONTROLLER_GET_METADATA_INFO (1005) from a controller (the first
+  of a list "a;b;c" that answers): group, leader id and address, isLeader, peers;
+* ``get_in_sync_state_data`` - CONTROLLER_GET_SYNC_STATE_DATA (1006) from the leader: per broker
+  set its master, epochs and replicas in and out of the SyncStateSet, each alive or not;
+* ``get_broker_epoch_cache`` - GET_BROKER_EPOCH_CACHE (1007) from a broker: its epoch entries;
+* ``elect_master`` - an admin-triggered CONTROLLER_ELECT_MASTER (1002) of a designated broker id;
+* ``clean_controller_broker_data`` - CLEAN_BROKER_DATA (1011): the controller forgets replicas.
+
+The last two are writes; like the reads of 1006 they go to the controller leader, found by asking
+the given controllers (MQClientAPIImpl). Arguments are checked here before anything is sent
+(RocketMQ checks some in the mqadmin subcommands, some not at all; see each method).
 
 An admin client registers no producer or consumer, so it sends no heartbeats; its instance name
 defaults to ``<node>-admin`` so that it does not share a client id with the node's producers.
@@ -27,13 +44,20 @@ defaults to ``<node>-admin`` so that it does not share a client id with the node
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX, TopicConfig, TopicValidator
 from rmqlab.client.client_config import DEFAULT_INSTANCE_NAME, ClientConfig
 from rmqlab.client.exceptions import MQClientException
 from rmqlab.client.impl.mq_client_manager import MQClientManager
+from rmqlab.client.impl.mq_client_api_impl import controller_address_list
+from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
+from rmqlab.remoting.protocol.body.broker_replicas_info import BrokerReplicasInfo
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
+from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
+from rmqlab.remoting.protocol.header.controller import ElectMasterResponseHeader, GetMetaDataResponseHeader
 from rmqlab.remoting.protocol.header.broker.admin import ConsumeStats, KVTable
 from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID, TopicRouteData
 from rmqlab.remoting.response_code import ResponseCode
@@ -42,6 +66,7 @@ if TYPE_CHECKING:
     from rmqlab.client.impl.mq_client_instance import MQClientInstance
     from rmqlab.runtime.node import Node
 
+_BROKER_ID = re.compile(r"-?[0-9]{1,19}")
 ADMIN_EXT_GROUP = "admin_ext_group"  # DefaultMQAdminExt's default adminExtGroup
 
 
@@ -145,3 +170,68 @@ class DefaultMQAdminExt:
                                     "Not found the consumer group consume stats, because return offset table is "
                                     "empty, maybe the consumer not consume any message")
         return result
+
+    # -- controller mode: getControllerMetaData, getSyncStateSet, getBrokerEpoch ---------------------
+    async def get_controller_meta_data(self, controller_addr: str) -> GetMetaDataResponseHeader:
+        """CONTROLLER_GET_METADATA_INFO from ``controller_addr``; for a list "a;b;c", from the first
+        controller that answers (the remoting error of the last one when none does)."""
+        *first, last = controller_address_list(controller_addr)
+        for addr in first:
+            try:
+                return await self._api.get_controller_meta_data(addr, self.timeout_millis)
+            except (RemotingConnectError, RemotingTimeoutError):
+                continue
+        return await self._api.get_controller_meta_data(last, self.timeout_millis)
+
+    async def get_in_sync_state_data(self, controller_address: str, brokers: list[str]) -> BrokerReplicasInfo:
+        """The SyncStateSet data of the broker sets named ``brokers``, from the controller leader;
+        sets unknown to the controller are absent from ``replicas_info_table``."""
+        return await self._api.get_in_sync_state_data(controller_address, brokers, self.timeout_millis)
+
+    async def get_broker_epoch_cache(self, broker_addr: str) -> EpochEntryCache:
+        return await self._api.get_broker_epoch_cache(broker_addr, self.timeout_millis)
+
+    # -- controller mode: electMaster, cleanBrokerMetadata -----------------------------------------
+    async def elect_master(self, controller_addr: str, cluster_name: str, broker_name: str,
+                           broker_id: int) -> tuple[ElectMasterResponseHeader, BrokerMemberGroup | None]:
+        """Ask the controller leader to make ``broker_id`` the master of ``broker_name`` (the policy
+        elects it only if it is alive and in the SyncStateSet, or among all replicas with
+        enableElectUncleanMaster). MQBrokerException with the controller's code otherwise:
+        CONTROLLER_BROKER_NEED_TO_BE_REGISTERED (unknown set), CONTROLLER_MASTER_STILL_EXIST (it is
+        the master already), CONTROLLER_ELECT_MASTER_FAILED (not electable).
+
+        Deviation: the id must be a controller broker id (>= 1). RocketMQ sends any Long, and -1
+        makes the controller take the request for its own trigger, which, with no electable
+        broker, drops the current master."""
+        _require_name(cluster_name, "clusterName")
+        _require_name(broker_name, "brokerName")
+        if isinstance(broker_id, bool) or not isinstance(broker_id, int) or broker_id < 1:
+            raise ValueError(f"brokerId: expected a controller broker id (an integer >= 1), got {broker_id!r}")
+        return await self._api.elect_master(controller_addr, cluster_name, broker_name, broker_id,
+                                            self.timeout_millis)
+
+    async def clean_controller_broker_data(self, controller_addr: str, cluster_name: str | None, broker_name: str,
+                                           broker_controller_ids_to_clean: str | None = None,
+                                           is_clean_living_broker: bool = False) -> None:
+        """Make the controllers forget the replicas ``broker_controller_ids_to_clean`` ("1;2;3") of
+        ``broker_name``, or the whole set when None. Unless ``is_clean_living_broker``, the
+        controller refuses to forget a live replica (or a whole set that has a master), and the
+        cluster name is required, as mqadmin cleanBrokerMetadata requires it."""
+        _require_name(broker_name, "brokerName")
+        if broker_controller_ids_to_clean is not None:
+            ids = broker_controller_ids_to_clean.strip()
+            parts = [p.strip() for p in ids.split(";")]
+            if not all(_BROKER_ID.fullmatch(p) for p in parts):
+                raise ValueError("brokerControllerIdsToClean: please set it according to the format, broker ids "
+                                 f"separated by ';' (e.g. 1;2;3), got {broker_controller_ids_to_clean!r}")
+            broker_controller_ids_to_clean = ";".join(parts)
+        if not is_clean_living_broker and (cluster_name is None or not cluster_name.strip()):
+            raise ValueError("clusterName: cleanLivingBroker is false, so clusterName can not be empty")
+        await self._api.clean_controller_broker_data(controller_addr, cluster_name, broker_name,
+                                                     broker_controller_ids_to_clean, is_clean_living_broker,
+                                                     self.timeout_millis)
+
+
+def _require_name(value: str | None, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what}: expected a non-empty name, got {value!r}")

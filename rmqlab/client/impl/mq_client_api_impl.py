@@ -26,6 +26,22 @@ Requests to brokers:
 
 and to name servers GET_ROUTEINFO_BY_TOPIC (105) and GET_BROKER_CLUSTER_INFO (106). An error code
 becomes MQBrokerException (MQClientException for the name server's answers, as in Java).
+
+Controller mode (issue 5 §5; reference §4.3, §4.9, §4.11), what ``mqadmin`` sends:
+
+    CONTROLLER_GET_METADATA_INFO (1005)    get_controller_meta_data       any controller answers
+    CONTROLLER_GET_SYNC_STATE_DATA (1006)  get_in_sync_state_data         to the leader
+    CONTROLLER_ELECT_MASTER (1002)         elect_master                   to the leader (admin trigger)
+    CLEAN_BROKER_DATA (1011)               clean_controller_broker_data   to the leader
+    GET_BROKER_EPOCH_CACHE (1007)          get_broker_epoch_cache         to a broker
+
+The requests that only the leader serves first ask a controller for the leader's address (1005),
+as RocketMQ's client does. Deviations, both for an operator's tool that must not fail for want
+of trying: ``controller_address`` may be a list "a;b;c" (RocketMQ sends to the one address given,
+mqadmin getSyncStateSet takes the first of a list); the controllers are asked in order until one
+names a leader. And a leader that answers CONTROLLER_NOT_LEADER (leadership moved between the two
+requests) naming another leader in its extFields (rmqlab's controller adds them, see
+rmqlab.controller.impl.raft_controller) is followed once; nothing was applied by the refusal.
 """
 
 from __future__ import annotations
@@ -35,12 +51,18 @@ from typing import TYPE_CHECKING
 
 from rmqlab.broker.topic.topic_config import TopicConfig, TopicValidator
 from rmqlab.client.consumer.pull_result import PullResult, PullStatus, client_msg_id
-from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException
+from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException, request_never_sent
 from rmqlab.client.producer.send_result import SendResult, SendStatus
+from rmqlab.config.addresses import parse_addr, split_addr_list
 from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
-from rmqlab.remoting.exceptions import RemotingConnectError
+from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from rmqlab.remoting.protocol import remoting_serializable
+from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
+from rmqlab.remoting.protocol.body.broker_replicas_info import BrokerReplicasInfo
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
+from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
+from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
                                                           GetConsumeStatsRequestHeader, KVTable, MessageQueue)
 from rmqlab.remoting.protocol.header.broker.client import (GetConsumerListByGroupRequestHeader,
@@ -60,6 +82,9 @@ from rmqlab.remoting.protocol.header.broker.send_message import (SendMessageRequ
                                                                  SendMessageRequestHeaderV2,
                                                                  SendMessageResponseHeader)
 from rmqlab.remoting.protocol.header.command_custom_header import CommandCustomHeader
+from rmqlab.remoting.protocol.header.controller import (CleanControllerBrokerDataRequestHeader,
+                                                        ElectMasterRequestHeader, ElectMasterResponseHeader,
+                                                        GetMetaDataResponseHeader)
 from rmqlab.remoting.protocol.header.namesrv.get_route_info_request_header import GetRouteInfoRequestHeader
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.protocol.route.topic_route_data import TopicRouteData
@@ -72,6 +97,19 @@ if TYPE_CHECKING:
     from rmqlab.runtime.node import Node
 
 log = logging.getLogger("rmqlab.client")
+
+
+def controller_address_list(controller_address: str) -> list[str]:
+    """The entries of ``controller_address`` ("a;b;c"); ValueError naming the bad entry."""
+    if controller_address is None or not controller_address.strip():
+        raise ValueError("no controller address given (expected host:port, or a list \"a;b;c\")")
+    addrs = split_addr_list(controller_address)
+    for addr in addrs:
+        try:
+            parse_addr(addr)
+        except ValueError as e:
+            raise ValueError(f"controller address {controller_address!r}: {e}") from None
+    return addrs
 
 
 def _request(code: int, header: CommandCustomHeader | None = None, body: bytes | None = None) -> RemotingCommand:
@@ -292,3 +330,111 @@ class MQClientAPIImpl:
         if response.code == ResponseCode.SUCCESS:
             return ConsumeStats.decode(response.body)
         raise MQBrokerException(response.code, response.remark, addr)
+
+    # -- controllers -------------------------------------------------------------------------------
+    async def get_controller_meta_data(self, controller_address: str, timeout_ms: float) -> GetMetaDataResponseHeader:
+        """CONTROLLER_GET_METADATA_INFO to one controller: its group, the leader it knows of (id and
+        address, None while there is none), whether it is the leader, and the peers."""
+        parse_addr(controller_address)  # one address here; lists are for the leader's requests
+        response = await self.remoting_client.invoke_sync(
+            controller_address, _request(RequestCode.CONTROLLER_GET_METADATA_INFO), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return GetMetaDataResponseHeader.decode(response)
+        raise MQBrokerException(response.code, response.remark, controller_address)
+
+    async def get_controller_leader_address(self, controller_address: str, timeout_ms: float) -> str:
+        """The leader's address, as the first controller of ``controller_address`` ("a;b;c") that
+        names one says. MQClientException when no controller answered (code
+        CONNECT_BROKER_EXCEPTION) or none knows a leader (code CONTROLLER_NOT_LEADER), naming
+        what each said."""
+        addrs = controller_address_list(controller_address)
+        failures: list[str] = []
+        answered = False
+        for addr in addrs:
+            try:
+                meta = await self.get_controller_meta_data(addr, timeout_ms)
+            except (RemotingConnectError, RemotingTimeoutError, MQBrokerException) as e:
+                failures.append(f"{addr}: {e}" if not isinstance(e, RemotingConnectError) else str(e))
+                continue
+            answered = True
+            if meta.controller_leader_address:
+                return meta.controller_leader_address
+            failures.append(f"{addr}: knows no leader")
+        if not answered:
+            raise MQClientException(ClientErrorCode.CONNECT_BROKER_EXCEPTION,
+                                    f"no controller reachable ({'; '.join(failures)})")
+        raise MQClientException(ResponseCode.CONTROLLER_NOT_LEADER,
+                                f"no controller leader known ({'; '.join(failures)})")
+
+    async def _invoke_controller_leader(self, controller_address: str, request: RemotingCommand,
+                                        timeout_ms: float) -> tuple[str, RemotingCommand]:
+        """Send ``request`` to the leader; the leader's address and its answer."""
+        leader = await self.get_controller_leader_address(controller_address, timeout_ms)
+        response = await self._invoke_named_leader(leader, request, timeout_ms)
+        if response.code == ResponseCode.CONTROLLER_NOT_LEADER:
+            named = (response.ext_fields or {}).get("controllerLeaderAddress")
+            if isinstance(named, str) and named and named != leader:
+                leader = named
+                response = await self._invoke_named_leader(leader, request, timeout_ms)
+        return leader, response
+
+    async def _invoke_named_leader(self, leader: str, request: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        try:
+            return await self.remoting_client.invoke_sync(leader, request, timeout_ms)
+        except RemotingConnectError as e:
+            if not request_never_sent(e):
+                raise  # the request may have been applied: the caller must not take it for refused
+            # The controllers still name a leader that is gone (until they elect another).
+            raise MQClientException(ClientErrorCode.CONNECT_BROKER_EXCEPTION,
+                                    f"the controller leader {leader} is unreachable ({e.reason}); the controllers "
+                                    f"have not elected another yet, or it is on the wrong side of a partition",
+                                    e) from e
+
+    async def get_in_sync_state_data(self, controller_address: str, brokers: list[str],
+                                     timeout_ms: float) -> BrokerReplicasInfo:
+        """CONTROLLER_GET_SYNC_STATE_DATA for the broker sets ``brokers`` (body: their names as a
+        JSON array): per known set its master, epochs, and replicas in and out of the SyncStateSet
+        with their liveness. Sets the controller does not know are left out of the answer."""
+        if isinstance(brokers, str) or not brokers or not all(isinstance(b, str) and b for b in brokers):
+            raise ValueError(f"brokers: expected a non-empty list of broker names, got {brokers!r}")
+        request = _request(RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=remoting_serializable.encode(list(brokers)))
+        leader, response = await self._invoke_controller_leader(controller_address, request, timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return BrokerReplicasInfo.decode(response.body)
+        raise MQBrokerException(response.code, response.remark, leader)
+
+    async def get_broker_epoch_cache(self, broker_addr: str, timeout_ms: float) -> EpochEntryCache:
+        """GET_BROKER_EPOCH_CACHE to a broker in controller mode: its identity, its epoch entries and
+        its commitlog max offset."""
+        response = await self._invoke_broker(broker_addr, _request(RequestCode.GET_BROKER_EPOCH_CACHE), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return EpochEntryCache.decode(response.body)
+        raise MQBrokerException(response.code, response.remark, broker_addr)
+
+    async def elect_master(self, controller_addr: str, cluster_name: str, broker_name: str, broker_id: int,
+                           timeout_ms: float) -> tuple[ElectMasterResponseHeader, BrokerMemberGroup | None]:
+        """An admin-triggered CONTROLLER_ELECT_MASTER (designateElect) of ``broker_id`` to the leader:
+        the new master (id, address, epochs) and the set's members.
+
+        Deviation: RocketMQ decodes the SUCCESS body as a BrokerMemberGroup although it is an
+        ElectMasterResponseBody, so mqadmin never lists the members (reference §4.11); here the
+        body is read as what it is and its brokerMemberGroup returned."""
+        request = _request(RequestCode.CONTROLLER_ELECT_MASTER,
+                           ElectMasterRequestHeader.of_admin_trigger(cluster_name, broker_name, broker_id))
+        leader, response = await self._invoke_controller_leader(controller_addr, request, timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            body = ElectMasterResponseBody.decode(response.body) if response.body else None
+            return ElectMasterResponseHeader.decode(response), body.broker_member_group if body else None
+        raise MQBrokerException(response.code, response.remark, leader)
+
+    async def clean_controller_broker_data(self, controller_addr: str, cluster_name: str | None, broker_name: str,
+                                           broker_controller_ids_to_clean: str | None, is_clean_living_broker: bool,
+                                           timeout_ms: float) -> None:
+        """CLEAN_BROKER_DATA to the leader: forget the replicas ``broker_controller_ids_to_clean``
+        ("1;2") of ``broker_name``, or the whole set when None."""
+        header = CleanControllerBrokerDataRequestHeader(cluster_name, broker_name, broker_controller_ids_to_clean,
+                                                        is_clean_living_broker)
+        leader, response = await self._invoke_controller_leader(
+            controller_addr, _request(RequestCode.CLEAN_BROKER_DATA, header), timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, leader)
