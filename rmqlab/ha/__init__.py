@@ -7,7 +7,10 @@ Layout mirrors org.apache.rocketmq.store.ha:
   ReadSocketService and WriteSocketService), ``default_ha_client`` (the slave's end,
   DefaultHAClient), and ``default_ha_protocol``, the socket-free core with the wire format and
   both ends' state machines;
-* shared by every HA service: ``ha_connection_state`` (HAConnectionState),
+* shared by every HA service: the bases both modes build on, named after RocketMQ's interfaces —
+  ``ha_service`` (HAService), ``ha_connection`` (HAConnection and its ReadSocketService),
+  ``ha_client`` (HAClient) and ``ha_protocol`` (frame layouts, HAProtocolError, the slave's offset
+  reports, the read buffer) — and ``ha_connection_state`` (HAConnectionState),
   ``group_transfer_service`` (SYNC_MASTER acknowledgements), ``wait_notify_object``,
   ``flow_monitor``;
 * controller-mode HA (AutoSwitchHAService, RIP-44) goes in ``rmqlab.ha.autoswitch``.

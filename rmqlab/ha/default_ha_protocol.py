@@ -39,6 +39,8 @@ import struct
 from dataclasses import dataclass
 
 from rmqlab.ha.ha_connection_state import HAConnectionState
+from rmqlab.ha.ha_protocol import (CLIENT_READ_MAX_BUFFER_SIZE, ConnectionProtocolBase, FrameBuffer, FrameLayout,
+                                   HAProtocolError, ReportingClientProtocol, Transitions, transition)
 
 READY = HAConnectionState.READY
 TRANSFER = HAConnectionState.TRANSFER
@@ -46,26 +48,11 @@ SHUTDOWN = HAConnectionState.SHUTDOWN
 
 
 # -- frame layouts (big-endian, like Java's ByteBuffer) ------------------------------------------
-@dataclass(frozen=True)
-class FrameLayout:
-    name: str
-    direction: str
-    codec: struct.Struct
-    fields: tuple[str, ...]
-
-    @property
-    def size(self) -> int:
-        return self.codec.size
-
-
 # DefaultHAConnection.TRANSFER_HEADER_SIZE and DefaultHAClient.REPORT_HEADER_SIZE.
 TRANSFER_HEADER = FrameLayout("transfer", "master->slave", struct.Struct(">qi"), ("physic_offset", "body_size"))
 REPORT = FrameLayout("report", "slave->master", struct.Struct(">q"), ("slave_max_offset",))
 TRANSFER_HEADER_SIZE = TRANSFER_HEADER.size  # 12
 REPORT_HEADER_SIZE = REPORT.size             # 8
-
-# DefaultHAClient.READ_MAX_BUFFER_SIZE: a TRANSFER must fit in the slave's 4 MiB read buffer.
-CLIENT_READ_MAX_BUFFER_SIZE = 4 * 1024 * 1024
 
 
 def encode_transfer_header(physic_offset: int, body_size: int) -> bytes:
@@ -76,30 +63,22 @@ def encode_report(slave_max_offset: int) -> bytes:
     return REPORT.codec.pack(slave_max_offset)
 
 
-class HAProtocolError(Exception):
-    """The peer broke the protocol; the connection it came on must be closed (and only that one)."""
-
-
 # -- state machines ------------------------------------------------------------------------------
-CLIENT_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] = {
+CLIENT_TRANSITIONS: Transitions = {
     (READY, "connected"): TRANSFER,
     (TRANSFER, "closed"): READY,
     (READY, "shutdown"): SHUTDOWN,
     (TRANSFER, "shutdown"): SHUTDOWN,
 }
 
-CONNECTION_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] = {
+CONNECTION_TRANSITIONS: Transitions = {
     (TRANSFER, "closed"): SHUTDOWN,
     (TRANSFER, "shutdown"): SHUTDOWN,
 }
 
 
-def next_state(table: dict[tuple[HAConnectionState, str], HAConnectionState], state: HAConnectionState,
-               event: str) -> HAConnectionState:
-    try:
-        return table[(state, event)]
-    except KeyError:
-        raise ValueError(f"HA state machine: no transition from {state.name} on {event!r}") from None
+def next_state(table: Transitions, state: HAConnectionState, event: str) -> HAConnectionState:
+    return transition(table, state, event, "HA")
 
 
 # -- the slave's end (DefaultHAClient) -----------------------------------------------------------
@@ -119,7 +98,7 @@ class TransferFrame:
         return TRANSFER_HEADER_SIZE + len(self.body)
 
 
-class ClientProtocol:
+class ClientProtocol(ReportingClientProtocol):
     """The slave's protocol state: what DefaultHAClient keeps besides its socket.
 
     Times are the caller's clock in ms. `last_write_timestamp` starts at construction time, as in
@@ -127,18 +106,11 @@ class ClientProtocol:
     haSendHeartbeatInterval: until then the master sends nothing (it waits for the request).
     """
 
-    def __init__(self, now_ms: int):
-        self.state = READY
-        self.current_reported_offset = 0
-        self.last_write_timestamp = now_ms
-        self.last_read_timestamp = now_ms
-        self._buf = bytearray()
-        self._pos = 0  # dispatchPosition: start of the first undecoded byte in _buf
+    TRANSITIONS = CLIENT_TRANSITIONS
 
-    def _move(self, event: str) -> tuple[HAConnectionState, HAConnectionState]:
-        old = self.state
-        self.state = next_state(CLIENT_TRANSITIONS, old, event)
-        return old, self.state
+    def __init__(self, now_ms: int):
+        super().__init__(now_ms)
+        self._buf = FrameBuffer()
 
     def connected(self, now_ms: int, slave_max_offset: int) -> tuple[HAConnectionState, HAConnectionState]:
         """connectMaster succeeded: report from the local max offset on."""
@@ -150,15 +122,11 @@ class ClientProtocol:
         """closeMaster: forget the half-read stream; the next connection starts afresh."""
         self.last_read_timestamp = 0
         self._buf.clear()
-        self._pos = 0
         return self._move("closed")
-
-    def shutdown(self) -> tuple[HAConnectionState, HAConnectionState]:
-        return self._move("shutdown")
 
     # reading
     def feed(self, data: bytes, now_ms: int) -> None:
-        self._buf += data
+        self._buf.feed(data)
         self.last_read_timestamp = now_ms
 
     def next_frame(self, slave_max_offset: int) -> TransferFrame | None:
@@ -167,10 +135,10 @@ class ClientProtocol:
         The offset is checked as soon as the header is in (dispatchReadRequest): unless the slave
         is empty, a frame that does not start where the slave's log ends raises HAProtocolError.
         """
-        avail = len(self._buf) - self._pos
-        if avail < TRANSFER_HEADER_SIZE:
+        buf = self._buf
+        if buf.available() < TRANSFER_HEADER_SIZE:
             return None
-        offset, body_size = TRANSFER_HEADER.codec.unpack_from(self._buf, self._pos)
+        offset, body_size = buf.peek(TRANSFER_HEADER.codec)
         if slave_max_offset != 0 and slave_max_offset != offset:
             raise HAProtocolError(f"offset gap: master pushed offset {offset}, the slave's log ends at "
                                   f"{slave_max_offset}")
@@ -178,41 +146,18 @@ class ClientProtocol:
         # stream until housekeeping); here a size that cannot fit the read buffer is an error now.
         if not 0 <= body_size <= CLIENT_READ_MAX_BUFFER_SIZE - TRANSFER_HEADER_SIZE:
             raise HAProtocolError(f"bad transfer header: body size {body_size} at offset {offset}")
-        end = self._pos + TRANSFER_HEADER_SIZE + body_size
-        if len(self._buf) < end:
+        if buf.available() < TRANSFER_HEADER_SIZE + body_size:
             return None
-        body = bytes(self._buf[self._pos + TRANSFER_HEADER_SIZE:end])
-        self._pos = end
-        if self._pos == len(self._buf):
-            self._buf.clear()
-            self._pos = 0
-        elif self._pos > CLIENT_READ_MAX_BUFFER_SIZE:  # reallocateByteBuffer: keep only the undecoded tail
-            del self._buf[:self._pos]
-            self._pos = 0
-        return TransferFrame(offset, body)
+        return TransferFrame(offset, buf.take(TRANSFER_HEADER_SIZE + body_size)[TRANSFER_HEADER_SIZE:])
 
     def buffered(self) -> int:
         """Bytes received but not yet decoded (a partial frame)."""
-        return len(self._buf) - self._pos
+        return self._buf.available()
 
-    # reporting
-    def is_time_to_report(self, now_ms: int, heartbeat_interval_ms: int) -> bool:
-        return now_ms - self.last_write_timestamp > heartbeat_interval_ms
-
-    def report(self, now_ms: int) -> bytes:
-        """reportSlaveMaxOffset(currentReportedOffset): the periodic report."""
-        self.last_write_timestamp = now_ms
-        return encode_report(self.current_reported_offset)
-
-    def report_plus(self, slave_max_offset: int, now_ms: int) -> bytes | None:
-        """reportSlaveMaxOffsetPlus: a report when the local log grew since the last one."""
-        if slave_max_offset > self.current_reported_offset:
-            self.current_reported_offset = slave_max_offset
-            return self.report(now_ms)
-        return None
-
-    def housekeeping_expired(self, now_ms: int, housekeeping_interval_ms: int) -> bool:
-        return now_ms - self.last_read_timestamp > housekeeping_interval_ms
+    # reporting: is_time_to_report, report (reportSlaveMaxOffset(currentReportedOffset)),
+    # report_plus (reportSlaveMaxOffsetPlus) and housekeeping_expired are ReportingClientProtocol's.
+    def _encode_report(self, offset: int) -> bytes:
+        return encode_report(offset)
 
 
 # -- the master's end (DefaultHAConnection) ------------------------------------------------------
@@ -224,23 +169,14 @@ def transfer_start_offset(slave_request_offset: int, master_max_offset: int, map
     return slave_request_offset
 
 
-class ConnectionProtocol:
+class ConnectionProtocol(ConnectionProtocolBase):
     """The master's per-slave protocol state: what DefaultHAConnection keeps besides its socket."""
 
+    TRANSITIONS = CONNECTION_TRANSITIONS
+
     def __init__(self) -> None:
-        self.state = TRANSFER  # no handshake: a classic connection transfers from the start
-        self.slave_request_offset = -1
-        self.slave_ack_offset = -1
-        self.next_transfer_from_where = -1
+        super().__init__(TRANSFER)  # no handshake: a classic connection transfers from the start
         self._pending = b""  # an incomplete report
-
-    def _move(self, event: str) -> tuple[HAConnectionState, HAConnectionState]:
-        old = self.state
-        self.state = next_state(CONNECTION_TRANSITIONS, old, event)
-        return old, self.state
-
-    def closed(self, event: str = "closed") -> tuple[HAConnectionState, HAConnectionState]:
-        return self._move(event)
 
     def feed_reports(self, data: bytes, master_max_offset: int) -> list[int]:
         """Decode the complete 8-byte reports in `data`; the last one becomes the slave's ack

@@ -33,21 +33,20 @@ from typing import Any
 
 from rmqlab.ha.default_ha_client import DefaultHAClient
 from rmqlab.ha.default_ha_connection import DefaultHAConnection
-from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
-from rmqlab.ha.wait_notify_object import WaitNotifyObject
+from rmqlab.ha.group_transfer_service import GroupTransferService
+from rmqlab.ha.ha_service import HAService, _role
 from rmqlab.runtime.node import Listener, Node
 
 log = logging.getLogger("rmqlab.ha")
 
 
-def _role(config) -> str:
-    return getattr(config.brokerRole, "name", config.brokerRole)
-
-
 class AcceptSocketService:
-    """DefaultHAService.AcceptSocketService: accept slaves on the HA port."""
+    """DefaultHAService.AcceptSocketService: accept slaves on the HA port (each mode's subclass
+    names the connection it creates, createConnection)."""
 
-    def __init__(self, ha_service: "DefaultHAService", host: str, port: int):
+    LOG_NAME = "HAService"  # how the accept log line names the service
+
+    def __init__(self, ha_service: Any, host: str, port: int):
         self.ha_service = ha_service
         self.host = host
         self.port = port
@@ -61,13 +60,16 @@ class AcceptSocketService:
             self.ha_service.config.haListenPort = self.port
             log.info("OS picked up %d to listen for HA", self.port)
 
+    def create_connection(self, reader, writer) -> DefaultHAConnection:
+        return DefaultHAConnection(self.ha_service, reader, writer)
+
     async def _on_accept(self, reader, writer) -> None:
         ha = self.ha_service
         if ha.stopped:
             writer.close()
             return
-        conn = DefaultHAConnection(ha, reader, writer)
-        log.info("HAService receive new connection, %s", conn.client_address)
+        conn = self.create_connection(reader, writer)
+        log.info("%s receive new connection, %s", self.LOG_NAME, conn.client_address)
         ha.add_connection(conn)
         await conn.run()
 
@@ -77,100 +79,33 @@ class AcceptSocketService:
             self.listener = None
 
 
-class DefaultHAService:
+class DefaultHAService(HAService):
     """The HA service a broker owns; see the module docstring.
 
     `config` is the broker's MessageStoreConfig (read live: RocketMQ's getters are live too).
     `host` / `port` are where AcceptSocketService listens; the port defaults to haListenPort.
+    Lifecycle, connections and acknowledgements are HAService's.
     """
 
+    connection_list: list[DefaultHAConnection]
+    ha_client: DefaultHAClient | None
+
     def __init__(self, node: Node, store, config, *, host: str = "0.0.0.0", port: int | None = None):
-        self.node = node
-        self.store = store
-        self.config = config
-        self.connection_list: list[DefaultHAConnection] = []
-        self.connection_count = 0  # connectionCount: connections created and not yet closed
-        self.push2_slave_max_offset = 0
-        self.wait_notify_object = WaitNotifyObject(node)
+        super().__init__(node, store, config)
         self.group_transfer_service = GroupTransferService(self)
         self.accept_socket_service = AcceptSocketService(self, host, config.haListenPort if port is None else port)
-        self.ha_client: DefaultHAClient | None = DefaultHAClient(self) if _role(config) == "SLAVE" else None
-        self.stopped = False
-        self.crashed = False
+        self.ha_client = DefaultHAClient(self) if _role(config) == "SLAVE" else None
         store.set_ha_service(self)
 
-    # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        await self.accept_socket_service.begin_accept()
+        await super().start()
         if self.ha_client is not None:
             addr = self.config.haMasterAddress
             if addr is not None and len(addr) >= 6:  # BrokerController.initialize's test
                 self.ha_client.update_ha_master_address(addr)
             self.ha_client.start()
 
-    def shutdown(self) -> None:
-        """Clean stop: the client, the listener, every connection, the waiting puts."""
-        self.stopped = True
-        if self.ha_client is not None:
-            self.ha_client.shutdown()
-        self.accept_socket_service.shutdown()
-        self.destroy_connections()
-        self.group_transfer_service.shutdown()
-
-    def on_crash(self) -> None:
-        """Process crash: the node cancelled the tasks and timers and the network closed the
-        sockets; only in-memory state remains to drop, and nothing more is traced."""
-        self.stopped = self.crashed = True
-        if self.ha_client is not None:
-            self.ha_client.on_crash()
-        self.group_transfer_service.on_crash()
-
-    @property
-    def ha_listen_port(self) -> int:
-        return self.accept_socket_service.port
-
-    # -- slave side --------------------------------------------------------------------------
-    def update_ha_master_address(self, new_addr: str | None) -> None:
-        """A classic slave learns the master's HA address from its NameServer registration."""
-        if self.ha_client is not None:
-            self.ha_client.update_ha_master_address(new_addr)
-
-    def get_ha_client(self) -> DefaultHAClient | None:
-        return self.ha_client
-
-    # -- master side: connections ------------------------------------------------------------
-    def add_connection(self, conn: DefaultHAConnection) -> None:
-        self.connection_list.append(conn)
-
-    def remove_connection(self, conn: DefaultHAConnection) -> None:
-        if conn in self.connection_list:
-            self.connection_list.remove(conn)
-
-    def destroy_connections(self) -> None:
-        for conn in list(self.connection_list):
-            conn.shutdown()
-        self.connection_list.clear()
-
-    def get_connection_count(self) -> int:
-        return self.connection_count
-
     # -- master side: acknowledgements -------------------------------------------------------
-    def put_request(self, request: GroupCommitRequest) -> None:
-        self.group_transfer_service.put_request(request)
-
-    def get_wait_notify_object(self) -> WaitNotifyObject:
-        return self.wait_notify_object
-
-    def notify_transfer_some(self, offset: int) -> None:
-        """A slave acknowledged `offset`: push2SlaveMaxOffset only grows; waiting puts re-check.
-
-        RocketMQ wakes GroupTransferService only when push2SlaveMaxOffset grew, but its thread also
-        re-checks every 1 ms; re-checking on every ack gives the same result (a second slave
-        reaching an offset the first already reported counts for ackNums >= 3)."""
-        if offset > self.push2_slave_max_offset:
-            self.push2_slave_max_offset = offset
-        self.group_transfer_service.notify_transfer_some()
-
     def is_slave_ok(self, master_put_where: int) -> bool:
         """isSlaveOK: a slave is connected and push2SlaveMaxOffset is within haMaxGapNotInSync.
 
@@ -198,19 +133,11 @@ class DefaultHAService:
         master's log is shorter than haMaxGapNotInSync."""
         return 1 + sum(1 for conn in self.connection_list if self.is_in_sync_slave(master_put_where, conn))
 
-    def get_push2_slave_max_offset(self) -> int:
-        return self.push2_slave_max_offset
-
     # -- observation -------------------------------------------------------------------------
     def get_runtime_info(self, master_put_where: int) -> dict[str, Any]:
         """HARuntimeInfo, as plain data (the admin command haStatus shows it)."""
         if self.ha_client is not None:
-            client = self.ha_client
-            return {"master": False, "haClientRuntimeInfo": {
-                "masterAddr": client.get_ha_master_address(), "maxOffset": self.store.get_max_phy_offset(),
-                "lastReadTimestamp": client.get_last_read_timestamp(),
-                "lastWriteTimestamp": client.get_last_write_timestamp(),
-                "transferredByteInSecond": client.get_transferred_byte_in_second()}}
+            return self._ha_client_runtime_info()
         connections = []
         for conn in self.connection_list:
             connections.append({

@@ -23,6 +23,15 @@ class _Waiter:
         self.future: asyncio.Future | None = None
 
 
+async def wait_at_most(node: Node, future: asyncio.Future, timeout_ms: float) -> None:
+    """waitForRunning's timed wait on the node's clock: `future` completes early on a wakeup."""
+    timer = node.call_later(timeout_ms, lambda: future.done() or future.set_result(None))
+    try:
+        await future
+    finally:
+        timer.cancel()
+
+
 class WaitNotifyObject:
     def __init__(self, node: Node):
         self.node = node
@@ -35,11 +44,9 @@ class WaitNotifyObject:
             return
         future = asyncio.get_running_loop().create_future()
         waiter.future = future
-        timer = self.node.call_later(interval_ms, lambda: future.done() or future.set_result(None))
         try:
-            await future
+            await wait_at_most(self.node, future, interval_ms)
         finally:
-            timer.cancel()
             waiter.future = None
             waiter.notified = False
 

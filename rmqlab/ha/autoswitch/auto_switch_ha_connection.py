@@ -3,7 +3,7 @@
 Mirrors org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAConnection and its two threads, here
 two tasks on the master's Node; the wire format and every decision are in auto_switch_ha_protocol:
 
-* ReadSocketService decodes the slave's frames. A HANDSHAKE records the slave's broker id and flags
+* ReadSocketService (HAConnection's, rmqlab.ha.ha_connection) decodes the slave's frames. A HANDSHAKE records the slave's broker id and flags
   and asks the write side to answer; an ack records the slave's offset (the first one is where to
   start), updates its lastCaughtUpTimeMs, may propose it for the SyncStateSet, recomputes the
   confirm offset if it is a member, and wakes waiting SYNC_MASTER puts. The master adopts the
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (MASTER_HANDSHAKE_HEADER_SIZE, MASTER_TRANSFER_HEADER,
                                                           MASTER_TRANSFER_HEADER_SIZE, ConnectionProtocol,
-                                                          HAProtocolError, SlaveHandshake, plan_batch)
-from rmqlab.ha.flow_monitor import FlowMonitor
+                                                          SlaveHandshake, plan_batch)
+from rmqlab.ha.ha_connection import IDLE_WAIT_MS, READ_MAX_BUFFER_SIZE, HAConnection
 from rmqlab.ha.ha_connection_state import HAConnectionState
-from rmqlab.remoting.remoting_helper import peer_address
+from rmqlab.ha.wait_notify_object import wait_at_most
 
 if TYPE_CHECKING:
     from rmqlab.ha.autoswitch.auto_switch_ha_service import AutoSwitchHAService
@@ -36,58 +36,30 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmqlab.ha")
 
 MACHINE = "AutoSwitchHAConnection"
-READ_MAX_BUFFER_SIZE = 1024 * 1024  # ReadSocketService.READ_MAX_BUFFER_SIZE
-IDLE_WAIT_MS = 100                  # allWaitForRunning(100) with nothing to send
 NO_DATA_WAIT_MS = 500               # empty master, or no epoch for the start offset
 NO_EPOCH_WAIT_MS = 100              # "Can't find a bigger epochEntry"
 
-
-def _current_task() -> asyncio.Task | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # closed from outside the loop (e.g. a synchronous role change)
-        return None
+__all__ = ["AutoSwitchHAConnection", "MACHINE", "READ_MAX_BUFFER_SIZE", "IDLE_WAIT_MS", "NO_DATA_WAIT_MS",
+           "NO_EPOCH_WAIT_MS"]
 
 
-class AutoSwitchHAConnection:
+class AutoSwitchHAConnection(HAConnection):
+    MACHINE = MACHINE
+
     def __init__(self, ha_service: "AutoSwitchHAService", reader: asyncio.StreamReader, writer: Any):
-        self.ha_service = ha_service
-        self.node = ha_service.node
-        self.reader = reader
-        self.writer = writer
-        self.client_address = peer_address(writer.get_extra_info("peername"))
-        self.protocol = ConnectionProtocol()
-        self.flow_monitor = FlowMonitor(ha_service.config, self.node.now_ms)
-        self.close_reason: str | None = None
+        super().__init__(ha_service, reader, writer, ConnectionProtocol())
         self._notified = False  # the read side got a frame the write side may be waiting for
         self._waiter: asyncio.Future | None = None
-        self._read_task: asyncio.Task | None = None
-        self._write_task: asyncio.Task | None = None
-        self.last_read_timestamp = self.node.now_ms()
         self.last_write_timestamp = self.node.now_ms()
-        self._housekeeping = None
-        ha_service.connection_count += 1
 
     def __repr__(self) -> str:
         return (f"AutoSwitchHAConnection({self.client_address}, slave {self.slave_id}, {self.current_state.name}, "
                 f"ack={self.slave_ack_offset}, next={self.protocol.next_transfer_from_where})")
 
-    # -- what the service and GroupTransferService read -------------------------------------
-    @property
-    def current_state(self) -> HAConnectionState:
-        return self.protocol.state
-
+    # -- what the service and GroupTransferService read (besides HAConnection's) -------------
     @property
     def slave_id(self) -> int:
         return self.protocol.slave_id
-
-    @property
-    def slave_ack_offset(self) -> int:
-        return self.protocol.slave_ack_offset
-
-    @property
-    def slave_request_offset(self) -> int:
-        return self.protocol.slave_request_offset
 
     def is_async_learner(self) -> bool:
         return self.protocol.is_async_learner
@@ -95,96 +67,14 @@ class AutoSwitchHAConnection:
     def is_sync_from_last_file(self) -> bool:
         return self.protocol.is_sync_from_last_file
 
-    def get_transfer_from_where(self) -> int:
-        return self.protocol.next_transfer_from_where
-
-    def get_transferred_byte_in_second(self) -> int:
-        return self.flow_monitor.get_transferred_byte_in_second()
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    async def run(self) -> None:
-        """Serve the connection: the accept handler's task reads, a second task writes."""
-        self._trace_state(None, self.protocol.state, "accepted")
-        self._read_task = asyncio.current_task()
-        self._write_task = self.node.spawn(self._write_loop(), name=f"ha-write {self.client_address}")
-        await self._read_loop()
-
-    def shutdown(self) -> None:
-        self.close("local: shutdown", event="shutdown")
-
-    def close(self, reason: str, event: str = "closed") -> None:
-        """End the connection once, from whichever side noticed first."""
-        if self.close_reason is not None:
-            return
-        self.close_reason = reason
-        old, new = self.protocol.closed(event)
-        if self._housekeeping is not None:
-            self._housekeeping.cancel()
-            self._housekeeping = None
-        ha = self.ha_service
-        if not ha.crashed:
-            self._trace_state(old, new, reason)
-            self.node.trace("net.close", peer=self.client_address, reason=reason)
-            log.info("%s: HA connection with slave %s (id %d) closed: %s", self.node.name, self.client_address,
-                     self.slave_id, reason)
-        try:
-            self.writer.close()
-        except (ConnectionError, OSError):
-            pass
-        current = _current_task()
-        for task in (self._read_task, self._write_task):
-            if task is not None and task is not current and not task.done():
-                task.cancel()
-        ha.wait_notify_object.remove_from_waiting_thread_table(self)
-        ha.remove_connection(self)
-        ha.connection_count -= 1
-
-    def _trace_state(self, old: HAConnectionState | None, new: HAConnectionState, reason: str) -> None:
-        self.node.trace("state", machine=MACHINE, from_=old.name if old else None, to=new.name, reason=reason,
-                        peer=self.client_address)
+    def _log_closed(self, reason: str) -> None:
+        log.info("%s: HA connection with slave %s (id %d) closed: %s", self.node.name, self.client_address,
+                 self.slave_id, reason)
 
     # -- ReadSocketService -------------------------------------------------------------------
-    def _arm_housekeeping(self) -> None:
-        interval = self.ha_service.config.haHousekeepingInterval
-        delay = max(0, self.last_read_timestamp + interval + 1 - self.node.now_ms())
-        self._housekeeping = self.node.call_later(delay, self._check_housekeeping)
-
-    def _check_housekeeping(self) -> None:
-        self._housekeeping = None
-        if self.close_reason is not None:
-            return
-        idle = self.node.now_ms() - self.last_read_timestamp
-        if idle > self.ha_service.config.haHousekeepingInterval:
-            log.warning("ha housekeeping, found this connection[%s] expired, %d", self.client_address, idle)
-            self.close(f"housekeeping: nothing read for {idle} ms")
-        else:
-            self._arm_housekeeping()
-
-    async def _read_loop(self) -> None:
-        reason = "remote"
-        self._arm_housekeeping()
-        try:
-            while self.close_reason is None:
-                try:
-                    data = await self.reader.read(READ_MAX_BUFFER_SIZE)
-                except (ConnectionError, OSError) as e:
-                    reason = f"reset: {e}" if str(e) else "reset"
-                    break
-                if not data:
-                    break
-                self.last_read_timestamp = self.node.now_ms()
-                self.protocol.feed(data)
-                try:
-                    self._process_frames()
-                except HAProtocolError as e:
-                    log.warning("%s: closing the HA connection with %s: %s", self.node.name, self.client_address, e)
-                    reason = str(e)
-                    break
-        except asyncio.CancelledError:
-            reason = "local"
-            raise
-        finally:
-            self.close(reason)
+    def process_read(self, data: bytes) -> None:
+        self.protocol.feed(data)
+        self._process_frames()
 
     def _process_frames(self) -> None:
         ha, proto = self.ha_service, self.protocol
@@ -249,53 +139,42 @@ class AutoSwitchHAConnection:
             return
         fut = asyncio.get_running_loop().create_future()
         self._waiter = fut
-        timer = self.node.call_later(timeout_ms, lambda: fut.done() or fut.set_result(None))
         try:
-            await fut
+            await wait_at_most(self.node, fut, timeout_ms)
         finally:
-            timer.cancel()
             self._waiter = None
             self._notified = False
 
-    async def _write_loop(self) -> None:
+    async def _write_loop(self) -> str:
         ha, proto = self.ha_service, self.protocol
         cfg, store = ha.config, ha.store
-        reason = "local"
-        try:
-            while self.close_reason is None:
-                if self.writer.is_closing():
-                    reason = "reset"
-                    break
-                if proto.state is HAConnectionState.HANDSHAKE:
-                    if not proto.is_slave_send_handshake:
-                        await self._wait_for_slave(1000)
-                        continue
-                    entries = ha.epoch_cache.get_all_entries()
-                    frame = proto.master_handshake(store.get_max_phy_offset(), entries)
-                    self._send(frame, "handshake", MASTER_HANDSHAKE_HEADER_SIZE, offset=store.get_max_phy_offset(),
-                               epoch=entries[-1].epoch if entries else -1, entries=len(entries))
-                    await self.writer.drain()
-                    continue
-                if proto.slave_request_offset < 0:
+        while self.close_reason is None:
+            if self.writer.is_closing():
+                return "reset"
+            if proto.state is HAConnectionState.HANDSHAKE:
+                if not proto.is_slave_send_handshake:
                     await self._wait_for_slave(1000)
                     continue
-                if proto.next_transfer_from_where < 0:
-                    start = proto.transfer_start(store.get_max_phy_offset(), store.get_min_phy_offset(),
-                                                 cfg.mappedFileSizeCommitLog)
-                    if start < 0:  # an empty master: nothing to send yet
-                        self._heartbeat_if_needed()
-                        await self.node.sleep(NO_DATA_WAIT_MS)
-                        continue
-                    log.info("Master transfer data to slave %s, from offset:%d, currentEpoch:%s", self.client_address,
-                             start, ha.epoch_cache.find_epoch_entry_by_offset(start))
-                await self._transfer_to_slave()
-        except (ConnectionError, OSError) as e:
-            reason = f"reset: {e}" if str(e) else "reset"
-        except asyncio.CancelledError:
-            reason = "local"
-            raise
-        finally:
-            self.close(reason)
+                entries = ha.epoch_cache.get_all_entries()
+                frame = proto.master_handshake(store.get_max_phy_offset(), entries)
+                self._send(frame, "handshake", MASTER_HANDSHAKE_HEADER_SIZE, offset=store.get_max_phy_offset(),
+                           epoch=entries[-1].epoch if entries else -1, entries=len(entries))
+                await self.writer.drain()
+                continue
+            if proto.slave_request_offset < 0:
+                await self._wait_for_slave(1000)
+                continue
+            if proto.next_transfer_from_where < 0:
+                start = proto.transfer_start(store.get_max_phy_offset(), store.get_min_phy_offset(),
+                                             cfg.mappedFileSizeCommitLog)
+                if start < 0:  # an empty master: nothing to send yet
+                    self._heartbeat_if_needed()
+                    await self.node.sleep(NO_DATA_WAIT_MS)
+                    continue
+                log.info("Master transfer data to slave %s, from offset:%d, currentEpoch:%s", self.client_address,
+                         start, ha.epoch_cache.find_epoch_entry_by_offset(start))
+            await self._transfer_to_slave()
+        return "local"
 
     async def _transfer_to_slave(self) -> None:
         ha, proto = self.ha_service, self.protocol

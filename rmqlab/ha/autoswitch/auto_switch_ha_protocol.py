@@ -50,7 +50,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rmqlab.common.checkpoint_file import INT_MAX, LONG_MAX
-from rmqlab.ha.default_ha_protocol import FrameLayout, HAProtocolError
+from rmqlab.ha.ha_protocol import (CLIENT_READ_MAX_BUFFER_SIZE, ConnectionProtocolBase, FrameBuffer, FrameLayout,
+                                   HAProtocolError, ReportingClientProtocol, Transitions, transition)
 from rmqlab.ha.ha_connection_state import HAConnectionState
 from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
 from rmqlab.store.put_message_result import PutMessageStatus
@@ -105,8 +106,8 @@ LEGACY_ADDRESS_MAX = 50  # HANDSHAKE_SIZE = header + 50: the buffer 5.0 allocate
 
 # The master's handshake body buffer holds 1000 entries (EPOCH_ENTRY_SIZE * 1000).
 MAX_HANDSHAKE_ENTRIES = 1000
-# AutoSwitchHAClient.READ_MAX_BUFFER_SIZE: a whole TRANSFER must fit the slave's 4 MiB read buffer.
-CLIENT_READ_MAX_BUFFER_SIZE = 4 * 1024 * 1024
+# AutoSwitchHAClient.READ_MAX_BUFFER_SIZE (CLIENT_READ_MAX_BUFFER_SIZE): a whole TRANSFER must fit
+# the slave's 4 MiB read buffer.
 MAX_TRANSFER_BODY = CLIENT_READ_MAX_BUFFER_SIZE - MASTER_TRANSFER_HEADER_SIZE
 
 
@@ -255,54 +256,29 @@ def _decode_flag(name: str, value: int) -> bool:
     return value == 1
 
 
-class _Buffer:
-    """Received bytes not yet decoded (RocketMQ's byteBufferRead + processPosition)."""
+class _FrameDecoder:
+    """A streaming decoder over what one end received (both directions buffer the same way)."""
 
     def __init__(self) -> None:
-        self._buf = bytearray()
-        self._pos = 0
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-
-    def available(self) -> int:
-        return len(self._buf) - self._pos
-
-    def peek(self, codec: struct.Struct, extra: int = 0) -> tuple:
-        return codec.unpack_from(self._buf, self._pos + extra)
-
-    def take(self, n: int) -> bytes:
-        out = bytes(self._buf[self._pos:self._pos + n])
-        self._pos += n
-        if self._pos == len(self._buf):
-            self._buf.clear()
-            self._pos = 0
-        elif self._pos > CLIENT_READ_MAX_BUFFER_SIZE:
-            del self._buf[:self._pos]
-            self._pos = 0
-        return out
-
-    def clear(self) -> None:
-        self._buf.clear()
-        self._pos = 0
-
-
-class SlaveFrameDecoder:
-    """What the master reads: slave HANDSHAKEs and TRANSFER acks (AutoSwitchHAConnection.HAServerReader).
-
-    Deviation (Appendix A item 5): Java dispatches on the state int once 12 bytes are buffered, so a
-    HANDSHAKE split after byte 12 reads its broker id from bytes not yet received. Here a
-    HANDSHAKE is decoded only once all 16 bytes are in.
-    """
-
-    def __init__(self) -> None:
-        self._buf = _Buffer()
+        self._buf = FrameBuffer()
 
     def feed(self, data: bytes) -> None:
         self._buf.feed(data)
 
     def buffered(self) -> int:
         return self._buf.available()
+
+    def clear(self) -> None:
+        self._buf.clear()
+
+
+class SlaveFrameDecoder(_FrameDecoder):
+    """What the master reads: slave HANDSHAKEs and TRANSFER acks (AutoSwitchHAConnection.HAServerReader).
+
+    Deviation (Appendix A item 5): Java dispatches on the state int once 12 bytes are buffered, so a
+    HANDSHAKE split after byte 12 reads its broker id from bytes not yet received. Here a
+    HANDSHAKE is decoded only once all 16 bytes are in.
+    """
 
     def next_frame(self, master_max_offset: int) -> SlaveHandshake | SlaveAck | None:
         buf = self._buf
@@ -333,24 +309,12 @@ class SlaveFrameDecoder:
         return SlaveAck(offset)
 
 
-class MasterFrameDecoder:
+class MasterFrameDecoder(_FrameDecoder):
     """What the slave reads: the master's HANDSHAKE and TRANSFER frames (AutoSwitchHAClient.HAClientReader).
 
     `current_state` is the slave's state: a frame for another state is an error (Java skips it
     and fails the read, which closes the connection; the effect is the same).
     """
-
-    def __init__(self) -> None:
-        self._buf = _Buffer()
-
-    def feed(self, data: bytes) -> None:
-        self._buf.feed(data)
-
-    def buffered(self) -> int:
-        return self._buf.available()
-
-    def clear(self) -> None:
-        self._buf.clear()
 
     def next_frame(self, current_state: HAConnectionState) -> MasterHandshake | MasterTransfer | None:
         buf = self._buf
@@ -399,7 +363,7 @@ class MasterFrameDecoder:
 
 
 # -- state machines ------------------------------------------------------------------------------
-CLIENT_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] = {
+CLIENT_TRANSITIONS: Transitions = {
     (READY, "connected"): HANDSHAKE,      # connectMaster
     (HANDSHAKE, "truncated"): TRANSFER,   # doTruncate succeeded
     (HANDSHAKE, "closed"): READY,         # closeMaster (write/read failure, refused truncation)
@@ -413,7 +377,7 @@ CLIENT_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] = {
     (SUSPEND, "shutdown"): SHUTDOWN,
 }
 
-CONNECTION_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] = {
+CONNECTION_TRANSITIONS: Transitions = {
     # After each slave frame the master adopts the slave's state ("Master change state from X to Y").
     (HANDSHAKE, "slave_handshake"): HANDSHAKE,
     (HANDSHAKE, "slave_ack"): TRANSFER,
@@ -426,12 +390,11 @@ CONNECTION_TRANSITIONS: dict[tuple[HAConnectionState, str], HAConnectionState] =
 }
 
 
-def next_state(table: dict[tuple[HAConnectionState, str], HAConnectionState], state: HAConnectionState,
-               event: str) -> HAConnectionState:
-    try:
-        return table[(state, event)]
-    except KeyError:
-        raise ValueError(f"AutoSwitch HA state machine: no transition from {state.name} on {event!r}") from None
+_MACHINE = "AutoSwitch HA"  # names this protocol in state-machine errors
+
+
+def next_state(table: Transitions, state: HAConnectionState, event: str) -> HAConnectionState:
+    return transition(table, state, event, _MACHINE)
 
 
 # -- the slave's handshake decision (doTruncate, reference §2.4) ---------------------------------
@@ -700,25 +663,20 @@ def all_ack_transfer_ok(sync_state_set: set[int], connections: Iterable[tuple[in
 
 
 # -- the slave's end (AutoSwitchHAClient) --------------------------------------------------------
-class ClientProtocol:
+class ClientProtocol(ReportingClientProtocol):
     """The slave's protocol state: what AutoSwitchHAClient keeps besides its socket and store.
 
     Times are the caller's clock in ms; as in RocketMQ, last_write_timestamp starts at construction,
     so the first periodic ack waits haSendHeartbeatInterval (reference §2.4, Appendix A item 4).
     """
 
-    def __init__(self, now_ms: int):
-        self.state = READY
-        self.current_reported_offset = 0
-        self.current_received_epoch = -1
-        self.last_write_timestamp = now_ms
-        self.last_read_timestamp = now_ms
-        self.decoder = MasterFrameDecoder()
+    TRANSITIONS = CLIENT_TRANSITIONS
+    MACHINE = _MACHINE
 
-    def _move(self, event: str) -> tuple[HAConnectionState, HAConnectionState]:
-        old = self.state
-        self.state = next_state(CLIENT_TRANSITIONS, old, event)
-        return old, self.state
+    def __init__(self, now_ms: int):
+        super().__init__(now_ms)
+        self.current_received_epoch = -1
+        self.decoder = MasterFrameDecoder()
 
     def connected(self, now_ms: int, slave_max_offset: int) -> tuple[HAConnectionState, HAConnectionState]:
         """connectMaster succeeded.
@@ -739,9 +697,6 @@ class ClientProtocol:
         self.last_read_timestamp = 0
         self.decoder.clear()
         return self._move("closed")
-
-    def shutdown(self) -> tuple[HAConnectionState, HAConnectionState]:
-        return self._move("shutdown")
 
     def suspend(self) -> tuple[HAConnectionState, HAConnectionState]:
         return self._move("suspend")
@@ -784,50 +739,29 @@ class ClientProtocol:
         """A slave confirms what the master confirmed, as far as its own log goes."""
         return min(header_confirm_offset, slave_max_offset)
 
-    def is_time_to_report(self, now_ms: int, heartbeat_interval_ms: int) -> bool:
-        return now_ms - self.last_write_timestamp > heartbeat_interval_ms
-
-    def report(self, now_ms: int) -> bytes:
-        """reportSlaveOffset(TRANSFER, currentReportedOffset): the periodic ack."""
-        self.last_write_timestamp = now_ms
-        return encode_slave_ack(self.current_reported_offset)
-
-    def report_plus(self, slave_max_offset: int, now_ms: int) -> bytes | None:
-        """reportSlaveMaxOffset: an ack only when the local log grew past the last one reported."""
-        if slave_max_offset > self.current_reported_offset:
-            self.current_reported_offset = slave_max_offset
-            return self.report(now_ms)
-        return None
-
-    def housekeeping_expired(self, now_ms: int, housekeeping_interval_ms: int) -> bool:
-        return now_ms - self.last_read_timestamp > housekeeping_interval_ms
+    # acks: is_time_to_report, report (reportSlaveOffset(TRANSFER, currentReportedOffset)),
+    # report_plus (reportSlaveMaxOffset) and housekeeping_expired are ReportingClientProtocol's.
+    def _encode_report(self, offset: int) -> bytes:
+        return encode_slave_ack(offset)
 
 
 # -- the master's end (AutoSwitchHAConnection) ---------------------------------------------------
-class ConnectionProtocol:
+class ConnectionProtocol(ConnectionProtocolBase):
     """The master's per-slave protocol state: what AutoSwitchHAConnection keeps besides its socket."""
 
+    TRANSITIONS = CONNECTION_TRANSITIONS
+    MACHINE = _MACHINE
+
     def __init__(self) -> None:
-        self.state = HANDSHAKE
+        super().__init__(HANDSHAKE)
         self.slave_id = -1
         self.is_sync_from_last_file = False
         self.is_async_learner = False
         self.is_slave_send_handshake = False
-        self.slave_request_offset = -1
-        self.slave_ack_offset = -1
-        self.next_transfer_from_where = -1
         self.current_transfer_epoch = -1
         self.last_master_max_offset = -1
         self.last_transfer_time_ms = 0
         self.decoder = SlaveFrameDecoder()
-
-    def _move(self, event: str) -> tuple[HAConnectionState, HAConnectionState]:
-        old = self.state
-        self.state = next_state(CONNECTION_TRANSITIONS, old, event)
-        return old, self.state
-
-    def closed(self, event: str = "closed") -> tuple[HAConnectionState, HAConnectionState]:
-        return self._move(event)
 
     def feed(self, data: bytes) -> None:
         self.decoder.feed(data)

@@ -38,7 +38,7 @@ from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (ALL_ACK_IN_SYNC_STATE_
                                                           reported_confirm_offset)
 from rmqlab.ha.default_ha_service import AcceptSocketService
 from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
-from rmqlab.ha.wait_notify_object import WaitNotifyObject
+from rmqlab.ha.ha_service import HAService, _role
 from rmqlab.runtime.node import Node
 from rmqlab.store import store_truncation
 from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
@@ -48,22 +48,13 @@ log = logging.getLogger("rmqlab.ha")
 DISPATCH_POLL_MS = 100  # changeToMaster: Thread.sleep(100) until the consume queues are built
 
 
-def _role(config) -> str:
-    return getattr(config.brokerRole, "name", config.brokerRole)
-
-
 class AutoSwitchAcceptSocketService(AcceptSocketService):
     """AutoSwitchHAService.AutoSwitchAcceptSocketService: each slave gets an AutoSwitchHAConnection."""
 
-    async def _on_accept(self, reader, writer) -> None:
-        ha = self.ha_service
-        if ha.stopped:
-            writer.close()
-            return
-        conn = AutoSwitchHAConnection(ha, reader, writer)
-        log.info("AutoSwitchHAService receive new connection, %s", conn.client_address)
-        ha.add_connection(conn)
-        await conn.run()
+    LOG_NAME = "AutoSwitchHAService"
+
+    def create_connection(self, reader, writer) -> AutoSwitchHAConnection:
+        return AutoSwitchHAConnection(self.ha_service, reader, writer)
 
 
 class AutoSwitchGroupTransferService(GroupTransferService):
@@ -77,28 +68,24 @@ class AutoSwitchGroupTransferService(GroupTransferService):
         return super()._transfer_ok(req)
 
 
-class AutoSwitchHAService:
-    """See the module docstring. `config` is the broker's MessageStoreConfig (read live)."""
+class AutoSwitchHAService(HAService):
+    """See the module docstring. `config` is the broker's MessageStoreConfig (read live).
+    Lifecycle (start, shutdown, on_crash), connections and acknowledgements are HAService's."""
+
+    connection_list: list[AutoSwitchHAConnection]
+    ha_client: AutoSwitchHAClient | None
 
     def __init__(self, node: Node, store, config, *, host: str = "0.0.0.0", port: int | None = None,
                  local_broker_id: int | None = None, broker_name: str | None = None):
-        self.node = node
-        self.store = store
-        self.config = config
+        super().__init__(node, store, config)
         self.broker_name = broker_name or node.name
         self.epoch_cache = EpochFileCache(config.get_store_path_epoch_file())
-        self.connection_list: list[AutoSwitchHAConnection] = []
-        self.connection_count = 0
-        self.push2_slave_max_offset = 0
-        self.wait_notify_object = WaitNotifyObject(node)
         self.group_transfer_service = AutoSwitchGroupTransferService(self)
         self.accept_socket_service = AutoSwitchAcceptSocketService(self, host,
                                                                    config.haListenPort if port is None else port)
         self.ha_client: AutoSwitchHAClient | None = None
         self.sync_state = SyncStateSetState(local_broker_id)
         self.sync_state_set_changed_listeners: list[Callable[[set[int]], Any]] = []
-        self.stopped = False
-        self.crashed = False
         # The stored confirm offset: the checkpoint's, within what the recovered commitlog holds.
         stored = store.store_checkpoint.confirm_phy_offset
         stored = min(stored, store.get_max_phy_offset())
@@ -106,34 +93,10 @@ class AutoSwitchHAService:
         store.set_ha_service(self)
         store.reput_message_service.dispatch_limit = self.get_confirm_offset
 
-    # -- lifecycle ---------------------------------------------------------------------------
-    async def start(self) -> None:
-        await self.accept_socket_service.begin_accept()
-
-    def shutdown(self) -> None:
-        self.stopped = True
-        if self.ha_client is not None:
-            self.ha_client.shutdown()
-        self.accept_socket_service.shutdown()
-        self.destroy_connections()
-        self.group_transfer_service.shutdown()
-
-    def on_crash(self) -> None:
-        self.stopped = self.crashed = True
-        if self.ha_client is not None:
-            self.ha_client.on_crash()
-        self.group_transfer_service.on_crash()
-
-    @property
-    def ha_listen_port(self) -> int:
-        return self.accept_socket_service.port
-
     # -- role changes (reference §2.11) -----------------------------------------------------
     async def change_to_master(self, master_epoch: int) -> bool:
         """changeToMaster. Returns False (nothing changes) for an epoch below the last one."""
-        last_epoch = self.epoch_cache.last_epoch()
-        if master_epoch < last_epoch:
-            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to master", master_epoch, last_epoch)
+        if self._is_stale_epoch(master_epoch, "master"):
             return False
         self.destroy_connections()
         if self.ha_client is not None:
@@ -160,12 +123,18 @@ class AutoSwitchHAService:
 
     def change_to_master_when_last_role_is_master(self, master_epoch: int) -> bool:
         """Re-elected while master: only the new epoch entry."""
-        last_epoch = self.epoch_cache.last_epoch()
-        if master_epoch < last_epoch:
-            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to master", master_epoch, last_epoch)
+        if self._is_stale_epoch(master_epoch, "master"):
             return False
         self._append_new_epoch(master_epoch)
         return True
+
+    def _is_stale_epoch(self, new_master_epoch: int, role: str) -> bool:
+        """A role change for an epoch below the last one is refused (nothing changes)."""
+        last_epoch = self.epoch_cache.last_epoch()
+        if new_master_epoch < last_epoch:
+            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to %s", new_master_epoch, last_epoch, role)
+            return True
+        return False
 
     def _append_new_epoch(self, master_epoch: int) -> None:
         if self.epoch_cache.last_epoch() >= master_epoch:
@@ -174,9 +143,7 @@ class AutoSwitchHAService:
 
     def change_to_slave(self, new_master_addr: str | None, new_master_epoch: int, slave_id: int) -> bool:
         """changeToSlave: `slave_id` is this broker's controller-assigned id (sent in the handshake)."""
-        last_epoch = self.epoch_cache.last_epoch()
-        if new_master_epoch < last_epoch:
-            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to slave", new_master_epoch, last_epoch)
+        if self._is_stale_epoch(new_master_epoch, "slave"):
             return False
         self.destroy_connections()
         if self.ha_client is not None:
@@ -191,21 +158,12 @@ class AutoSwitchHAService:
         return True
 
     def change_to_slave_when_master_not_change(self, new_master_addr: str | None, new_master_epoch: int) -> bool:
-        last_epoch = self.epoch_cache.last_epoch()
-        if new_master_epoch < last_epoch:
-            log.warning("newMasterEpoch %d < lastEpoch %d, fail to change to slave", new_master_epoch, last_epoch)
+        if self._is_stale_epoch(new_master_epoch, "slave"):
             return False
         return True
 
-    def update_ha_master_address(self, new_addr: str | None) -> None:
-        if self.ha_client is not None:
-            self.ha_client.update_ha_master_address(new_addr)
-
     def update_master_address(self, new_addr: str | None) -> None:
         """As in RocketMQ, a no-op here: the client learns the master's address in change_to_slave."""
-
-    def get_ha_client(self) -> AutoSwitchHAClient | None:
-        return self.ha_client
 
     def set_local_broker_id(self, broker_id: int | None) -> None:
         self.sync_state.local_broker_id = broker_id
@@ -333,50 +291,19 @@ class AutoSwitchHAService:
         return self.sync_state.maybe_shrink(self.node.now_ms(), self.config.haMaxTimeSlaveNotCatchup)
 
     # -- connections -------------------------------------------------------------------------
-    def add_connection(self, conn: AutoSwitchHAConnection) -> None:
-        self.connection_list.append(conn)
-
     def remove_connection(self, conn: AutoSwitchHAConnection) -> None:
+        """removeConnection: a member that disconnects is proposed out of the SyncStateSet."""
         if not self.stopped:
             proposed = self.sync_state.on_connection_removed(conn.slave_id)
             if proposed is not None:
                 self.notify_sync_state_set_changed(proposed)
-        if conn in self.connection_list:
-            self.connection_list.remove(conn)
-
-    def destroy_connections(self) -> None:
-        for conn in list(self.connection_list):
-            conn.shutdown()
-        self.connection_list.clear()
-
-    def get_connection_count(self) -> int:
-        return self.connection_count
-
-    # -- acknowledgements --------------------------------------------------------------------
-    def put_request(self, request: GroupCommitRequest) -> None:
-        self.group_transfer_service.put_request(request)
-
-    def get_wait_notify_object(self) -> WaitNotifyObject:
-        return self.wait_notify_object
-
-    def notify_transfer_some(self, offset: int) -> None:
-        if offset > self.push2_slave_max_offset:
-            self.push2_slave_max_offset = offset
-        self.group_transfer_service.notify_transfer_some()
-
-    def get_push2_slave_max_offset(self) -> int:
-        return self.push2_slave_max_offset
+        super().remove_connection(conn)
 
     # -- observation -------------------------------------------------------------------------
     def get_runtime_info(self, master_put_where: int) -> dict[str, Any]:
         """HARuntimeInfo as plain data; inSync is SyncStateSet membership in controller mode."""
         if _role(self.config) == "SLAVE" and self.ha_client is not None:
-            client = self.ha_client
-            return {"master": False, "haClientRuntimeInfo": {
-                "masterAddr": client.get_ha_master_address(), "maxOffset": self.store.get_max_phy_offset(),
-                "lastReadTimestamp": client.get_last_read_timestamp(),
-                "lastWriteTimestamp": client.get_last_write_timestamp(),
-                "transferredByteInSecond": client.get_transferred_byte_in_second()}}
+            return self._ha_client_runtime_info()
         local = self.get_local_sync_state_set()
         connections = [{"addr": c.client_address, "slaveId": c.slave_id, "slaveAckOffset": c.slave_ack_offset,
                         "diff": master_put_where - c.slave_ack_offset, "inSync": c.slave_id in local,
