@@ -13,16 +13,13 @@ brokers notice the closed connections, and offsets are where the last persist le
 The factory builds fresh clients for every start, so a restarted node is a new process (a new
 MQClientInstance, no offsets in memory) that resumes from what the brokers kept.
 
-An application may end by itself (a benchmark that sent its messages): ``finish()`` shuts the
-clients down as its shutdown hook would, then calls ``on_finished``, which whoever runs the process
-sets: ``rmqlab producer`` / ``rmqlab consumer`` end the OS process there. On the simulator nothing
-is set and the node stays up, idle, with its clients stopped (a node cannot stop itself from
-inside the simulation's loop).
+An application may end by itself (a benchmark that sent its messages): ``finish()`` asks the
+runtime to stop the node (``Node.exit``), which then shuts the clients down as on SIGTERM and
+traces ``node.stop`` with reason "finished", on the simulator as on the real runtime.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rmqlab.runtime.component import Component
@@ -35,7 +32,6 @@ class ClientProcess(Component):
     def __init__(self, **clients: Any):
         """``clients``: name -> a client with ``start(node)``, ``shutdown()`` and ``on_crash()``."""
         self.clients: dict[str, Any] = dict(clients)
-        self.on_finished: Callable[[], None] | None = None
         self._shut_down = False
 
     def __getitem__(self, name: str) -> Any:
@@ -47,8 +43,7 @@ class ClientProcess(Component):
             await client.start(node)
 
     async def shutdown(self) -> None:
-        """Shut the clients down, last started first. Idempotent: after ``finish()`` the runtime's
-        own stop calls it again."""
+        """Shut the clients down, last started first. Idempotent."""
         if self._shut_down:
             return
         self._shut_down = True
@@ -56,11 +51,9 @@ class ClientProcess(Component):
             await client.shutdown()
 
     async def finish(self) -> None:
-        """The application is done: shut down (``shutdown()``, which subclasses extend), then
-        tell the runtime through ``on_finished``."""
-        await self.shutdown()
-        if self.on_finished is not None:
-            self.on_finished()
+        """The application is done: the runtime stops the node cleanly (``shutdown()``, which
+        subclasses extend, then ``node.stop`` with reason "finished")."""
+        self.node.exit("finished")
 
     def on_crash(self) -> None:
         for client in self.clients.values():

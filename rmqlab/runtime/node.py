@@ -22,6 +22,8 @@ A node is one machine running one process. Its surface, in full:
   random     random                    — a seeded random.Random of this node
   output     log (logging.Logger), trace(kind, **fields) — the event trace, the only road
              from the running system to widgets, checkers and grading
+  lifecycle  exit(reason)              — the component is done (a client that finished its
+                                         work): the runtime stops the node cleanly
 
 Faults (the nemesis) act on nodes from outside: a process crash cancels the node's tasks and
 closes its connections; suspend freezes its timers and the delivery of its input (SIGSTOP).
@@ -84,6 +86,13 @@ class Node(abc.ABC):
     @abc.abstractmethod
     async def connect(self, host: str, port: int, timeout_ms: float = 3000) -> tuple[asyncio.StreamReader, Any]:
         """Open a byte stream; raises ConnectionRefusedError, or TimeoutError after `timeout_ms`."""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def exit(self, reason: str = "finished") -> None:
+        """Ask the runtime to stop this node cleanly, as on SIGTERM: the component's shutdown runs
+        (after the caller returns), then ``node.stop`` is traced with `reason`. For a component that
+        is done (a benchmark client after its count); idempotent."""
 
     # -- output ------------------------------------------------------------------------------
     @abc.abstractmethod

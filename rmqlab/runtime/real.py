@@ -211,6 +211,8 @@ class RealNode(Node):
             self._frozen_mono_ms = time.monotonic() * 1000.0 - clock.lag_ms
         relayed_ports = {port for (_host, port), node in self.cluster.relayed.items() if node == name}
         self._private_ports = relayed_ports if node_ip else set()
+        # Set by run_process: how Node.exit stops this process (None: no process runs this node).
+        self.exit_handler: Callable[[str], None] | None = None
 
     # -- clock -------------------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -332,6 +334,11 @@ class RealNode(Node):
         self.trace("net.connect", peer=peer, local=f"{local[0]}:{local[1]}")
         return reader, writer
 
+    def exit(self, reason: str = "finished") -> None:
+        if self.exit_handler is None:
+            raise RuntimeError(f"node {self.name}: exit() needs a process runner (run_process) to stop it")
+        self.exit_handler(reason)
+
     def trace(self, kind: str, **fields: Any) -> None:
         self.tracer.emit(self.name, kind, **fields)
 
@@ -386,6 +393,12 @@ def run_process(component: Component, name: str | None = None, *, store_dir: str
         def on_signal(sig: signal.Signals) -> None:
             why.append(sig.name)
             stop.set()
+
+        def on_exit(reason: str) -> None:  # Node.exit: the component is done
+            why.append(reason)
+            stop.set()
+
+        node.exit_handler = on_exit
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, on_signal, sig)

@@ -10,7 +10,6 @@ A boot line when the client has started, a clean stop on SIGTERM, and the summar
 from __future__ import annotations
 
 import os
-import signal
 from argparse import Namespace
 
 from rmqlab.config.addresses import check_addr_list
@@ -51,9 +50,6 @@ def run_client_command(command: str, client, namesrv_addr: str) -> int:
     name = settings.name or command
     logs_dir = settings.logs_dir or os.path.expanduser(DEFAULT_LOGS_DIR)
     store_dir = settings.store_dir or os.path.expanduser(os.path.join("~", "rmqlab", name))
-    # run_process ends a process on SIGTERM only; a client that is done ends itself the same way,
-    # so its stop is the clean one (offsets written, UNREGISTER_CLIENT, node.stop traced).
-    client.on_finished = lambda: os.kill(os.getpid(), signal.SIGTERM)
     spec = client.spec
 
     def boot_line() -> str:

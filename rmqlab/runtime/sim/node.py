@@ -34,6 +34,7 @@ class SimNode(Node):
         self.clock_paused_at: float | None = None  # virtual ms when the clock stopped
         self._clock_lag_ms = 0.0                   # total time the clock spent paused
         self.alive = True
+        self._exiting = False
 
     # -- clock -------------------------------------------------------------------------------
     def _clock_ms(self) -> float:
@@ -103,6 +104,19 @@ class SimNode(Node):
         if not self.alive:
             raise RuntimeError(f"{self.name} is not running")
         return await self.sim.network.connect(self.name, host, port, timeout_ms)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def exit(self, reason: str = "finished") -> None:
+        if self._exiting:
+            return
+        self._exiting = True
+
+        async def stop() -> None:
+            # A loop task, not the node's: stopping cancels the node's own tasks, the caller's too.
+            if self.alive and self.sim.nodes.get(self.name) is self:
+                await self.sim._stop(self.name, reason)
+
+        self.loop.create_task(stop())
 
     # -- output ------------------------------------------------------------------------------
     def trace(self, kind: str, **fields: Any) -> None:

@@ -92,13 +92,13 @@ class Simulation:
         """Clean shutdown of a node's process (SIGTERM)."""
         self.run(self._stop(name))
 
-    async def _stop(self, name: str) -> None:
+    async def _stop(self, name: str, reason: str = "shutdown") -> None:
         component, node = self.components[name], self.nodes[name]
         if component is not None:
             await component.shutdown()
         node._die()
         self.network.node_down(name, "process")
-        self.tracer.emit(name, "node.stop", reason="shutdown")
+        self.tracer.emit(name, "node.stop", reason=reason)
 
     # -- driving time ------------------------------------------------------------------------
     def now_ms(self) -> float:
