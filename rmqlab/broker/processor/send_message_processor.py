@@ -72,7 +72,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import delete_property, properties_to_java_string, wait_completable
+from rmqlab.broker.broker_util import PROPERTIES_MAP_CAPACITY, properties_to_java_string, wait_completable
 from rmqlab.broker.schedule.deliver_delayed_message_timer_task import handle_schedule_message
 from rmqlab.broker.topic.topic_config import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, PermName,
                                               TopicConfig, TopicFilterType, TopicValidator)
@@ -84,9 +84,8 @@ from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.remoting.protocol.header.broker.consumer_send_msg_back import ConsumerSendMsgBackRequestHeader
-from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader, SendMessageResponseHeader
-from rmqlab.remoting.protocol.header.broker.header_util import write_header
-from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader
+from rmqlab.remoting.remoting_command import RemotingCommand, java_hash_map_order
 from rmqlab.remoting.remoting_helper import string_to_address
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode
@@ -108,6 +107,7 @@ FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 V3_4_9 = 121
 REJECT_REQUEST_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 DLQ_LOGGER_NAME = "RocketmqDLQ"  # LoggerName.DLQ_LOGGER_NAME
+_CHECKED_TOPICS_MAX = 4096  # names remembered per cache (topics passing msgCheck, producers' addresses)
 
 
 def suggest_todo(url: str) -> str:
@@ -156,6 +156,10 @@ def look_message_by_offset(store, commit_log_offset: int) -> MessageExt | None:
 class SendMessageProcessor:
     def __init__(self, broker: "BrokerController"):
         self.broker = broker
+        # Topic names that passed msg_check's name checks (TopicValidator's, pure functions of
+        # the name), so a send does not validate its topic's characters again.
+        self._checked_topics: set[str] = set()
+        self._born_hosts: dict[str, tuple[str, int]] = {}  # string_to_address of producers' addresses
 
     # -- entry ---------------------------------------------------------------------------------
     def reject_request(self) -> bool:
@@ -168,22 +172,34 @@ class SendMessageProcessor:
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return await self.consumer_send_msg_back(channel, request)
         header = SendMessageRequestHeader.parse_request_header(request)
-        # buildMsgContext (always run, hooks or not) rewrites the properties with the region and
-        # trace switch; then clearReservedProperties drops POP_CK.
-        props = string_to_message_properties(header.properties)
-        props[MessageConst.PROPERTY_MSG_REGION] = DEFAULT_REGION_ID
-        props[MessageConst.PROPERTY_TRACE_SWITCH] = "true" if TRACE_ON else "false"
-        header.properties = delete_property(properties_to_java_string(props), MessageConst.PROPERTY_POP_CK)
         if header.is_batch():
             return RemotingCommand.create_response_command(
                 ResponseCode.SYSTEM_ERROR, "batch messages are not supported by rmqlab's broker")
-        return await self.send_message(channel, request, header)
+        return await self.send_message(channel, request, header, self.build_msg_properties(header.properties))
+
+    @staticmethod
+    def build_msg_properties(properties: str | None) -> dict[str, str]:
+        """The message's properties as ``sendMessage`` reads them: ``buildMsgContext`` (always run,
+        hooks or not) adds the region and trace switch and writes the properties string back into
+        the header (a HashMap(128)'s order), ``clearReservedProperties`` deletes POP_CK from that
+        string, and ``sendMessage`` parses it again.
+
+        Deviation in the steps, not the result: parsed once. Parsing that rewritten string gives
+        these same entries in that same order (every parsed name and value is non-empty and
+        free of \x02, a name free of \x01, so each entry reads back as written), POP_CK left
+        out; ``header.properties`` is not rewritten, nothing reads it afterwards."""
+        props = string_to_message_properties(properties)
+        props[MessageConst.PROPERTY_MSG_REGION] = DEFAULT_REGION_ID
+        props[MessageConst.PROPERTY_TRACE_SWITCH] = "true" if TRACE_ON else "false"
+        ordered = {name: props[name] for name in java_hash_map_order(props, PROPERTIES_MAP_CAPACITY)}
+        ordered.pop(MessageConst.PROPERTY_POP_CK, None)
+        return ordered
 
     # -- preSend / msgCheck --------------------------------------------------------------------
     def pre_send(self, channel: "RemotingChannel", header: SendMessageRequestHeader) -> RemotingCommand:
-        response = RemotingCommand.create_response_command(-1)
-        response.add_ext_field(MessageConst.PROPERTY_MSG_REGION, DEFAULT_REGION_ID)
-        response.add_ext_field(MessageConst.PROPERTY_TRACE_SWITCH, "true" if TRACE_ON else "false")
+        response = RemotingCommand.create_response_command(-1, ext_fields={
+            MessageConst.PROPERTY_MSG_REGION: DEFAULT_REGION_ID,
+            MessageConst.PROPERTY_TRACE_SWITCH: "true" if TRACE_ON else "false"})
         self.msg_check(channel, header, response)
         return response
 
@@ -195,15 +211,19 @@ class SendMessageProcessor:
             response.code = ResponseCode.NO_PERMISSION
             response.remark = f"the broker[{broker.broker_config.brokerIP1}] sending message is forbidden"
             return response
-        result = TopicValidator.validate_topic(header.topic)
-        if not result.valid:
-            response.code = ResponseCode.INVALID_PARAMETER
-            response.remark = result.remark
-            return response
-        if TopicValidator.is_not_allowed_send_topic(header.topic):
-            response.code = ResponseCode.NO_PERMISSION
-            response.remark = f"Sending message to topic[{header.topic}] is forbidden."
-            return response
+        if header.topic not in self._checked_topics:
+            result = TopicValidator.validate_topic(header.topic)
+            if not result.valid:
+                response.code = ResponseCode.INVALID_PARAMETER
+                response.remark = result.remark
+                return response
+            if TopicValidator.is_not_allowed_send_topic(header.topic):
+                response.code = ResponseCode.NO_PERMISSION
+                response.remark = f"Sending message to topic[{header.topic}] is forbidden."
+                return response
+            if len(self._checked_topics) >= _CHECKED_TOPICS_MAX:
+                self._checked_topics.clear()
+            self._checked_topics.add(header.topic)
         topic_config = tcm.select_topic_config(header.topic)
         if topic_config is None:
             topic_sys_flag = 0
@@ -233,7 +253,10 @@ class SendMessageProcessor:
 
     # -- sendMessage ---------------------------------------------------------------------------
     async def send_message(self, channel: "RemotingChannel", request: RemotingCommand,
-                           header: SendMessageRequestHeader) -> RemotingCommand:
+                           header: SendMessageRequestHeader,
+                           properties: dict[str, str] | None = None) -> RemotingCommand:
+        """``sendMessage``. ``properties``: what :meth:`build_msg_properties` made of the header's
+        (parsed from ``header.properties`` when not given); this message takes them over."""
         broker = self.broker
         response = self.pre_send(channel, header)
         if response.code != -1:
@@ -244,7 +267,7 @@ class SendMessageProcessor:
             queue_id = broker.node.random.randrange(99999999) % topic_config.write_queue_nums
         msg = MessageExtBrokerInner(topic=header.topic, body=request.body or b"")
         msg.queue_id = queue_id
-        ori_props = string_to_message_properties(header.properties)
+        ori_props = string_to_message_properties(header.properties) if properties is None else properties
         if not self.handle_retry_and_dlq(header, response, request, msg, topic_config, ori_props):
             return response
         msg.flag = header.flag
@@ -258,7 +281,13 @@ class SendMessageProcessor:
             response.remark = "Required message key is missing"
             return response
         msg.born_timestamp = header.born_timestamp
-        msg.born_host = string_to_address(channel.remote_addr)
+        born_host = self._born_hosts.get(channel.remote_addr)
+        if born_host is None:
+            born_host = string_to_address(channel.remote_addr)
+            if len(self._born_hosts) >= _CHECKED_TOPICS_MAX:
+                self._born_hosts.clear()
+            self._born_hosts[channel.remote_addr] = born_host
+        msg.born_host = born_host
         msg.store_host = broker.store_host
         msg.reconsume_times = header.reconsume_times or 0
         ori_props[MessageConst.PROPERTY_CLUSTER] = broker.broker_config.brokerClusterName
@@ -473,10 +502,17 @@ class SendMessageProcessor:
             append = put_result.append_message_result
             stats.on_put(append.wrote_bytes)
             response.remark = None
-            write_header(response, SendMessageResponseHeader(
-                msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset,
-                transaction_id=msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-            ))
+            # write_header(response, SendMessageResponseHeader(...)) inline: its non-None fields
+            # added to the extFields preSend started (MSG_REGION, TRACE_ON), same keys and values.
+            if response.ext_fields is None:
+                response.ext_fields = {}
+            ext = response.ext_fields
+            ext["msgId"] = append.msg_id
+            ext["queueId"] = queue_id
+            ext["queueOffset"] = append.logics_offset
+            transaction_id = msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            if transaction_id is not None:
+                ext["transactionId"] = transaction_id
         else:
             stats.on_put_failed()
         return response

@@ -61,7 +61,8 @@ from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import message_properties_to_string
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError, RemotingTimeoutError
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
-from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader
+from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeaderV2
+from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.response_code import ResponseCode
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ DEFAULT_RETRY_RESPONSE_CODES = frozenset({
     ResponseCode.NOT_IN_CURRENT_UNIT, ResponseCode.GO_AWAY,
 })
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+_UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_CHECKED_TOPICS_MAX = 1024  # topics remembered as valid send targets (check_message)
 
 # A SendCallback: an object with on_success(result) / on_exception(error), or a function called
 # as callback(result, error) with exactly one of them None.
@@ -125,6 +128,10 @@ class DefaultMQProducer:
         self.mq_fault_strategy: MQFaultStrategy | None = None
         self.message_client_id_setter: MessageClientIDSetter | None = None
         self._running = False
+        # Topics that passed check_message's topic checks (pure functions of the name), so a
+        # send does not validate its topic's characters again.
+        self._checked_topics: set[str] = set()
+        self._send_async_task_name = f"send-async {producer_group}"
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self, node: "Node", start_factory: bool = True,
@@ -184,25 +191,30 @@ class DefaultMQProducer:
         """``Validators.checkMessage``: MQClientException(MESSAGE_ILLEGAL) for a bad message."""
         if msg is None:
             raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message is null")
-        result = TopicValidator.validate_topic(msg.topic)
-        if not result.valid:
-            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, result.remark)
-        if TopicValidator.is_not_allowed_send_topic(msg.topic):
-            raise MQClientException(ResponseCode.MESSAGE_ILLEGAL,
-                                    f"Sending message to topic[{msg.topic}] is forbidden.")
-        if msg.body is None:
+        topic = msg.topic
+        if type(topic) is not str or topic not in self._checked_topics:
+            result = TopicValidator.validate_topic(topic)
+            if not result.valid:
+                raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, result.remark)
+            if TopicValidator.is_not_allowed_send_topic(topic):
+                raise MQClientException(ResponseCode.MESSAGE_ILLEGAL,
+                                        f"Sending message to topic[{topic}] is forbidden.")
+            if len(self._checked_topics) >= _CHECKED_TOPICS_MAX:
+                self._checked_topics.clear()
+            self._checked_topics.add(topic)
+        body = msg.body
+        if body is None:
             raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message body is null")
-        if len(msg.body) == 0:
+        if len(body) == 0:
             raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message body length is zero")
-        if len(msg.body) > self.max_message_size:
+        if len(body) > self.max_message_size:
             raise MQClientException(ResponseCode.MESSAGE_ILLEGAL,
                                     f"the message body size over max value, MAX: {self.max_message_size}")
 
     def set_uniq_id(self, msg: Message) -> None:
         """``MessageClientIDSetter.setUniqID``: only when the message has none."""
-        if msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) is None:
-            msg.put_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-                             self.message_client_id_setter.create_uniq_id())
+        if msg.properties.get(_UNIQ_KEY) is None:
+            msg.put_property(_UNIQ_KEY, self.message_client_id_setter.create_uniq_id())
 
     async def try_to_find_topic_publish_info(self, topic: str) -> TopicPublishInfo | None:
         """``tryToFindTopicPublishInfo``: the cached info, else the route, else TBW102's route."""
@@ -237,27 +249,40 @@ class DefaultMQProducer:
             broker_addr = factory.find_broker_address_in_publish(mq.broker_name)
         if broker_addr is None:
             raise MQClientException(-1, f"The broker[{mq.broker_name}] not exist")
+        request = self.send_message_request(msg, mq)
+        api = factory.mq_client_api_impl
+        if oneway:
+            await api.remoting_client.invoke_oneway(broker_addr, request)
+            return None
+        return await api.invoke_send_message(broker_addr, mq, msg, request, timeout_ms)
+
+    def send_message_request(self, msg: Message, mq: MessageQueue) -> RemotingCommand:
+        """``sendKernelImpl``'s request: the SendMessageRequestHeader's fields, sent as
+        SEND_MESSAGE_V2 (MQClientAPIImpl.send_message). Built straight as the V2 header's wire
+        fields (``SendMessageRequestHeaderV2.ext_fields_of``), without the V1 and V2 header
+        objects: the same frame, one step per message fewer."""
         self.set_uniq_id(msg)
-        header = SendMessageRequestHeader(
-            producer_group=self.producer_group, topic=msg.topic, default_topic=self.create_topic_key,
-            default_topic_queue_nums=self.default_topic_queue_nums, queue_id=mq.queue_id, sys_flag=0,
-            born_timestamp=self.node.now_ms(), flag=msg.flag,
-            properties=message_properties_to_string(msg.properties), reconsume_times=0, unit_mode=False,
-            batch=False, broker_name=mq.broker_name)
-        if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        topic = msg.topic
+        born_timestamp = self.node.now_ms()
+        properties = message_properties_to_string(msg.properties)
+        reconsume_times = 0
+        max_reconsume_times = None
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             # A consumer's failed message sent as a new one (the send-back fallback): its retry
             # count and limit travel in the header, which the broker's DLQ check reads. As in
             # Java, the properties string above still carries them; the message loses them.
-            reconsume_times = msg.properties.get(MessageConst.PROPERTY_RECONSUME_TIME)
-            if reconsume_times is not None:
-                header.reconsume_times = int(reconsume_times)
+            value = msg.properties.get(MessageConst.PROPERTY_RECONSUME_TIME)
+            if value is not None:
+                reconsume_times = int(value)
                 msg.clear_property(MessageConst.PROPERTY_RECONSUME_TIME)
-            max_reconsume_times = msg.properties.get(MessageConst.PROPERTY_MAX_RECONSUME_TIMES)
-            if max_reconsume_times is not None:
-                header.max_reconsume_times = int(max_reconsume_times)
+            value = msg.properties.get(MessageConst.PROPERTY_MAX_RECONSUME_TIMES)
+            if value is not None:
+                max_reconsume_times = int(value)
                 msg.clear_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES)
-        return await factory.mq_client_api_impl.send_message(broker_addr, mq.broker_name, msg, header, timeout_ms,
-                                                             oneway)
+        ext_fields = SendMessageRequestHeaderV2.ext_fields_of(
+            self.producer_group, topic, self.create_topic_key, self.default_topic_queue_nums, mq.queue_id, 0,
+            born_timestamp, msg.flag, properties, reconsume_times, False, max_reconsume_times, False, mq.broker_name)
+        return self.client_factory.mq_client_api_impl.send_message_request(ext_fields, msg.body)
 
     # -- sync ------------------------------------------------------------------------------------
     async def send(self, msg: Message, mq: MessageQueue | None = None, timeout: int | None = None) -> SendResult:
@@ -292,14 +317,20 @@ class DefaultMQProducer:
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            value = {"brokers_sent": getattr(e, "brokers_sent", [])}
-            if getattr(e, "maybe_stored", False):
-                op.info(value, _error_text(e))
-            else:
-                op.fail(value, _error_text(e))
+            self._complete_failed(op, e)
             raise
         op.ok(dict(result.to_trace_value(), brokers_sent=brokers_sent))
         return result
+
+    @staticmethod
+    def _complete_failed(op: ClientOperation, e: Exception) -> None:
+        """``op``'s completion for a send that raised ``e``: ``info`` when it may have stored
+        the message, else ``fail``."""
+        value = {"brokers_sent": getattr(e, "brokers_sent", [])}
+        if getattr(e, "maybe_stored", False):
+            op.info(value, _error_text(e))
+        else:
+            op.fail(value, _error_text(e))
 
     async def send_default_impl(self, msg: Message, timeout_ms: float) -> tuple[SendResult, list[str]]:
         """``sendDefaultImpl`` for a sync send: the result and the brokers tried, in order. An
@@ -392,48 +423,77 @@ class DefaultMQProducer:
         self.set_uniq_id(msg)
         op = self.client_factory.tracer.invoke("send", describe_message(msg))
         future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
-
-        async def run() -> None:
-            try:
-                result = await self._traced(op, self._send_async_impl(msg, timeout_ms))
-            except Exception as e:
-                if not future.done():
-                    future.set_exception(e)
-                if callback is not None:
-                    _invoke_callback(callback, None, e)
-                return
-            if not future.done():
-                future.set_result(result)
-            if callback is not None:
-                _invoke_callback(callback, result, None)
-
-        self.node.spawn(run(), name=f"send-async {self.producer_group}")
+        self.node.spawn(self._send_async_run(op, msg, timeout_ms, future, callback), name=self._send_async_task_name)
         return future
 
-    async def _send_async_impl(self, msg: Message, timeout_ms: float) -> tuple[SendResult, list[str]]:
-        """An async send: one attempt, then up to retry_times_when_send_async_failed more on
-        another broker after a remoting failure (``sendMessageAsync`` / ``onExceptionImpl``).
-        Returns the result and the brokers tried; an exception carries both trace flags."""
+    async def _send_async_run(self, op: ClientOperation, msg: Message, timeout_ms: float,
+                              future: "asyncio.Future[SendResult]", callback: SendCallback | None) -> None:
+        """The task of one send_async: the send (``sendMessageAsync`` / ``onExceptionImpl``: one
+        attempt, then up to retry_times_when_send_async_failed more on another broker after a
+        remoting failure), ``op`` completed as :meth:`_traced` does, then the future and the
+        callback. One coroutine for all of it (the request goes straight to the connection when
+        it is up): every await level would cost each of the thousands of messages a second."""
+        try:
+            result, brokers_sent = await self._send_async_attempts(msg, timeout_ms)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            try:
+                self._complete_failed(op, e)
+            except Exception as trace_error:  # as in _traced: what completing raised is the outcome
+                e = trace_error
+            if not future.done():
+                future.set_exception(e)
+            if callback is not None:
+                _invoke_callback(callback, None, e)
+            return
+        try:
+            value = result.to_trace_value()
+            value["brokers_sent"] = brokers_sent
+            op.ok(value)
+        except Exception as e:
+            if not future.done():
+                future.set_exception(e)
+            if callback is not None:
+                _invoke_callback(callback, None, e)
+            return
+        if not future.done():
+            future.set_result(result)
+        if callback is not None:
+            _invoke_callback(callback, result, None)
+
+    async def _send_async_attempts(self, msg: Message, timeout_ms: float) -> tuple[SendResult, list[str]]:
+        """The attempts of an async send; the result and the brokers tried. An exception carries
+        ``maybe_stored`` and ``brokers_sent`` for the trace."""
         maybe_stored = False
         brokers_sent: list[str] = []
         try:
             self.check_message(msg)
             node = self.node
             begin = node.now_ms()
-            tp_info = await self.try_to_find_topic_publish_info(msg.topic)
+            tp_info = self.topic_publish_info_table.get(msg.topic)
+            if tp_info is None or not tp_info.message_queue_list:  # else the cached info is the answer
+                tp_info = await self.try_to_find_topic_publish_info(msg.topic)
             if tp_info is None or not tp_info.ok():
                 raise MQClientException(ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION,
                                         f"No route info of this topic: {msg.topic}")
-            mq = self.select_one_message_queue(tp_info, None, False)
+            strategy = self.mq_fault_strategy
+            mq = strategy.select_one_message_queue(tp_info, None, False)
             if mq is None:
                 raise MQClientException(-1, f"no queue to send {msg.topic} to")
+            factory = self.client_factory
             times = 0
             while True:
                 left = timeout_ms - (node.now_ms() - begin)
                 begin_attempt = node.now_ms()
                 brokers_sent.append(mq.broker_name)
                 try:
-                    result = await self.send_kernel_impl(msg, mq, left)
+                    broker_addr = factory.find_broker_address_in_publish(mq.broker_name)
+                    if broker_addr is None:  # send_kernel_impl looks the route up first
+                        result = await self.send_kernel_impl(msg, mq, left)
+                    else:  # send_kernel_impl inline
+                        result = await factory.mq_client_api_impl.invoke_send_message(
+                            broker_addr, mq, msg, self.send_message_request(msg, mq), left)
                 except RemotingError as e:
                     self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, True, True)
                     maybe_stored = maybe_stored or outcome_unknown(e)
@@ -448,7 +508,8 @@ class DefaultMQProducer:
                 except MQBrokerException:
                     self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, True, True)
                     raise
-                self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, False, True)
+                if strategy.send_latency_fault_enable:  # update_fault_item is a no-op otherwise
+                    self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, False, True)
                 return result, brokers_sent
         except Exception as e:
             e.maybe_stored = maybe_stored  # type: ignore[attr-defined]

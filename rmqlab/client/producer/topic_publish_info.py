@@ -49,7 +49,8 @@ class ThreadLocalIndex:
         index = self._index
         if index is None:
             index = _java_int(self._rng.getrandbits(32))  # Random.nextInt()
-        index = _java_int(index + 1)
+        # _java_int(index + 1): an int in range only wraps at Integer.MAX_VALUE.
+        index = index + 1 if index != 0x7FFFFFFF else -0x80000000
         self._index = index
         return index & _POSITIVE_MASK
 
