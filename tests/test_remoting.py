@@ -834,3 +834,137 @@ def test_channel_events_and_frame_traces(tmp_path):
         assert net.events(net.client_node, "net.close") == [{"peer": net.addr, "reason": "local"}]
         assert net.events(net.server_node, "net.close") == [{"peer": client_port, "reason": "remote"}]
     run_net(tmp_path, body)
+
+
+# -- request timeouts as RocketMQ: a precise wait for invoke_sync, the periodic scan for invoke_async --
+
+class _SimEcho:
+    """A simulated name server answering GET_ROUTEINFO_BY_TOPIC after ``delayMs``, and a client."""
+
+    @staticmethod
+    def world(seed: int):
+        from rmqlab.runtime.component import Component
+        from rmqlab.runtime.sim import Simulation
+
+        class Server(Component):
+            component_type = "namesrv"
+
+            async def start(self, node):
+                self.server = RemotingServer(node, "127.0.0.1", 9876)
+
+                async def slow(channel, request):
+                    await node.sleep(request.ext_int("delayMs"))
+                    return create_response_command(ResponseCode.SUCCESS, None, {"n": request.ext_int("delayMs")})
+
+                self.server.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, slow)
+                await self.server.start()
+
+        class Idle(Component):
+            async def start(self, node):
+                pass
+
+        sim = Simulation(seed=seed)
+        sim.add_node("namesrv", Server)
+        sim.add_node("client", Idle)
+        sim.start_all()
+        return sim, sim.nodes["client"], RemotingClient(sim.nodes["client"])
+
+
+def _ask(delay_ms: int) -> RemotingCommand:
+    return create_request_command(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"delayMs": delay_ms})
+
+
+ADDR = "127.0.0.1:9876"
+
+
+def _first_scan_at_or_after(anchor_ms: int, t_ms: float) -> int:
+    """The scan grid of the client created at ``anchor_ms``: 3 s after it, then every second."""
+    tick = anchor_ms + 3000
+    while tick < t_ms:
+        tick += 1000
+    return tick
+
+
+def test_async_timeout_fails_at_the_scan_after_timeout_plus_a_second_sync_at_the_timeout():
+    sim, node, client = _SimEcho.world(11)
+    anchor = node.now_ms()
+    assert sim.run(client.invoke_async(ADDR, _ask(0), 3000)).ext_int("n") == 0  # connects; answered
+    outcomes = {}
+
+    async def timed(label, call):
+        begin = node.now_ms()
+        try:
+            await call
+        except RemotingTimeoutError as e:
+            outcomes[label] = (begin, node.now_ms(), e.timeout_ms)
+
+    async def both():
+        await node.sleep(250)  # off the grid
+        await asyncio.gather(timed("sync", client.invoke_sync(ADDR, _ask(60_000), 1500)),
+                             timed("async", client.invoke_async(ADDR, _ask(60_000), 1500)))
+
+    sim.run(both())
+    begin, failed, timeout_ms = outcomes["sync"]
+    assert failed - begin == 1500 and timeout_ms == 1500  # invokeSync: its own wait, to the ms
+    begin, failed, timeout_ms = outcomes["async"]
+    # scanResponseTable: the first scan at which begin + timeout + 1000 has passed.
+    assert failed == _first_scan_at_or_after(anchor, begin + 1500 + 1000) and timeout_ms == 1500
+    assert client.channel(ADDR).pending_count == 0
+    # Nothing pending any more: the scan stopped and the simulation can go idle.
+    assert client._scan_timer is None and not client._scan_channels
+    sim.close()
+
+
+def test_async_invoke_answers_out_of_order_and_connection_loss_fails_it():
+    sim, node, client = _SimEcho.world(12)
+
+    async def several():
+        return await asyncio.gather(*(client.invoke_async(ADDR, _ask(d), 3000) for d in (300, 10, 100)))
+
+    assert [r.ext_int("n") for r in sim.run(several())] == [300, 10, 100]
+
+    async def lost():
+        pending = asyncio.ensure_future(client.invoke_async(ADDR, _ask(60_000), 10_000))
+        await node.sleep(50)
+        client.close_channel(ADDR)
+        with pytest.raises(RemotingConnectError):
+            await pending
+
+    sim.run(lost())
+    assert not client._scan_channels
+    sim.close()
+
+
+def test_async_timeouts_are_deterministic():
+    from rmqlab.trace import trace_hash
+
+    hashes = []
+    for _ in range(2):
+        sim, node, client = _SimEcho.world(13)
+        sim.nemesis.partition(["namesrv"], ["client"])
+
+        async def many():
+            results = await asyncio.gather(*(client.invoke_async(ADDR, _ask(0), 500 + 100 * i) for i in range(8)),
+                                           return_exceptions=True)
+            return [(type(r).__name__, node.now_ms()) for r in results]
+
+        with pytest.raises(RemotingConnectError):  # partitioned: the connect itself fails
+            sim.run(client.invoke_async(ADDR, _ask(0), 1000))
+        sim.nemesis.heal()
+        sim.run(client.invoke_async(ADDR, _ask(0), 1000))
+        sim.nemesis.partition(["namesrv"], ["client"])
+        outcome = sim.run(many())
+        assert {name for name, _ in outcome} == {"RemotingTimeoutError"}
+        hashes.append((trace_hash(sim.tracer.events), outcome))
+        sim.close()
+    assert hashes[0] == hashes[1]
+
+
+def test_async_invoke_on_tcp(tmp_path):
+    async def body(net: Net):
+        net.server.register_processor(RequestCode.SEND_MESSAGE, echo)
+        responses = await asyncio.gather(*(net.client.invoke_async(net.addr, create_request_command(10, {"n": i}), 5000)
+                                           for i in range(16)))
+        assert [r.ext_int("n") for r in responses] == list(range(16))
+        assert net.client.channel(net.addr).pending_count == 0
+    run_net(tmp_path, body)

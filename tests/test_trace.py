@@ -741,3 +741,88 @@ def test_hash_tool_prints_the_hash_of_both_formats(tmp_path):
                            str(tmp_path / "t.parquet")], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [line.split()[0] for line in done.stdout.splitlines()] == [trace_hash(tracer.events)] * 2
+
+
+# -- the trusted emit path of rmqlab's own hot emitters (remoting frames) ------------------------
+
+def test_emit_trusted_records_the_same_event_and_bytes_as_emit():
+    fields = {"proto": "remoting", "peer": "127.0.0.1:10911", "size": 1456, "code": 310, "name": "SEND_MESSAGE_V2",
+              "opaque": 7, "flag": 0, "remark": None, "body_size": 1024,
+              "ext_fields": {"b": "TopicTest", "a": "PID", "i": "UNIQ_KEY\x01AB\x02"}}
+    lines = []
+    for trusted in (False, True):
+        tracer, _ = new_tracer()
+        if trusted:
+            event = tracer.emit_trusted("producer", "frame.send", dict(fields, ext_fields=dict(fields["ext_fields"])))
+        else:
+            event = tracer.emit("producer", "frame.send", **fields)
+        lines.append(dumps_event(event))
+        assert event.fields == fields
+    assert lines[0] == lines[1]
+
+
+@pytest.mark.parametrize("fields", [
+    {"proto": "remoting", "peer": "p", "size": (1,)},                  # a tuple where emit stores a list
+    {"proto": "remoting", "peer": "p", "size": 1, "_x": 1},            # a reserved name
+    {"proto": "remoting", "peer": "p"},                                # a required field missing
+    {"proto": "remoting", "peer": "p", "size": 1, "ext_fields": {"a": b"x"}},  # bytes
+])
+def test_emit_trusted_in_debug_mode_checks_as_emit_does(fields):
+    tracer = Tracer(ManualClock(), debug=True)
+    with pytest.raises(ValueError):
+        tracer.emit_trusted("n", "frame.send", fields)
+
+
+def test_debug_mode_from_the_environment(monkeypatch):
+    monkeypatch.setenv("RMQLAB_TRACE_DEBUG", "1")
+    assert Tracer(ManualClock()).debug
+    monkeypatch.setenv("RMQLAB_TRACE_DEBUG", "0")
+    assert not Tracer(ManualClock()).debug
+    assert Tracer(ManualClock(), debug=True).debug
+
+
+def _remoting_sim_trace(seed: int):
+    """A simulated remoting exchange with odd values on both sides (non-ASCII extFields and
+    remark, typed ext values, a processor that changes the request's extFields)."""
+    from rmqlab.remoting import RemotingClient, RemotingCommand, RemotingServer
+    from rmqlab.runtime.component import Component
+    from rmqlab.runtime.sim import Simulation
+
+    class Server(Component):
+        component_type = "namesrv"
+
+        async def start(self, node):
+            self.server = RemotingServer(node, "127.0.0.1", 9876)
+
+            async def answer(channel, request):
+                request.ext_fields["touched"] = "yes"  # must not reach the frame.recv event
+                return RemotingCommand.create_response_command(0, "fertig ✓", {"echo": request.ext_fields.get("t")})
+
+            self.server.register_processor(105, answer)
+            await self.server.start()
+
+    class Idle(Component):
+        async def start(self, node):
+            pass
+
+    sim = Simulation(seed=seed)
+    sim.add_node("namesrv", Server)
+    sim.add_node("client", Idle)
+    sim.start_all()
+    client = RemotingClient(sim.nodes["client"])
+    for ext in ({"t": "plain", "n": 5, "b": True}, {"t": "tópico", "k": "\u2028"}):
+        sim.run(client.invoke_sync("127.0.0.1:9876", RemotingCommand.create_request_command(105, ext), 3000))
+    events = list(sim.tracer.events)
+    sim.close()
+    return events
+
+
+def test_remoting_frames_are_the_same_with_and_without_the_trusted_path(monkeypatch):
+    monkeypatch.setenv("RMQLAB_TRACE_DEBUG", "1")  # every frame through emit's checks
+    checked = _remoting_sim_trace(5)
+    monkeypatch.delenv("RMQLAB_TRACE_DEBUG")
+    trusted = _remoting_sim_trace(5)
+    assert [dumps_event(e) for e in checked] == [dumps_event(e) for e in trusted]
+    recvs = [e.fields for e in trusted if e.kind == "frame.recv" and e.node == "namesrv"]
+    assert len(recvs) == 2 and all("touched" not in f["ext_fields"] for f in recvs)
+    assert recvs[1]["ext_fields"]["t"] == "tópico"

@@ -17,6 +17,16 @@ What the layer answers on its own, as RocketMQ does:
 
 Oneway requests get neither (``writeResponse`` sends nothing for them).
 
+Async request timeouts (``scanResponseTable``): RocketMQ arms no timer per async request; a timer
+task of the client (first run 3 s after start, then every second) scans the responseTable and
+fails every request whose ``beginTimestamp + timeoutMillis + 1000`` has passed. Here the owner
+runs the same scan over the channels holding async requests (``RemotingChannel.invoke_async``),
+on the node's timer and on the same grid (3 s after the owner was created, then every 1000 ms),
+so on the simulator a timeout fails at the same virtual time every run. Deviation: the timer runs
+only while some async request is pending (a scan of nothing does nothing, so the failures come at
+the same ticks as with a timer that never stops), which lets a simulation go idle; and the
+server side (NettyRemotingServer) gets the same scan for its callbacks to clients.
+
 Deviation: RocketMQ gives each processor a thread pool and answers SYSTEM_BUSY when the pool's
 queue is full; here each request is a task of the node, so there is no queue to overflow.
 """
@@ -34,6 +44,10 @@ from rmqlab.remoting.response_code import RemotingSysResponseCode
 if TYPE_CHECKING:
     from rmqlab.remoting.remoting_channel import RemotingChannel
     from rmqlab.runtime.node import Node
+
+# NettyRemotingClient.start: the scan's first run, and its period.
+SCAN_INITIAL_DELAY_MS = 3000
+SCAN_PERIOD_MS = 1000
 
 ProcessFunction = Callable[["RemotingChannel", RemotingCommand], Awaitable[RemotingCommand | None]]
 
@@ -66,6 +80,10 @@ class RemotingAbstract:
         self.channel_event_listener = channel_event_listener
         self._processor_table: dict[int, ProcessFunction] = {}
         self._default_processor: ProcessFunction | None = None
+        # scan_response_table: the channels holding async requests, and the scan's grid.
+        self._scan_channels: dict["RemotingChannel", None] = {}  # insertion-ordered: scanned in that order
+        self._scan_timer: Any = None
+        self._next_scan_ms = node.now_ms() + SCAN_INITIAL_DELAY_MS
 
     def register_processor(self, request_code: int, processor: RequestProcessor | ProcessFunction) -> None:
         """Serve requests with ``request_code`` by ``processor`` (replacing any earlier one)."""
@@ -95,6 +113,44 @@ class RemotingAbstract:
                                                                    exception_simple_desc(e))
         await channel.write_response(request, response)
 
+    # -- async request timeouts (scanResponseTable) -----------------------------------------------
+    def watch_response_table(self, channel: "RemotingChannel") -> None:
+        """``channel`` holds an async request now: scan it until it holds none."""
+        if channel not in self._scan_channels:
+            self._scan_channels[channel] = None
+        if self._scan_timer is None:
+            self._arm_scan()
+
+    def _arm_scan(self) -> None:
+        now = self.node.now_ms()
+        if self._next_scan_ms < now:  # ticks passed while nothing was pending: the next one on the grid
+            self._next_scan_ms += -(-(now - self._next_scan_ms) // SCAN_PERIOD_MS) * SCAN_PERIOD_MS
+        self._scan_timer = self.node.call_later(self._next_scan_ms - now, self._scan_tick)
+
+    def _scan_tick(self) -> None:
+        self._scan_timer = None
+        self._next_scan_ms += SCAN_PERIOD_MS
+        try:
+            self.scan_response_table()
+        except Exception:  # as RocketMQ's timer task: log, and scan again next time
+            self.node.log.exception("remoting: scanResponseTable failed")
+        if self._scan_channels:
+            self._arm_scan()
+
+    def scan_response_table(self) -> None:
+        """Fail the async requests whose timeout plus 1000 ms has passed (``scanResponseTable``)."""
+        now = self.node.now_ms()
+        for channel in list(self._scan_channels):
+            if not channel.scan_response_table(now):
+                del self._scan_channels[channel]
+
+    def stop_scan(self) -> None:
+        """Stop the scan (``timer.cancel()`` of shutdown); the channels' close fails what is left."""
+        if self._scan_timer is not None:
+            self._scan_timer.cancel()
+            self._scan_timer = None
+        self._scan_channels.clear()
+
     # -- channel events ---------------------------------------------------------------------------
     def on_channel_connected(self, channel: "RemotingChannel") -> None:
         if self.channel_event_listener is not None:
@@ -102,6 +158,7 @@ class RemotingAbstract:
 
     def on_channel_closed(self, channel: "RemotingChannel") -> None:
         """Called once by a channel of this owner when it closes; subclasses forget it here."""
+        self._scan_channels.pop(channel, None)  # close failed its requests already
         if self.channel_event_listener is not None:
             self._notify(self.channel_event_listener.on_channel_close, channel)
 

@@ -6,11 +6,16 @@ the connections they opened and sends them requests too (NOTIFY_CONSUMER_IDS_CHA
 controller answers a broker's requests and sends NOTIFY_BROKER_ROLE_CHANGED the other way. So a
 channel is symmetric:
 
-* **sending requests** - :meth:`invoke` gives the request the next opaque of this connection,
-  parks a future under it and arms a timer (``node.call_later``); the response with that opaque
-  completes the future, the timer fails it with :class:`RemotingTimeoutError`, and losing the
-  connection fails every pending one with :class:`RemotingConnectError`. :meth:`invoke_oneway`
-  marks the request oneway and expects nothing back;
+* **sending requests** - :meth:`invoke` and :meth:`invoke_async` give the request the next
+  opaque of this connection and park a future under it (the channel's part of RocketMQ's
+  ``responseTable``); the response with that opaque completes the future, and losing the
+  connection fails every pending one with :class:`RemotingConnectError` (``failFast``). The
+  timeouts are RocketMQ's: :meth:`invoke` (``invokeSyncImpl``, whose caller waits on its future
+  with the timeout) arms a timer of its own and fails at ``timeout_ms`` exactly;
+  :meth:`invoke_async` (``invokeAsyncImpl``) arms nothing: the owner's ``scan_response_table``,
+  every second, fails it once ``begin + timeout + 1000 ms`` has passed (see
+  ``RemotingAbstract``), so an async request costs no timer. :meth:`invoke_oneway` marks the
+  request oneway and expects nothing back;
 * **serving requests** - every incoming request is handed to the owner (the server or client the
   channel belongs to, see ``RemotingAbstract.process_request_command``) in a task of its own.
   Clients multiplex everything over one connection (real-clients §3.1): a PULL_MESSAGE held for a
@@ -36,6 +41,7 @@ and deferring it would move the write in the simulator's deterministic schedule.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rmqlab.remoting.exceptions import FrameError, RemotingCommandError, RemotingConnectError, \
@@ -52,6 +58,32 @@ if TYPE_CHECKING:
 
 _READ_SIZE = 256 * 1024
 _OPAQUE_MASK = 0x7FFFFFFF  # stays a non-negative Java int when the counter wraps
+# scanResponseTable fails an async request once beginTimestamp + timeoutMillis + 1000 has passed.
+SCAN_GRACE_MS = 1000
+
+
+def _trace_emitter(node: "Node") -> Callable[[str, dict], Any] | None:
+    """``emit(kind, fields)`` straight to ``Tracer.emit_trusted`` of the tracer ``node.trace``
+    writes to, for the frame events this channel builds itself (the per-message hot path: the
+    same events and bytes, without re-checking and copying what is known to be plain JSON).
+    Only for the two runtimes' nodes, whose ``trace`` is exactly ``tracer.emit(node.name, ...)``;
+    None for any other node (its ``trace`` is used)."""
+    from rmqlab.runtime.real import RealNode
+    from rmqlab.runtime.sim.node import SimNode
+    from rmqlab.trace import Tracer
+
+    trace = getattr(type(node), "trace", None)
+    if trace is RealNode.trace:
+        tracer = node.tracer  # type: ignore[attr-defined]
+    elif trace is SimNode.trace:
+        tracer = node.sim.tracer  # type: ignore[attr-defined]
+    else:
+        return None
+    if type(tracer) is not Tracer:
+        return None
+    name = node.name  # type: ignore[attr-defined]
+    emit_trusted = tracer.emit_trusted
+    return lambda kind, fields: emit_trusted(name, kind, fields)
 
 
 class RemotingChannel:
@@ -67,11 +99,16 @@ class RemotingChannel:
         self.remote_addr = remote_addr or peer_address(writer.get_extra_info("peername"))
         self._decoder = FrameDecoder()
         self._pending: dict[int, asyncio.Future] = {}
+        # The async requests among them, opaque -> (expiry in now_ms, timeout_ms): what the
+        # owner's scan_response_table reads (RocketMQ's ResponseFuture beginTimestamp/timeoutMillis).
+        self._scanned: dict[int, tuple[float, float]] = {}
         self._next_opaque = 0
         self._closed = False
         self.close_reason: str | None = None
         self._run_done: asyncio.Event | None = None
         self._run_task: asyncio.Task | None = None
+        # Frame events go to the node's tracer without emit's checks (see _trace_emitter).
+        self._emit_trusted = _trace_emitter(node)
         # Frames waiting for the flush at the start of the next loop iteration (TCP only).
         self._coalesce = isinstance(writer, asyncio.StreamWriter)
         self._out: list[bytes] = []
@@ -144,17 +181,40 @@ class RemotingChannel:
 
     # -- writing --------------------------------------------------------------------------------
     def _trace(self, kind: str, cmd: RemotingCommand, size: int, ext_fields: dict | None) -> None:
+        """One ``frame.send`` / ``frame.recv`` event. ``ext_fields``: a dict of the frame's own for
+        ``frame.send`` (what ``encode_frame`` wrote, str values, nobody else holds it), the decoded
+        command's for ``frame.recv`` (copied here: the processor gets the same dict)."""
         describe = get_response_code_desc if cmd.is_response_type() else get_request_code_desc
-        body_size = len(cmd.body) if cmd.body else 0
-        # Keywords straight to trace (no intermediate dict); the key order does not reach the file.
-        if ext_fields is not None:
-            self.node.trace(kind, proto="remoting", peer=self.remote_addr, size=size, code=cmd.code,
-                            name=describe(cmd.code), opaque=cmd.opaque, flag=cmd.flag, remark=cmd.remark,
-                            body_size=body_size, ext_fields=ext_fields)
+        body = cmd.body
+        remark = cmd.remark
+        fields = {"proto": "remoting", "peer": self.remote_addr, "size": size, "code": cmd.code,
+                  "name": describe(cmd.code), "opaque": cmd.opaque, "flag": cmd.flag, "remark": remark,
+                  "body_size": len(body) if body else 0}
+        emit = self._emit_trusted
+        if kind == "frame.recv":
+            # Decoded from the wire: ints, str without a lone surrogate (the decoder refuses
+            # one), extFields of str keys and str/int/bool values: plain JSON as it is. The
+            # extFields are copied, as the processor gets the same dict and may change it.
+            if ext_fields is not None:
+                fields["ext_fields"] = dict(ext_fields)
         else:
-            self.node.trace(kind, proto="remoting", peer=self.remote_addr, size=size, code=cmd.code,
-                            name=describe(cmd.code), opaque=cmd.opaque, flag=cmd.flag, remark=cmd.remark,
-                            body_size=body_size)
+            # Built from the caller's command: the values emit would not keep as they are (an
+            # int subclass, non-ASCII text that may hold a lone surrogate) take emit's path,
+            # which normalizes or refuses them (the send then fails before writing, as before).
+            if ext_fields is not None:
+                fields["ext_fields"] = ext_fields  # encode_frame's own dict of str values
+                try:
+                    if not ("".join(ext_fields).isascii() and "".join(ext_fields.values()).isascii()):
+                        emit = None
+                except TypeError:  # not all str
+                    emit = None
+            if type(cmd.code) is not int or type(cmd.flag) is not int or type(cmd.opaque) is not int or \
+                    (remark is not None and (type(remark) is not str or not remark.isascii())):
+                emit = None
+        if emit is not None:
+            emit(kind, fields)
+        else:
+            self.node.trace(kind, **fields)
 
     def _check_open(self) -> None:
         if self._closed or self._writer.is_closing():
@@ -227,6 +287,49 @@ class RemotingChannel:
         if future is not None and not future.done():
             future.set_exception(RemotingTimeoutError(self.remote_addr, timeout_ms))
 
+    async def invoke_async(self, request: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        """Send ``request`` and wait for its response (``invokeAsyncImpl``, the response awaited
+        instead of handed to an InvokeCallback).
+
+        Sets ``request.opaque``. No timer per request: the owner's ``scan_response_table`` fails
+        it with RemotingTimeoutError at its first scan (once a second) at or after ``begin +
+        timeout_ms + 1000`` ms, as RocketMQ's scan does; RemotingConnectError when the connection
+        is or gets closed first. Deviation: RocketMQ also bounds the requests in flight
+        (``semaphoreAsync``, 65535 permits); here the caller's own limit is the only one.
+        """
+        if request.is_response_type() or request.is_oneway_rpc():
+            raise ValueError(f"invoke needs a two-way request, not flag {request.flag:#b}")
+        self._check_open()
+        opaque = self._next_opaque
+        self._next_opaque = (opaque + 1) & _OPAQUE_MASK
+        request.opaque = opaque
+        future = asyncio.get_running_loop().create_future()
+        self._pending[opaque] = future
+        self._scanned[opaque] = (self.node.now_ms() + timeout_ms + SCAN_GRACE_MS, timeout_ms)
+        self.owner.watch_response_table(self)
+        try:
+            self.send_command(request)  # not drained, as in invoke
+            return await future
+        finally:
+            # The response popped _pending already; what is left goes here (one miss, one hit).
+            self._pending.pop(opaque, None)
+            self._scanned.pop(opaque, None)
+
+    def scan_response_table(self, now_ms: float) -> bool:
+        """Fail this channel's async requests whose ``begin + timeout + 1000`` ms is at or before
+        ``now_ms`` (``NettyRemotingAbstract.scanResponseTable``), in the order they were sent;
+        True while async requests remain."""
+        scanned = self._scanned
+        expired = [opaque for opaque, (expiry, _) in scanned.items() if expiry <= now_ms]
+        for opaque in expired:
+            timeout_ms = scanned.pop(opaque)[1]
+            future = self._pending.pop(opaque, None)
+            if future is not None and not future.done():
+                self.node.log.warning("remoting: remove timeout request, opaque %d to %s (%g ms)",
+                                      opaque, self.remote_addr, timeout_ms)
+                future.set_exception(RemotingTimeoutError(self.remote_addr, timeout_ms))
+        return bool(scanned)
+
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         """Send ``request`` marked oneway (``invokeOnewayImpl``): the peer sends nothing back."""
         if request.is_response_type():
@@ -280,6 +383,7 @@ class RemotingChannel:
         except (ConnectionError, OSError):
             pass  # already gone; closing is all that was wanted
         pending, self._pending = self._pending, {}
+        self._scanned = {}
         for future in pending.values():
             if not future.done():
                 future.set_exception(RemotingConnectError(self.remote_addr, f"connection closed ({reason})"))

@@ -199,7 +199,7 @@ def ext_value_to_string(key: str, value: ExtValue) -> str:
     if value is False:
         return "false"
     if isinstance(value, str):
-        return value
+        return str.__str__(value)  # a str subclass (an Enum) as its plain text: the trace keeps it as is
     if isinstance(value, int):
         return str(value)
     raise ValueError(f"extFields <{key}>: {type(value).__name__} {value!r} cannot be sent "

@@ -69,6 +69,11 @@ class RemotingServer(RemotingAbstract):
         """Send a request to the peer of ``channel`` and wait for its response."""
         return await channel.invoke(request, timeout_ms)
 
+    async def invoke_async(self, channel: RemotingChannel, request: RemotingCommand,
+                           timeout_ms: float) -> RemotingCommand:
+        """As :meth:`invoke_sync`, timed out by the periodic scan (``invokeAsync``)."""
+        return await channel.invoke_async(request, timeout_ms)
+
     async def invoke_oneway(self, channel: RemotingChannel, request: RemotingCommand) -> None:
         """Send a oneway request to the peer of ``channel``."""
         await channel.invoke_oneway(request)
@@ -76,6 +81,7 @@ class RemotingServer(RemotingAbstract):
     async def shutdown(self) -> None:
         """Stop listening and close every connection (their pending requests fail)."""
         self._shut_down = True
+        self.stop_scan()
         if self._listener is not None:
             self._listener.close()
         for channel in list(self._channels):

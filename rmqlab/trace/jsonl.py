@@ -57,12 +57,24 @@ def _json_str(s: str) -> str:
     return canonical_json(s)  # kinds and node names: a handful per trace
 
 
+_MIDDLES: dict[tuple[str, str], str] = {}  # (kind, node) -> ',"kind":...,"node":...,"seq":'
+
+
+def _middle(kind: str, node: str) -> str:
+    text = f',"kind":{_json_str(kind)},"node":{_json_str(node)},"seq":'
+    if len(_MIDDLES) < 4096:  # a handful of kinds times the nodes of a run
+        _MIDDLES[(kind, node)] = text
+    return text
+
+
 def dumps_event(event: TraceEvent) -> str:
     """The event's line (without the "\\n"): the canonical JSON of its record,
     ``canonical_json(event.to_record())``, assembled from its parts (the envelope keys in sorted
-    order, ints and floats as json spells them) so that only `fields` goes through the encoder."""
-    return (f'{{"fields":{canonical_json(event.fields)},"kind":{_json_str(event.kind)},'
-            f'"node":{_json_str(event.node)},"seq":{int.__repr__(event.seq)},'
+    order, ints and floats as json spells them) so that only `fields` goes through the encoder;
+    the kind and node part is cached per pair."""
+    kind, node = event.kind, event.node
+    middle = _MIDDLES.get((kind, node)) or _middle(kind, node)
+    return (f'{{"fields":{canonical_json(event.fields)}{middle}{int.__repr__(event.seq)},'
             f'"time_ms":{float.__repr__(event.time_ms)}}}')
 
 

@@ -29,6 +29,11 @@ from rmqlab.trace.kinds import KINDS, validate_fields
 
 Subscriber = Callable[[TraceEvent], None]
 
+# Set (to anything but "" or "0") to make `Tracer.emit_trusted` check its events as `emit` does.
+DEBUG_ENV = "RMQLAB_TRACE_DEBUG"
+_INF = math.inf
+_GOOD_NAMES_MAX = 4096  # distinct field-name tuples remembered as valid (emit call sites: a few dozen)
+
 
 def _field_name(name: str) -> str:
     # `from` is a field of role/state events but a Python keyword: emit(..., from_="SLAVE").
@@ -49,8 +54,12 @@ class Tracer:
     """
 
     def __init__(self, clock_ms: Callable[[], float], *, jsonl_path: str | os.PathLike[str] | None = None,
-                 meta: Mapping[str, Any] | None = None, buffered: bool = False):
+                 meta: Mapping[str, Any] | None = None, buffered: bool = False, debug: bool | None = None):
         self._clock_ms = clock_ms
+        # emit_trusted checks like emit in debug mode (default: from $RMQLAB_TRACE_DEBUG).
+        self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0") if debug is None else bool(debug)
+        # Field-name tuples found free of "_" edges and empty names: one set lookup per event.
+        self._good_names: set[tuple[str, ...]] = set()
         self.meta = normalize_meta(meta)
         self.events: list[TraceEvent] = []
         self._next_seq = 0
@@ -81,8 +90,8 @@ class Tracer:
         # keeps `fields` itself (** made it a fresh dict) and copies nested dicts; anything else
         # takes the general path, which normalizes or raises the error that names the problem.
         spec = KINDS.get(kind)
-        names = "\0" + "\0".join(fields) + "\0"
-        if spec is not None and "\0_" not in names and "_\0" not in names and "\0\0" not in names \
+        names = tuple(fields)
+        if spec is not None and (names in self._good_names or self._plain_names(names)) \
                 and spec.fast_check(fields) and plain_fields_in_place(fields):
             named = fields
         else:
@@ -96,19 +105,53 @@ class Tracer:
                     break
             validate_fields(kind, named)
             named = json_fields(named, f"{kind}.fields")
+        return self._record(node, kind, named)
+
+    def emit_trusted(self, node: str, kind: str, fields: dict) -> TraceEvent:
+        """:meth:`emit` for rmqlab's own hot emitters (the remoting layer's ``frame.*`` events),
+        which build `fields` themselves in the kind's declared shape: a fresh dict of plain JSON
+        values (exact str without lone surrogates, int, bool, None, finite float; nested dicts of
+        those) that the caller hands over and never touches again. It is recorded as it is,
+        without the catalog check and the copies of `emit`: the same event, the same bytes.
+
+        Only for such callers: anything from outside (a student's component, a lab) goes through
+        `emit`. In debug mode (``Tracer(debug=True)`` or $RMQLAB_TRACE_DEBUG) the event goes
+        through `emit`'s checks, and ValueError also says so when they would have changed a value.
+        """
+        if self.debug:
+            event = self.emit(node, kind, **fields)
+            if event.fields != fields or any(type(v) is not type(fields[k]) for k, v in event.fields.items()):
+                raise ValueError(f"trace event {kind!r}: emit_trusted was given fields that are not plain JSON "
+                                 f"as emitted: {fields!r}")
+            return event
+        return self._record(node, kind, fields)
+
+    def _plain_names(self, names: tuple[str, ...]) -> bool:
+        """True when no field name is empty or starts or ends with "_" (remembered)."""
+        for name in names:
+            if not name or name[0] == "_" or name[-1] == "_":
+                return False
+        if len(self._good_names) < _GOOD_NAMES_MAX:
+            self._good_names.add(names)
+        return True
+
+    def _record(self, node: str, kind: str, named: dict) -> TraceEvent:
+        """Number, stamp, keep, write and hand out an event whose fields are final."""
         with self._lock:
             if self._closed:
                 raise ValueError(f"trace event {kind!r} emitted on a closed Tracer")
             now = self._clock_ms()
-            if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
-                raise ValueError(f"the trace clock returned {now!r}, not a finite number of ms")
+            if type(now) is not float or not -_INF < now < _INF:  # NaN fails the comparison too
+                if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
+                    raise ValueError(f"the trace clock returned {now!r}, not a finite number of ms")
+                now = float(now)
             if type(node) is not str or node not in self._checked_nodes:
                 if type(node) is not str or not node:
                     raise ValueError(f"trace event node must be a non-empty str, not {node!r}")
                 if not node.isascii():
                     json_value(node, "node")  # a lone surrogate cannot be written as UTF-8
                 self._checked_nodes.add(node)
-            event = TraceEvent.trusted(self._next_seq, float(now), node, kind, named)
+            event = TraceEvent.trusted(self._next_seq, now, node, kind, named)
             self._next_seq += 1
             self.events.append(event)
             if self._sink is not None:
