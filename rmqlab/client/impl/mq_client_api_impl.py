@@ -210,13 +210,17 @@ class MQClientAPIImpl:
                                body=body)
 
     async def invoke_send_message(self, addr: str, mq: MessageQueue, msg: Message, request: RemotingCommand,
-                                  timeout_ms: float) -> SendResult:
-        """Send a request of :meth:`send_message_request` and read the answer (``sendMessageSync``
-        / ``sendMessageAsync``); on a live connection straight to it (what ``invoke_sync`` does
-        then, one coroutine fewer per message)."""
+                                  timeout_ms: float, async_send: bool = False) -> SendResult:
+        """Send a request of :meth:`send_message_request` and read the answer: ``sendMessageSync``,
+        or with `async_send` ``sendMessageAsync``, which like RocketMQ's ``invokeAsync`` arms no
+        timer (the response-table scan fails it, up to 2 s after its timeout). On a live
+        connection straight to it (one coroutine fewer per message)."""
         channel = self.remoting_client.channel(addr)
         if channel is not None and timeout_ms > 0:
-            response = await channel.invoke(request, timeout_ms)
+            invoke = channel.invoke_async if async_send else channel.invoke
+            response = await invoke(request, timeout_ms)
+        elif async_send:
+            response = await self.remoting_client.invoke_async(addr, request, timeout_ms)
         else:
             response = await self.remoting_client.invoke_sync(addr, request, timeout_ms)
         return self.process_send_response(mq.broker_name, msg, response, addr, mq)

@@ -493,7 +493,7 @@ class DefaultMQProducer:
                         result = await self.send_kernel_impl(msg, mq, left)
                     else:  # send_kernel_impl inline
                         result = await factory.mq_client_api_impl.invoke_send_message(
-                            broker_addr, mq, msg, self.send_message_request(msg, mq), left)
+                            broker_addr, mq, msg, self.send_message_request(msg, mq), left, async_send=True)
                 except RemotingError as e:
                     self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, True, True)
                     maybe_stored = maybe_stored or outcome_unknown(e)
