@@ -31,9 +31,15 @@ the store down cleanly; ``on_crash()`` only drops what is in memory (``store.kil
 
 On the group's master the delayed messages are delivered (``rmqlab.broker.schedule``).
 
-Not part of this broker: controller mode (``enableControllerMode``, RIP-44) and slave acting
-master (RIP-32) are refused at start; the timer wheel, transactions, POP, static topics and the
-proxy are other issues.
+Controller mode (``enableControllerMode=true``, RIP-44, issue 5 §3): the HA service is an
+AutoSwitchHAService and a ReplicasManager (``rmqlab.broker.controller``) registers with the
+controller and gives the broker its id and role; ``brokerId`` and ``brokerRole`` of the file are
+ignored. Until the controller has named a master the broker is isolated (``is_isolated``: no
+NameServer registration) and starts as SLAVE, so its store refuses writes (RocketMQ fences the
+store instead). A slave learns its master's HA address from the NameServer registration.
+
+Not part of this broker: slave acting master (RIP-32) is refused at start; the timer wheel,
+transactions, POP, static topics and the proxy are other issues.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from rmqlab.broker.client.client_housekeeping_service import (Broker2Client, Cli
                                                               DefaultConsumerIdsChangeListener)
 from rmqlab.broker.client.consumer_manager import ConsumerManager
 from rmqlab.broker.client.producer_manager import ProducerManager
+from rmqlab.broker.controller.replicas_manager import ReplicasManager
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
 from rmqlab.broker.message_client_id_setter import MessageClientIDSetter
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
@@ -69,6 +76,7 @@ from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.config.errors import ConfigError
 from rmqlab.config.loader import BrokerStartupConfig
 from rmqlab.ha import DefaultHAService
+from rmqlab.ha.autoswitch import AutoSwitchHAService
 from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMappingSerializeWrapper
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.remoting_server import RemotingServer
@@ -120,7 +128,10 @@ class BrokerController(Component):
         self._started = False
         self.node: Node | None = None
         self.message_store: DefaultMessageStore | None = None
-        self.ha_service: DefaultHAService | None = None
+        self.ha_service: DefaultHAService | AutoSwitchHAService | None = None
+        # Controller mode: the ReplicasManager, and isolation (fenced until it is RUNNING).
+        self.replicas_manager: ReplicasManager | None = None
+        self.is_isolated = False
         self.remoting_server: RemotingServer | None = None
 
     # -- identity --------------------------------------------------------------------------------
@@ -154,8 +165,8 @@ class BrokerController(Component):
         self.node = node
         bc, msc = self.broker_config, self.message_store_config
         if bc.enableControllerMode:
-            raise ConfigError("enableControllerMode = true: this BrokerController runs classic master/slave "
-                              "deployments; controller mode needs the ReplicasManager of the controller issue")
+            # The controller gives the role; until then the store refuses writes (see the docstring).
+            msc.brokerRole = BrokerRole.SLAVE
         if bc.enableSlaveActingMaster:
             raise ConfigError("enableSlaveActingMaster = true: slave acting master (RIP-32) is not implemented "
                               "by this BrokerController")
@@ -168,7 +179,8 @@ class BrokerController(Component):
         self.topic_config_manager = TopicConfigManager(
             root, clock, broker_cluster_name=bc.brokerClusterName, broker_name=bc.brokerName,
             auto_create_topic_enable=bc.autoCreateTopicEnable, default_topic_queue_nums=bc.defaultTopicQueueNums,
-            cluster_topic_enable=bc.clusterTopicEnable, broker_topic_enable=bc.brokerTopicEnable)
+            cluster_topic_enable=bc.clusterTopicEnable, broker_topic_enable=bc.brokerTopicEnable,
+            state_machine_version=self._state_machine_version)
         self.consumer_offset_manager = ConsumerOffsetManager(
             root, clock, consumer_offset_update_version_step=bc.consumerOffsetUpdateVersionStep)
         self.subscription_group_manager = SubscriptionGroupManager(
@@ -215,12 +227,23 @@ class BrokerController(Component):
         for name, interval_ms, step in self.message_store.periodic_services():
             self.schedule_at_fixed_rate(name, interval_ms, interval_ms, step)
 
-        self.ha_service = DefaultHAService(node, self.message_store, msc, host=self.netty_server_config.bindAddress,
-                                           port=msc.get_ha_listen_port(self.netty_server_config.listenPort))
-        if msc.brokerRole == BrokerRole.SLAVE:
+        ha_port = msc.get_ha_listen_port(self.netty_server_config.listenPort)
+        if bc.enableControllerMode:
+            self.ha_service = AutoSwitchHAService(node, self.message_store, msc,
+                                                  host=self.netty_server_config.bindAddress, port=ha_port,
+                                                  broker_name=bc.brokerName)
+            self.update_master_ha_server_addr_periodically = True
+        else:
+            self.ha_service = DefaultHAService(node, self.message_store, msc, host=self.netty_server_config.bindAddress,
+                                               port=ha_port)
+        if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode:
             ha_master = msc.haMasterAddress
             self.update_master_ha_server_addr_periodically = not (ha_master and len(ha_master) >= HA_ADDRESS_MIN_LENGTH)
         await self.ha_service.start()
+        if bc.enableControllerMode:
+            self.replicas_manager = ReplicasManager(self, self.ha_service)
+            self.replicas_manager.set_fenced(True)
+            await self.replicas_manager.start()
 
         self.pull_request_hold_service.start()
         self.client_housekeeping_service.start()
@@ -228,21 +251,32 @@ class BrokerController(Component):
                                     self.consumer_offset_manager.persist)
         self.schedule_at_fixed_rate("DelayOffsetPersist", FIRST_SCHEDULE_DELAY_MS, msc.flushDelayOffsetInterval,
                                     self.schedule_message_service.persist)
-        if msc.brokerRole == BrokerRole.SLAVE:
+        if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode:  # else the ReplicasManager's
             self._last_sync_time_ms = clock()
             check = min(SLAVE_SYNCHRONIZE_CHECK_MS, self.slave_synchronize_period_ms)
             self.schedule_at_fixed_rate("SlaveSynchronize", FIRST_SCHEDULE_DELAY_MS, check, self._slave_sync_tick)
 
         self._started = True
-        node.trace("role", **{"from": None, "to": msc.brokerRole.value, "component": "broker"})
-        self.change_special_service_status(bc.brokerId == MASTER_ID)
-        await self.register_broker_all(True, False, True)
+        if not bc.enableControllerMode:  # the ReplicasManager traces controller-given roles
+            node.trace("role", **{"from": None, "to": msc.brokerRole.value, "component": "broker"})
+        if not self.is_isolated:
+            self.change_special_service_status(bc.brokerId == MASTER_ID)
+            await self.register_broker_all(True, False, True)
         self.schedule_at_fixed_rate("RegisterBrokerAll", FIRST_SCHEDULE_DELAY_MS,
-                                    bc.get_register_name_server_period(),
-                                    lambda: self.register_broker_all(True, False, bc.forceRegister))
+                                    bc.get_register_name_server_period(), self._register_broker_all_periodically)
         tip = self.boot_success_message()
         log.info(tip)
         node.trace("log", level="INFO", message=tip, logger="rmqlab.broker")
+
+    def _register_broker_all_periodically(self):
+        if self.is_isolated:
+            log.info("Skip register for broker is isolated")
+            return None
+        return self.register_broker_all(True, False, self.broker_config.forceRegister)
+
+    def _state_machine_version(self) -> int:
+        """``MessageStore.getStateMachineVersion``: the master epoch in controller mode, else 0."""
+        return self.replicas_manager.master_epoch if self.replicas_manager is not None else 0
 
     def _register_processors(self, server: RemotingServer) -> None:
         """``registerProcessor``: which processor serves which code."""
@@ -422,6 +456,8 @@ class BrokerController(Component):
             await self.remoting_server.shutdown()
         if self._started:
             self.pull_request_hold_service.shutdown()
+        if self.replicas_manager is not None:
+            self.replicas_manager.shutdown()
         if self.ha_service is not None:
             self.ha_service.shutdown()
         if self._started:
@@ -438,6 +474,8 @@ class BrokerController(Component):
         """Process crash: nothing is flushed; the store keeps what reached the page cache."""
         self._shutdown = True
         self._cancel_timers()
+        if self.replicas_manager is not None:
+            self.replicas_manager.on_crash()
         if self.ha_service is not None:
             self.ha_service.on_crash()
         if self.message_store is not None:

@@ -9,7 +9,14 @@ RemotingClient:
   UNREGISTER_BROKER (104) on a clean shutdown. QUERY_DATA_VERSION (322) when ``forceRegister`` is
   off, to skip a registration whose topic table the name servers already hold;
 * to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
-  GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+  GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
+* to the controllers, in controller mode (the ReplicasManager's calls, reference §4.3, §4.9,
+  §4.10): CONTROLLER_GET_METADATA_INFO (1005) to find the leader; CONTROLLER_GET_NEXT_BROKER_ID
+  (1012), CONTROLLER_APPLY_BROKER_ID (1013) and CONTROLLER_REGISTER_BROKER (1003) to register;
+  CONTROLLER_GET_REPLICA_INFO (1004) to poll the set's master; CONTROLLER_ELECT_MASTER (1002,
+  broker trigger) to nominate itself; CONTROLLER_ALTER_SYNC_STATE_SET (1001) as master; and the
+  oneway BROKER_HEARTBEAT (904). Each waits 3000 ms; an answer other than the ones RocketMQ
+  accepts raises MQBrokerException with the controller's code and remark.
 
 Every request carries ``version`` = MQVersion.CURRENT_VERSION, as a Java broker's do (the name
 server reads a registration's body format from it). A failed request raises; the callers log and
@@ -31,12 +38,21 @@ from rmqlab.common.data_version import DataVersion
 from rmqlab.common.java_compat import crc32
 from rmqlab.remoting.exceptions import RemotingError
 from rmqlab.remoting.protocol import remoting_serializable
+from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
+from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
 from rmqlab.remoting.protocol.body.register_broker_body import RegisterBrokerBody, TopicConfigAndMappingSerializeWrapper
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumerOffsetSerializeWrapper, KVTable,
                                                           SubscriptionGroupWrapper)
-from rmqlab.remoting.protocol.header.namesrv import (QueryDataVersionRequestHeader, QueryDataVersionResponseHeader,
-                                                    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
-                                                    UnRegisterBrokerRequestHeader)
+from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
+                                                        ApplyBrokerIdResponseHeader, ElectMasterRequestHeader,
+                                                        ElectMasterResponseHeader, GetMetaDataResponseHeader,
+                                                        GetNextBrokerIdRequestHeader, GetNextBrokerIdResponseHeader,
+                                                        GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader,
+                                                        RegisterBrokerToControllerRequestHeader,
+                                                        RegisterBrokerToControllerResponseHeader)
+from rmqlab.remoting.protocol.header.namesrv import (BrokerHeartbeatRequestHeader, QueryDataVersionRequestHeader,
+                                                    QueryDataVersionResponseHeader, RegisterBrokerRequestHeader,
+                                                    RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader)
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.protocol.namesrv.register_broker_result import RegisterBrokerResult
 from rmqlab.remoting.remoting_client import RemotingClient
@@ -52,6 +68,7 @@ log = logging.getLogger("rmqlab.broker")
 GET_ALL_TIMEOUT_MS = 30_000    # getAllTopicConfig / getAllSubscriptionGroupConfig
 GET_OFFSETS_TIMEOUT_MS = 3_000  # getAllConsumerOffset / getAllDelayOffset
 UNREGISTER_TIMEOUT_MS = 3_000
+CONTROLLER_TIMEOUT_MS = 3_000  # every controller request of BrokerOuterAPI
 
 
 class MQBrokerException(RemotingError):
@@ -197,3 +214,106 @@ class BrokerOuterAPI:
     async def get_all_subscription_group_config(self, addr: str) -> SubscriptionGroupWrapper:
         response = await self._get_all(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_TIMEOUT_MS)
         return SubscriptionGroupWrapper.decode(response.body)
+
+    # -- the controllers (controller mode) -------------------------------------------------------
+    async def _controller_request(self, addr: str, code: int, header, body: bytes | None = None,
+                                  accepted: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        if not addr:
+            # Java would call invokeSync with an empty address and fail to connect.
+            raise RemotingError("no controller leader address known")
+        ext = header.to_ext_fields() if header is not None else None
+        request = RemotingCommand.create_request_command(code, ext, body)
+        response = await self._invoke(addr, request, CONTROLLER_TIMEOUT_MS)
+        if response.code not in accepted:
+            raise MQBrokerException(response.code, response.remark, addr)
+        return response
+
+    async def check_address_reachable(self, addr: str) -> bool:
+        """``checkAddressReachable`` (NettyRemotingClient.isAddressReachable): a connection to
+        ``addr`` exists or can be made now."""
+        try:
+            # Kept as RocketMQ does it: reachability is "the client's cached channel is open".
+            # RemotingClient has no public wrapper for it (see the report).
+            await self.remoting_client._get_and_create_channel(addr)
+            return True
+        except (RemotingError, OSError):
+            return False
+
+    async def get_controller_meta_data(self, controller_addr: str) -> GetMetaDataResponseHeader:
+        """CONTROLLER_GET_METADATA_INFO: any controller answers who the leader is."""
+        response = await self._controller_request(controller_addr, RequestCode.CONTROLLER_GET_METADATA_INFO, None)
+        return GetMetaDataResponseHeader.decode(response)
+
+    async def alter_sync_state_set(self, controller_addr: str, broker_name: str, master_broker_id: int,
+                                   master_epoch: int, new_sync_state_set: set[int],
+                                   sync_state_set_epoch: int) -> SyncStateSet:
+        """CONTROLLER_ALTER_SYNC_STATE_SET: the master proposes a set based on epoch
+        ``sync_state_set_epoch``; the answer is the set the controller now holds, with its epoch."""
+        header = AlterSyncStateSetRequestHeader(broker_name, master_broker_id, master_epoch,
+                                                invoke_time=self.node.now_ms())
+        body = SyncStateSet(new_sync_state_set, sync_state_set_epoch).encode()
+        response = await self._controller_request(controller_addr, RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
+                                                  header, body)
+        return SyncStateSet.decode(response.body)
+
+    async def broker_elect(self, controller_addr: str, cluster_name: str, broker_name: str,
+                           broker_id: int) -> tuple[ElectMasterResponseHeader, frozenset[int]]:
+        """CONTROLLER_ELECT_MASTER, broker trigger (the broker nominates itself). SUCCESS and
+        CONTROLLER_MASTER_STILL_EXIST both name the master; anything else raises."""
+        header = ElectMasterRequestHeader.of_broker_trigger(cluster_name, broker_name, broker_id)
+        header.invoke_time = self.node.now_ms()
+        response = await self._controller_request(
+            controller_addr, RequestCode.CONTROLLER_ELECT_MASTER, header,
+            accepted=(ResponseCode.SUCCESS, ResponseCode.CONTROLLER_MASTER_STILL_EXIST))
+        return ElectMasterResponseHeader.decode(response), ElectMasterResponseBody.decode(response.body).sync_state_set
+
+    async def get_next_broker_id(self, cluster_name: str, broker_name: str,
+                                 controller_addr: str) -> GetNextBrokerIdResponseHeader:
+        header = GetNextBrokerIdRequestHeader(cluster_name, broker_name)
+        response = await self._controller_request(controller_addr, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, header)
+        return GetNextBrokerIdResponseHeader.decode(response)
+
+    async def apply_broker_id(self, cluster_name: str, broker_name: str, broker_id: int, register_check_code: str,
+                              controller_addr: str) -> ApplyBrokerIdResponseHeader:
+        header = ApplyBrokerIdRequestHeader(cluster_name, broker_name, broker_id, register_check_code)
+        response = await self._controller_request(controller_addr, RequestCode.CONTROLLER_APPLY_BROKER_ID, header)
+        return ApplyBrokerIdResponseHeader.decode(response)
+
+    async def register_broker_to_controller(self, cluster_name: str, broker_name: str, broker_id: int,
+                                            broker_address: str, controller_addr: str
+                                            ) -> tuple[RegisterBrokerToControllerResponseHeader, frozenset[int]]:
+        """CONTROLLER_REGISTER_BROKER: the header names the master (if alive); the body is the set."""
+        header = RegisterBrokerToControllerRequestHeader(cluster_name, broker_name, broker_id, broker_address,
+                                                         invoke_time=self.node.now_ms())
+        response = await self._controller_request(controller_addr, RequestCode.CONTROLLER_REGISTER_BROKER, header)
+        return (RegisterBrokerToControllerResponseHeader.decode(response),
+                SyncStateSet.decode(response.body).sync_state_set)
+
+    async def get_replica_info(self, controller_addr: str, broker_name: str
+                               ) -> tuple[GetReplicaInfoResponseHeader, SyncStateSet]:
+        header = GetReplicaInfoRequestHeader(broker_name)
+        response = await self._controller_request(controller_addr, RequestCode.CONTROLLER_GET_REPLICA_INFO, header)
+        return GetReplicaInfoResponseHeader.decode(response), SyncStateSet.decode(response.body)
+
+    def send_heartbeat_to_controller(self, controller_addr: str, cluster_name: str, broker_addr: str,
+                                     broker_name: str, broker_id: int | None, epoch: int, max_offset: int,
+                                     confirm_offset: int, controller_heartbeat_timeout_mills: int,
+                                     election_priority: int) -> None:
+        """BROKER_HEARTBEAT to one controller, oneway, sent from a task of its own (Java: the
+        brokerOuterExecutor); a failure is logged."""
+        if not controller_addr:
+            return
+        header = BrokerHeartbeatRequestHeader(
+            cluster_name=cluster_name, broker_addr=broker_addr, broker_name=broker_name, broker_id=broker_id,
+            epoch=epoch, max_offset=max_offset, confirm_offset=confirm_offset,
+            heartbeat_timeout_mills=controller_heartbeat_timeout_mills, election_priority=election_priority)
+
+        async def send() -> None:
+            request = RemotingCommand.create_request_command(RequestCode.BROKER_HEARTBEAT, header.to_ext_fields())
+            request.version = MQVersion.CURRENT_VERSION
+            try:
+                await self.remoting_client.invoke_oneway(controller_addr, request)
+            except (RemotingError, OSError) as e:
+                log.error("Error happen when send heartbeat to controller %s: %s", controller_addr, e)
+
+        self.node.spawn(send(), name=f"heartbeat-to-controller {controller_addr}")

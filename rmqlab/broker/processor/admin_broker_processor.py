@@ -17,7 +17,14 @@ Served here (what the rmqlab Admin client and SlaveSynchronize use):
   delayOffset.json's text (empty content answers SYSTEM_ERROR, as in RocketMQ);
 * GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) — a queue's offsets;
 * GET_BROKER_RUNTIME_INFO (28) — ``mqadmin brokerStatus``, a KVTable;
-* GET_CONSUME_STATS (208) — ``mqadmin consumerProgress``, a ConsumeStats.
+* GET_CONSUME_STATS (208) — ``mqadmin consumerProgress``, a ConsumeStats;
+* controller mode (reference §4.6, §4.9, §4.10): NOTIFY_BROKER_ROLE_CHANGED (1008, oneway from
+  the controller; header master id/address/epochs, body SyncStateSet) hands the election's result
+  to ``ReplicasManager.change_broker_role``, which acts only on a newer master epoch (outside
+  controller mode it is answered SUCCESS and ignored, as in RocketMQ); GET_BROKER_EPOCH_CACHE
+  (1007, ``mqadmin getBrokerEpoch``) answers the epoch file as an EpochEntryCache with the
+  broker's current ``brokerId`` — 0 while master, the controller id while slave, as RocketMQ
+  sends it — or SYSTEM_ERROR "this request only for controllerMode " outside controller mode.
 
 Deviation: topic attributes are stored without RocketMQ's validation against the known attribute
 names (``AttributeUtil.alterCurrentAttributes``): "+key=value" sets, "-key" removes.
@@ -25,14 +32,18 @@ names (``AttributeUtil.alterCurrentAttributes``): "+key=value" sets, "-key" remo
 
 from __future__ import annotations
 
+import inspect
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
 from rmqlab.broker.topic.topic_config import TopicConfig, TopicFilterType, TopicValidator
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.remoting.protocol import remoting_serializable
+from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
 from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMappingSerializeWrapper
+from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
+from rmqlab.remoting.protocol.header.controller import NotifyBrokerRoleChangedRequestHeader
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
                                                           GetConsumeStatsRequestHeader, KVTable, MessageQueue,
                                                           OffsetWrapper, SubscriptionGroupWrapper)
@@ -89,7 +100,8 @@ def apply_attributes(current: dict[str, str], modification: dict[str, str]) -> d
 class AdminBrokerProcessor:
     def __init__(self, broker: "BrokerController"):
         self.broker = broker
-        self._handlers: dict[int, Callable[["RemotingChannel", RemotingCommand], RemotingCommand]] = {
+        # A handler returns the response, or a coroutine that produces it (the controller-mode ones).
+        self._handlers: dict[int, Callable[["RemotingChannel", RemotingCommand], Any]] = {
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_MAX_OFFSET: self.get_max_offset,
@@ -100,6 +112,8 @@ class AdminBrokerProcessor:
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+            RequestCode.GET_BROKER_EPOCH_CACHE: self.get_broker_epoch_cache,
+            RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self.notify_broker_role_changed,
         }
 
     async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
@@ -107,7 +121,10 @@ class AdminBrokerProcessor:
         if handler is None:
             return RemotingCommand.create_response_command(RemotingSysResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                                            f" request type {request.code} not supported")
-        return handler(channel, request)
+        response = handler(channel, request)
+        if inspect.isawaitable(response):
+            response = await response
+        return response
 
     # -- topics --------------------------------------------------------------------------------
     def update_and_create_topic(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
@@ -197,6 +214,30 @@ class AdminBrokerProcessor:
         wrapper = SubscriptionGroupWrapper(dict(sgm.subscription_group_table), dict(sgm.forbidden_table),
                                            sgm.data_version)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=wrapper.encode())
+
+    # -- controller mode -------------------------------------------------------------------------
+    def get_broker_epoch_cache(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        bc = self.broker.broker_config
+        if not bc.enableControllerMode:
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR,
+                                                           "this request only for controllerMode ")
+        replicas_manager = self.broker.replicas_manager
+        cache = EpochEntryCache(bc.brokerClusterName, bc.brokerName, bc.brokerId,
+                                replicas_manager.get_epoch_entries(), self.broker.message_store.get_max_phy_offset())
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=cache.encode())
+
+    async def notify_broker_role_changed(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        header = NotifyBrokerRoleChangedRequestHeader.decode(request)
+        sync_state_set = SyncStateSet.decode(request.body)
+        log.info("Receive notifyBrokerRoleChanged request, try to change brokerRole, request:%s", header)
+        replicas_manager = self.broker.replicas_manager
+        if replicas_manager is not None:
+            # Errors become SYSTEM_ERROR in the remoting layer (Java: RemotingCommandException);
+            # the request is oneway, so nobody reads the answer either way.
+            await replicas_manager.change_broker_role(header.master_broker_id, header.master_address,
+                                                      header.master_epoch, header.sync_state_set_epoch,
+                                                      sync_state_set.sync_state_set)
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
 
     # -- statistics ----------------------------------------------------------------------------
     def get_broker_runtime_info(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
