@@ -11,7 +11,6 @@ import struct
 
 import pytest
 
-from rmqlab.common.checkpoint_file import LONG_MAX
 from rmqlab.common.manual_clock import ManualClock
 from rmqlab.config import MessageStoreConfig
 from rmqlab.config.broker import BrokerRole
@@ -29,7 +28,7 @@ from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (CLIENT_TRANSITIONS, CO
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.sim import Simulation
 from rmqlab.store import DefaultMessageStore
-from rmqlab.store import controller_mode_put, store_truncation
+from rmqlab.store import store_truncation
 from rmqlab.store.epoch_file_cache import EpochEntry
 from rmqlab.store.put_message_result import PutMessageStatus
 from tests.store_helpers import make_message, open_store, read_queue
@@ -391,6 +390,10 @@ def test_truncate_invalid_msg_cuts_only_a_torn_tail(tmp_path):
 
 
 class _FakeHA:
+    """An HA service whose in-sync count the test sets; the write-ack rule is the real one."""
+
+    decide_write_ack = AutoSwitchHAService.decide_write_ack
+
     def __init__(self, n):
         self.n = n
 
@@ -401,13 +404,13 @@ class _FakeHA:
 def test_controller_mode_put_refuses_when_in_sync_replicas_are_not_enough(tmp_path):
     clock = ManualClock()
     store, _ = open_store(tmp_path, clock, brokerRole=BrokerRole.SYNC_MASTER, minInSyncReplicas=2)
-    store.ha_service = _FakeHA(1)
-    r = controller_mode_put.async_put_message(store, make_message(clock, 0)).result()
+    store.set_ha_service(_FakeHA(1))
+    r = store.async_put_message(make_message(clock, 0)).result()
     assert r.put_message_status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH and not r.is_ok()
     assert store.get_max_phy_offset() == 0  # refused before anything was written
-    store.ha_service = _FakeHA(2)
+    store.set_ha_service(_FakeHA(2))
     store.config.inSyncReplicas = 1
-    assert controller_mode_put.async_put_message(store, make_message(clock, 0)).result().put_message_status is OK
+    assert store.async_put_message(make_message(clock, 0)).result().put_message_status is OK
     store.shutdown()
 
 
@@ -500,7 +503,7 @@ def b(sim, name) -> ControllerModeBroker:
 
 def put(sim, name, i):
     broker = b(sim, name)
-    return controller_mode_put.async_put_message(broker.store, make_message(broker.node.now_ms, i))
+    return broker.store.async_put_message(make_message(broker.node.now_ms, i))
 
 
 def commitlog_files(sim, name) -> dict[str, bytes]:
@@ -777,7 +780,7 @@ def test_real_runtime_handshake_and_all_ack_writes(tmp_path):
             A.ha.set_sync_state_set({1, 2})
             for i in range(20):
                 done = asyncio.get_running_loop().create_future()
-                controller_mode_put.async_put_message(A.store, make_message(nodes["A"].now_ms, i)).then_accept(
+                A.store.async_put_message(make_message(nodes["A"].now_ms, i)).then_accept(
                     done.set_result)
                 result = await asyncio.wait_for(done, 10)
                 assert result.put_message_status is OK

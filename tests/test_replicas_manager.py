@@ -38,7 +38,6 @@ from rmqlab.remoting.protocol.header.namesrv import BrokerHeartbeatRequestHeader
 from rmqlab.remoting.remoting_server import RemotingServer
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.sim import Simulation
-from rmqlab.store import controller_mode_put
 from rmqlab.store.epoch_file_cache import EpochEntry
 from rmqlab.store.put_message_result import PutMessageStatus
 from rmqlab.trace import trace_hash
@@ -220,7 +219,7 @@ def namesrv_addrs(sim) -> dict[int, str]:
 
 def put(sim, name, i):
     broker = br(sim, name)
-    return controller_mode_put.async_put_message(broker.message_store, make_message(broker.node.now_ms, i))
+    return broker.message_store.async_put_message(make_message(broker.node.now_ms, i))
 
 
 def keys(sim, name) -> list[str]:

@@ -91,7 +91,24 @@ class CommitLog:
 
     # -- appending -------------------------------------------------------------------------
     def async_put_message(self, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
-        """Append `msg`; the future completes when the flush policy is satisfied."""
+        """Append `msg`; the future completes when the flush policy is satisfied.
+
+        A SYNC_MASTER message waits for `needAckNums` replicas. The classic rule (reference §3):
+        inSyncReplicas. Controller mode (reference §2.10), which the AutoSwitchHAService brings
+        (``decide_write_ack``): refused before anything is written when fewer than
+        minInSyncReplicas replicas are in sync, else inSyncReplicas or, with allAckInSyncStateSet,
+        every SyncStateSet member. (slave-acting-master's enableAutoInSyncReplicas is not modelled.)
+        """
+        need_handle_ha = self._need_handle_ha(msg)
+        need_ack_nums = 1
+        if need_handle_ha:
+            need_ack_nums = self.store_config.inSyncReplicas
+            decide = getattr(self.ha_service, "decide_write_ack", None)
+            if decide is not None:
+                decision = decide(self.get_max_offset(), self.store_config)
+                if decision.refuse is not None:
+                    return CompletableFuture.completed(PutMessageResult(decision.refuse))
+                need_ack_nums = decision.need_ack_nums
         msg.store_timestamp = self.clock()
         msg.store_host = self.store_host
         key = f"{msg.topic}-{msg.queue_id}"
@@ -103,13 +120,8 @@ class CommitLog:
                       }.get(result.status, PutMessageStatus.UNKNOWN_ERROR)
             return CompletableFuture.completed(PutMessageResult(status, result))
         self.topic_queue_table[key] = queue_offset + 1
-        # Only the classic rule (reference §3): controller mode (minInSyncReplicas,
-        # allAckInSyncStateSet) and slave-acting-master (enableAutoInSyncReplicas) compute
-        # needAckNums differently and come with their issues.
-        need_handle_ha = self._need_handle_ha(msg)
         if not need_handle_ha and not self.sync_flush:  # the common case: nothing to wait for
             return CompletableFuture.completed(PutMessageResult(PutMessageStatus.PUT_OK, result))
-        need_ack_nums = self.store_config.inSyncReplicas if need_handle_ha else 1
         return self._handle_disk_flush_and_ha(result, msg, need_ack_nums, need_handle_ha)
 
     def _append(self, msg: MessageExtBrokerInner, queue_offset: int) -> AppendMessageResult:

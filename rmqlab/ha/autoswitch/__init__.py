@@ -11,7 +11,7 @@ Layout mirrors org.apache.rocketmq.store.ha.autoswitch:
 * ``auto_switch_ha_client``: the slave's end (AutoSwitchHAClient).
 
 The store-side pieces are in ``rmqlab.store.store_truncation`` (truncateFiles, truncateInvalidMsg)
-and ``rmqlab.store.controller_mode_put`` (the controller-mode put); the epoch file is
+and CommitLog (which asks the service for the controller-mode write-ack rule); the epoch file is
 ``rmqlab.store.epoch_file_cache``.
 """
 

@@ -18,7 +18,7 @@ gives it, through explicit calls (the broker's ReplicasManager makes them, refer
 The confirm offset (reference §2.9) is kept here (RocketMQ keeps it in CommitLog; rmqlab's store
 files are not this module's): the store's dispatcher is limited to it, and it is copied into the
 store checkpoint's confirmPhyOffset. A SYNC_MASTER put uses controller mode's write-ack rule
-through ``rmqlab.store.controller_mode_put`` and waits in AutoSwitchGroupTransferService.
+(``decide_write_ack``, which CommitLog asks for) and waits in AutoSwitchGroupTransferService.
 
 The role itself (brokerRole SYNC_MASTER / SLAVE in the MessageStoreConfig) is set by the caller,
 as ReplicasManager does; this service reads it live. Not modelled: fencing (a broker not yet
@@ -34,7 +34,8 @@ from typing import Any
 from rmqlab.ha.autoswitch.auto_switch_ha_client import AutoSwitchHAClient
 from rmqlab.ha.autoswitch.auto_switch_ha_connection import AutoSwitchHAConnection
 from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (ALL_ACK_IN_SYNC_STATE_SET, SyncStateSetState,
-                                                          all_ack_transfer_ok, compute_confirm_offset,
+                                                          WriteAckDecision, all_ack_transfer_ok,
+                                                          compute_confirm_offset, decide_write_ack,
                                                           reported_confirm_offset)
 from rmqlab.ha.default_ha_service import AcceptSocketService
 from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
@@ -271,6 +272,12 @@ class AutoSwitchHAService(HAService):
 
     def in_sync_replicas_nums(self, master_put_where: int) -> int:
         return self.sync_state.in_sync_replicas_nums()
+
+    def decide_write_ack(self, master_put_where: int, store_config: Any) -> WriteAckDecision:
+        """Controller mode's write-ack rule (reference §2.10) for CommitLog.async_put_message,
+        which asks the HA service it has: a classic DefaultHAService has no such rule."""
+        return decide_write_ack(self.in_sync_replicas_nums(master_put_where), store_config.minInSyncReplicas,
+                                store_config.inSyncReplicas, store_config.allAckInSyncStateSet)
 
     def update_connection_last_caught_up_time(self, slave_id: int, caught_up_ms: int) -> None:
         self.sync_state.update_connection_last_caught_up_time(slave_id, caught_up_ms)
