@@ -231,13 +231,7 @@ class BrokerOuterAPI:
     async def check_address_reachable(self, addr: str) -> bool:
         """``checkAddressReachable`` (NettyRemotingClient.isAddressReachable): a connection to
         ``addr`` exists or can be made now."""
-        try:
-            # Kept as RocketMQ does it: reachability is "the client's cached channel is open".
-            # RemotingClient has no public wrapper for it (see the report).
-            await self.remoting_client._get_and_create_channel(addr)
-            return True
-        except (RemotingError, OSError):
-            return False
+        return await self.remoting_client.is_address_reachable(addr)
 
     async def get_controller_meta_data(self, controller_addr: str) -> GetMetaDataResponseHeader:
         """CONTROLLER_GET_METADATA_INFO: any controller answers who the leader is."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError, RemotingTimeoutError
 from rmqlab.remoting.remoting_abstract import ChannelEventListener, RemotingAbstract
 from rmqlab.remoting.remoting_channel import RemotingChannel
 from rmqlab.remoting.remoting_command import RemotingCommand
@@ -46,6 +46,14 @@ class RemotingClient(RemotingAbstract):
         """The open connection to ``addr``, if there is one."""
         channel = self._channels.get(addr)
         return channel if channel is not None and channel.is_active() else None
+
+    async def is_address_reachable(self, addr: str) -> bool:
+        """``isAddressReachable``: a connection to ``addr`` is open, or can be opened now."""
+        try:
+            await self._get_and_create_channel(addr)
+            return True
+        except (RemotingError, OSError):
+            return False
 
     async def _get_and_create_channel(self, addr: str) -> RemotingChannel:
         channel = self.channel(addr)
