@@ -117,8 +117,13 @@ def _serve(component: str, bundle) -> int:
         controller = BrokerController(bundle)
         bc = bundle.brokerConfig
         # A node is named like the conf templates: broker-a, broker-a-s (slave id 1), broker-a-s2, ...
-        default_name = bc.brokerName if bc.brokerId == 0 else \
-            f"{bc.brokerName}-s" + ("" if bc.brokerId == 1 else str(bc.brokerId))
+        # In controller mode the role and id come from the controller, so the file's say nothing:
+        # the node is named after its store directory (conf/controller: broker-n0, ...).
+        if bc.enableControllerMode:
+            default_name = os.path.basename(os.path.normpath(bundle.messageStoreConfig.storePathRootDir))
+        else:
+            default_name = bc.brokerName if bc.brokerId == 0 else \
+                f"{bc.brokerName}-s" + ("" if bc.brokerId == 1 else str(bc.brokerId))
         name = settings.name or default_name
         store_dir = bundle.messageStoreConfig.storePathRootDir
     return run_process(controller, name, store_dir=store_dir, logs_dir=logs_dir,
