@@ -24,11 +24,34 @@ same kinds of client operations. A real cluster is given every node before its f
 starts, so there clients are added before `start()`. `add_client(name, factory)` still runs any
 component on the simulator.
 
-A cluster is one NameServer ("namesrv", listening on 127.0.0.1:9876 on the simulator) and the
-brokers of the mode, each configured from its conf/ template exactly as an operator would start
+A classic cluster is one NameServer ("namesrv", listening on 127.0.0.1:9876 on the simulator) and
+the brokers of the mode, each configured from its conf/ template exactly as an operator would start
 it (`rmqlab broker -c conf/2m-2s-async/broker-a.properties`): only the store directory — and on
 the real runtime the ports, which must be free on this machine — are changed. Node names are the
 template names: broker-a, broker-a-s, broker-b, broker-b-s.
+
+Controller mode (seed 000 "主备自动切换模式部署", conf/controller/), broker set broker-a of three
+replicas broker-n0..n2 (enableControllerMode=true; the controllers elect the master):
+
+    Cluster("controller-embedded")     name servers namesrv-n0..n2, each also a controller
+                                       (enableControllerInNamesrv=true); brokers get -n "all three"
+    Cluster("controller-standalone")   one name server "namesrv" and controllers controller-n0..n2
+                                       (`rmqlab controller -c conf/controller/controller-n0.conf`)
+    Cluster(..., controllers=1 | 3 | 5)  seed 000: "a single controller still performs failover";
+                                       n3, n4 are written like n0..n2 (next peer ports 9880, 9881)
+    Cluster(..., controller_overrides={"enableElectUncleanMaster": True})   every controller
+
+`namesrv_addr` is then the ";" list of the name servers, `controller_addr` the brokers'
+controllerAddr list; `master()` names the broker that is master now and `controller_leader()` the
+controller serving as leader, both read from the trace (the brokers' and the controllers' `role`
+events), so they work the same on either runtime; `master_changes()` lists every election a
+broker took part in (time, node, epoch), from which a lab measures failover times.
+
+On the real runtime each controller also listens on its peer port + 1000 for Raft (pysyncobj binds
+it itself, see rmqlab.controller.impl.raft_controller): the Cluster picks peer ports whose +1000 is
+free too. That port is not behind the relay, so link faults (partitions, loss, delay) do not reach
+Raft traffic between controllers on the real runtime (they reach everything on the simulator);
+process faults (kill, crash, suspend) reach controllers alike on both.
 """
 
 from __future__ import annotations
@@ -36,45 +59,81 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import socket
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 
-from rmqlab.config import load_broker_config, load_namesrv_config
+from rmqlab.config import load_broker_config, load_controller_config, load_namesrv_config
 from rmqlab.example.benchmark import ClientSpec, ConsumerSpec, ProducerSpec, build_client
 from rmqlab.runtime.component import Component
 
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
 
-# mode -> {node name: template under conf/}
+_CONTROLLER_BROKERS = {f"broker-n{i}": f"controller/broker-n{i}.conf" for i in range(3)}
+# mode -> {broker node name: template under conf/}
 MODES: dict[str, dict[str, str]] = {
     "single-master": {"broker-a": "broker.conf"},
     "2m-noslave": {"broker-a": "2m-noslave/broker-a.properties", "broker-b": "2m-noslave/broker-b.properties"},
     "2m-2s-async": {n: f"2m-2s-async/{n}.properties" for n in ("broker-a", "broker-a-s", "broker-b", "broker-b-s")},
     "2m-2s-sync": {n: f"2m-2s-sync/{n}.properties" for n in ("broker-a", "broker-a-s", "broker-b", "broker-b-s")},
+    "controller-embedded": dict(_CONTROLLER_BROKERS),
+    "controller-standalone": dict(_CONTROLLER_BROKERS),
 }
+# Controller modes: where the controllers run (conf/controller/<prefix>-n<i>.conf).
+CONTROLLER_MODES = {"controller-embedded": "namesrv", "controller-standalone": "controller"}
 NAMESRV_PORT = 9876
+CONTROLLER_PEER_PORT = 9877      # controller n<i> serves on 9877 + i (conf/controller/, conf/README.md)
+EMBEDDED_NAMESRV_PORT_STEP = 10  # embedded name server n<i> listens on 9876 + 10 i (9876, 9886, 9896)
+CONTROLLER_COUNTS = (1, 3, 5)
 ADMIN_NODE = "mqadmin"  # the admin client of create_topic (a node of its own on the simulator)
+MASTER_ROLES = ("SYNC_MASTER", "ASYNC_MASTER")
+_DOWN_KINDS = ("node.kill", "node.crash", "node.stop")
 
 
 class Cluster:
     def __init__(self, mode: str, runtime: str = "sim", *, seed: int = 0, root_dir: str | None = None,
                  overrides: dict[str, dict[str, object]] | None = None, mapped_file_size: int = 1024 * 1024,
-                 relay: bool = True):
+                 relay: bool = True, controllers: int = 3,
+                 controller_overrides: dict[str, object] | None = None):
         """`overrides` maps a node name (or "*" for every broker) to extra broker settings; the
         commitlog file size defaults to 1 MiB so rolling is visible in a lab. `relay=False` (real
         runtime only) connects the processes directly, without the fault relay: kill, crash and
-        restart still work, link faults do not (benchmarks use it: an operator has no relay)."""
+        restart still work, link faults do not (benchmarks use it: an operator has no relay).
+        Controller modes only: `controllers` (1, 3 or 5) and `controller_overrides`, settings for
+        every controller (e.g. enableElectUncleanMaster)."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         if runtime not in ("sim", "real"):
             raise ValueError(f"runtime must be 'sim' or 'real', not {runtime!r}")
+        if mode in CONTROLLER_MODES:
+            if controllers not in CONTROLLER_COUNTS:
+                raise ValueError(f"controllers must be one of {CONTROLLER_COUNTS} (a Raft group of an odd size), "
+                                 f"not {controllers!r}")
+        elif controllers != 3 or controller_overrides:
+            raise ValueError(f"controllers / controller_overrides: mode {mode!r} has no controllers "
+                             f"(controller modes: {', '.join(CONTROLLER_MODES)})")
         self.mode, self.runtime, self.seed = mode, runtime, seed
         self.root_dir = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-{mode}-")
         self.brokers = dict(MODES[mode])
         self.overrides = overrides or {}
+        self.controller_overrides = dict(controller_overrides or {})
         self.mapped_file_size = mapped_file_size
+        # Name servers and controllers: node name -> template under conf/ (None: the defaults,
+        # `rmqlab namesrv` without -c). Embedded: the controllers are the name servers.
+        where = CONTROLLER_MODES.get(mode)
+        self.controller_nodes = [f"{where}-n{i}" for i in range(controllers)] if where else []
+        if where == "namesrv":
+            self.namesrvs: dict[str, str | None] = {n: self._controller_template(n) for n in self.controller_nodes}
+            self.controllers: dict[str, str] = {}
+        else:
+            self.namesrvs = {"namesrv": None}
+            self.controllers = {n: self._controller_template(n) for n in self.controller_nodes}
+        self.controller_addr = ""  # the brokers' controllerAddr (controller modes)
+        self._master_scans: dict[str | None, _LeaderScan] = {}
+        self._controller_scan = _LeaderScan(self.controller_nodes, lambda e: e.fields.get("component") == "raft",
+                                            lambda e: e.fields.get("to") == "LEADER", "term")
         self.components: dict[str, Component] = {}
         self.clients: dict[str, ClientSpec | None] = {}   # client node -> its description (None: a factory)
         self._start_with_cluster: list[str] = []           # clients added with start=True before start()
@@ -83,7 +142,6 @@ class Cluster:
             from rmqlab.runtime.sim import Simulation
 
             self.sim = Simulation(seed=seed, root_dir=os.path.join(self.root_dir, "nodes"))
-            self.namesrv_addr = f"127.0.0.1:{NAMESRV_PORT}"
             self._build_sim()
             self.nemesis = self.sim.nemesis
         else:
@@ -94,10 +152,29 @@ class Cluster:
             self.nemesis = self.real.nemesis
 
     # -- configuration -------------------------------------------------------------------------
+    @staticmethod
+    def _controller_template(name: str) -> str:
+        """conf/controller/<name>.conf; n3 and n4 (five controllers) are written like n0."""
+        prefix, index = name.rsplit("-n", 1)
+        return f"controller/{prefix}-n{index if int(index) < 3 else 0}.conf"
+
+    def _controller_settings(self, name: str, peers: dict[str, str], store_dir: str) -> dict[str, object]:
+        """What differs from the template of controller `name`: the peers (for 1 or 5 controllers,
+        or the free ports of the real runtime), its own id, and its store."""
+        index = int(name.rsplit("-n", 1)[1])
+        values: dict[str, object] = {
+            "controllerDLegerPeers": ";".join(f"{n}-{a}" for n, a in peers.items()),
+            "controllerDLegerSelfId": f"n{index}",
+            "controllerStorePath": os.path.join(store_dir, "controller"),
+            **self.controller_overrides}
+        return values
+
     def _broker_overrides(self, name: str, store_dir: str, namesrv_addr: str) -> dict[str, object]:
-        return {"storePathRootDir": store_dir, "namesrvAddr": namesrv_addr,
-                "mappedFileSizeCommitLog": self.mapped_file_size,
-                **self.overrides.get("*", {}), **self.overrides.get(name, {})}
+        values: dict[str, object] = {"storePathRootDir": store_dir, "namesrvAddr": namesrv_addr,
+                                     "mappedFileSizeCommitLog": self.mapped_file_size}
+        if self.controller_nodes:
+            values["controllerAddr"] = self.controller_addr
+        return {**values, **self.overrides.get("*", {}), **self.overrides.get(name, {})}
 
     def broker_config(self, name: str, store_dir: str, namesrv_addr: str):
         return load_broker_config(os.path.join(CONF_DIR, self.brokers[name]),
@@ -105,16 +182,37 @@ class Cluster:
 
     def _build_sim(self) -> None:
         from rmqlab.broker import BrokerController
+        from rmqlab.controller.controller_manager import ControllerManager
         from rmqlab.namesrv import NamesrvController
 
         sim = self.sim
+        # The template ports: peer port 9877 + i, embedded name server 9876 + 10 i.
+        peers = {f"n{i}": f"127.0.0.1:{CONTROLLER_PEER_PORT + i}" for i in range(len(self.controller_nodes))}
+        self.controller_addr = ";".join(peers.values())
+        ns_ports = {name: NAMESRV_PORT + EMBEDDED_NAMESRV_PORT_STEP * i for i, name in enumerate(self.namesrvs)}
+        self.namesrv_addr = ";".join(f"127.0.0.1:{p}" for p in ns_ports.values())
 
-        def namesrv() -> Component:
-            c = NamesrvController.from_startup_config(load_namesrv_config(overrides={"listenPort": NAMESRV_PORT}))
-            self.components["namesrv"] = c
-            return c
+        for name, template in self.namesrvs.items():
+            def namesrv(name: str = name, template: str | None = template) -> Component:
+                overrides: dict[str, object] = {"listenPort": ns_ports[name]}
+                if template is not None:
+                    overrides.update(self._controller_settings(name, peers, sim.store_dir(name)))
+                config = load_namesrv_config(os.path.join(CONF_DIR, template) if template else None,
+                                             overrides=overrides)
+                c = NamesrvController.from_startup_config(config)
+                self.components[name] = c
+                return c
 
-        sim.add_node("namesrv", namesrv)
+            sim.add_node(name, namesrv)
+        for name, template in self.controllers.items():
+            def controller(name: str = name, template: str = template) -> Component:
+                config = load_controller_config(os.path.join(CONF_DIR, template),
+                                                overrides=self._controller_settings(name, peers, sim.store_dir(name)))
+                c = ControllerManager.from_startup_config(config)
+                self.components[name] = c
+                return c
+
+            sim.add_node(name, controller)
         for name in self.brokers:
             def broker(name: str = name) -> Component:
                 c = BrokerController(self.broker_config(name, sim.store_dir(name), self.namesrv_addr))
@@ -127,26 +225,53 @@ class Cluster:
         from rmqlab.runtime.real_cluster import free_ports
 
         real = self.real
-        ns_port, *ports = free_ports(1 + 2 * len(self.brokers))
-        self.namesrv_addr = f"127.0.0.1:{ns_port}"
+        embedded = bool(self.controller_nodes) and not self.controllers
+        peer_ports = _controller_ports(len(self.controller_nodes))
+        raft_ports = {p + _raft_port_offset() for p in peer_ports}
+        while True:  # the other ports must not be a controller's Raft port (pysyncobj binds it itself)
+            chosen = free_ports(len(self.namesrvs) + 2 * len(self.brokers))
+            ns_ports, ports = chosen[:len(self.namesrvs)], chosen[len(self.namesrvs):]
+            if not raft_ports & set(chosen) and not set(peer_ports) & set(chosen):
+                break
+        peers = {f"n{i}": f"127.0.0.1:{p}" for i, p in enumerate(peer_ports)}
+        self.controller_addr = ";".join(peers.values())
+        self.namesrv_addr = ";".join(f"127.0.0.1:{p}" for p in ns_ports)
         conf_dir = os.path.join(self.root_dir, "conf")
         os.makedirs(conf_dir, exist_ok=True)
-        ns_conf = _write_properties(os.path.join(conf_dir, "namesrv.conf"), {"listenPort": ns_port})
-        real.add_node("namesrv", [sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", ns_conf], ports=[ns_port])
+        for i, (name, template) in enumerate(self.namesrvs.items()):
+            values: dict[str, object] = _read_properties(os.path.join(CONF_DIR, template)) if template else {}
+            values["listenPort"] = ns_ports[i]
+            relayed = [ns_ports[i]]
+            if template is not None:
+                values.update(self._controller_settings(name, peers, real.store_dir(name)))
+                relayed.append(peer_ports[i])
+            # A classic cluster keeps its historical file name (namesrv.conf).
+            conf = _write_properties(os.path.join(conf_dir, f"{name}.conf"), values)
+            real.add_node(name, [sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", conf], ports=relayed)
+        for i, (name, template) in enumerate(self.controllers.items()):
+            values = _read_properties(os.path.join(CONF_DIR, template))
+            values.update(self._controller_settings(name, peers, real.store_dir(name)))
+            conf = _write_properties(os.path.join(conf_dir, f"{name}.conf"), values)
+            real.add_node(name, [sys.executable, "-m", "rmqlab.cli", "controller", "-c", conf], ports=[peer_ports[i]])
         for i, name in enumerate(self.brokers):
             listen, ha = ports[2 * i], ports[2 * i + 1]
             values = _read_properties(os.path.join(CONF_DIR, self.brokers[name]))
             values.update({"listenPort": listen, "haListenPort": ha})
             values.update(self._broker_overrides(name, real.store_dir(name), self.namesrv_addr))
             conf = _write_properties(os.path.join(conf_dir, f"{name}.properties"), values)
-            real.add_node(name, [sys.executable, "-m", "rmqlab.cli", "broker", "-c", conf], ports=[listen, ha])
+            argv = [sys.executable, "-m", "rmqlab.cli", "broker", "-c", conf]
+            if embedded:  # as the start command of conf/README.md: -n "all the name servers"
+                argv += ["-n", self.namesrv_addr]
+            real.add_node(name, argv, ports=[listen, ha])
 
     # -- running -------------------------------------------------------------------------------
     def start(self, timeout_ms: float = 30_000) -> None:
-        """Start the name server and the brokers, wait until the name server has registered every
-        broker (a broker's boot line comes before its first registration, and a client that asks
-        for a route earlier gets "no route info"), then start the clients added with start=True."""
-        servers = ["namesrv", *self.brokers]
+        """Start the name servers, the controllers and the brokers, wait until every name server
+        has registered every broker (a broker's boot line comes before its first registration, and
+        a client that asks for a route earlier gets "no route info"; in controller mode a broker
+        registers only once the controllers gave it a role), then start the clients added with
+        start=True."""
+        servers = [*self.namesrvs, *self.controllers, *self.brokers]
         if self.runtime == "sim":
             for name in servers:
                 self.sim.start(name)
@@ -168,10 +293,44 @@ class Cluster:
         self._start_with_cluster.clear()
 
     def registered(self) -> int:
-        """How many brokers the name server has registered so far (read from the trace)."""
-        events = self.sim.tracer.events if self.runtime == "sim" else self.real.events("namesrv")
-        return sum(1 for e in events if e.node == "namesrv" and e.kind == "log"
-                   and e.fields.get("message", "").startswith("new broker registered"))
+        """How many brokers the name server has registered so far (read from the trace); with
+        several name servers, the fewest any of them has registered."""
+        counts = []
+        for namesrv in self.namesrvs:
+            events = self.sim.tracer.events if self.runtime == "sim" else self.real.events(namesrv)
+            counts.append(sum(1 for e in events if e.node == namesrv and e.kind == "log"
+                              and e.fields.get("message", "").startswith("new broker registered")))
+        return min(counts)
+
+    # -- controller mode: who leads, from the trace ----------------------------------------------
+    def master_changes(self) -> list[tuple[float, str, int]]:
+        """Every time a broker became master: (time_ms, broker node, master epoch), in trace order
+        (the brokers' `role` events; a classic master's carry no epoch: 0)."""
+        return [(e.time_ms, e.node, int(e.fields.get("epoch") or 0)) for e in self.events()
+                if e.kind == "role" and e.node in self.brokers and e.fields.get("to") in MASTER_ROLES]
+
+    def master(self, broker_name: str | None = None) -> str | None:
+        """The broker node that is master now: of the running brokers (of set `broker_name`, if
+        given) whose last role in their current incarnation is a master role, the one of the
+        highest epoch — a stale master cut off from the controllers may still think it leads, the
+        controllers moved on with a higher epoch. None if none is."""
+        if broker_name not in self._master_scans:
+            names = [n for n in self.brokers if broker_name is None or self._template(n).brokerName == broker_name]
+            self._master_scans[broker_name] = _LeaderScan(
+                names, lambda e: e.fields.get("component", "broker") == "broker",
+                lambda e: e.fields.get("to") in MASTER_ROLES, "epoch")
+        return self._master_scans[broker_name](self.events(), self.runtime == "sim")
+
+    def controller_leader(self) -> str | None:
+        """The controller node that leads the controllers' Raft group now (its last `role` event
+        is LEADER, the highest term among the running ones), or None (no majority, or an election
+        under way). Read from the trace; the leader serves requests once its first entry of the
+        term is applied, a few ms later."""
+        return self._controller_scan(self.events(), self.runtime == "sim")
+
+    def controller_addr_of(self, node: str) -> str:
+        """The peer address controller `node` serves brokers and mqadmin on."""
+        return self.controller_addr.split(";")[self.controller_nodes.index(node)]
 
     def add_client(self, name: str, client: ClientSpec | Callable[[], Component], start: bool = True) -> None:
         """A client node. `client` is a description (ProducerSpec, ConsumerSpec: either runtime)
@@ -247,7 +406,8 @@ class Cluster:
         from rmqlab.broker.topic.topic_config import TopicConfig
         from rmqlab.client import ClientProcess, DefaultMQAdminExt, MQClientException
 
-        masters = {c.brokerName for c in map(self._template, self.brokers) if c.brokerId == 0}
+        # Controller mode: every set has a master once start() returned (the controllers elected it).
+        masters = {c.brokerName for c in map(self._template, self.brokers) if c.brokerId == 0 or c.enableControllerMode}
         clusters = sorted({c.brokerClusterName for c in map(self._template, self.brokers)})
 
         async def create(admin: DefaultMQAdminExt, now_ms: Callable[[], float]) -> None:
@@ -348,3 +508,66 @@ def _write_properties(path: str, values: dict[str, object]) -> str:
         for k, v in values.items():
             f.write(f"{k}={v}\n")
     return path
+
+
+class _LeaderScan:
+    """Of `names`, the running node whose last `role` event (passing `counts`) in its current
+    incarnation `leads`, with the highest `rank_field` (epoch, term) of that event. Fed the trace
+    from where it stopped when the trace only grows (the simulator's), from scratch otherwise."""
+
+    def __init__(self, names: list[str], counts: Callable, leads: Callable, rank_field: str):
+        self.names, self.counts, self.leads, self.rank_field = set(names), counts, leads, rank_field
+        self._reset()
+
+    def _reset(self) -> None:
+        self.seen = 0
+        self.last: dict[str, tuple[bool, int]] = {}
+        self.down: set[str] = set()
+
+    def __call__(self, events: list, grows: bool) -> str | None:
+        if not grows or len(events) < self.seen:
+            self._reset()
+        for e in events[self.seen:]:
+            if e.node not in self.names:
+                continue
+            if e.kind in _DOWN_KINDS or e.kind == "node.restart":
+                # A new incarnation starts without a role (its role events may precede its node.start).
+                self.last.pop(e.node, None)
+                if e.kind == "node.restart":
+                    self.down.discard(e.node)
+                else:
+                    self.down.add(e.node)
+            elif e.kind == "role" and self.counts(e):
+                self.last[e.node] = (bool(self.leads(e)), int(e.fields.get(self.rank_field) or 0))
+        self.seen = len(events)
+        ranked = [(rank, name) for name, (lead, rank) in self.last.items() if lead and name not in self.down]
+        return max(ranked)[1] if ranked else None
+
+
+def _raft_port_offset() -> int:
+    from rmqlab.controller.impl.raft_controller import RAFT_PORT_OFFSET
+
+    return RAFT_PORT_OFFSET
+
+
+def _controller_ports(n: int) -> list[int]:
+    """`n` free ports whose Raft port (+ RAFT_PORT_OFFSET, bound by pysyncobj itself) is free too."""
+    from rmqlab.runtime.real_cluster import free_ports
+
+    if n == 0:
+        return []
+    offset = _raft_port_offset()
+    for _ in range(50):
+        chosen: list[int] = []
+        for p in free_ports(3 * n):
+            if p + offset > 65535 or p + offset in chosen or p - offset in chosen:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p + offset))
+                except OSError:
+                    continue
+            chosen.append(p)
+            if len(chosen) == n:
+                return chosen
+    raise RuntimeError(f"found no {n} free controller ports whose port + {offset} is free too")

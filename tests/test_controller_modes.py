@@ -1,0 +1,467 @@
+"""Seed 003's claims about controller mode, on a whole cluster, as seeded simulator experiments
+(issue 5 §6; seed 000 "主备自动切换模式部署"; seed 002 / reference §2 and §4).
+
+Each experiment builds a controller-mode deployment with rmqlab.cluster from conf/controller/ (a
+name server, three controllers, broker set broker-a of three replicas broker-n0..n2 with
+allAckInSyncStateSet=true), drives it with rmqlab's producer and pull consumer, injects the fault
+of the claim, and judges the outcome from the event trace: acknowledged sends are `client`
+operations (rmqlab.trace.client_ops), masters and controller leaders are `role` events
+(Cluster.master, Cluster.controller_leader, Cluster.master_changes). The replicas' files are
+compared on disk at the end of the truncation experiments. Virtual failover times are printed
+(`pytest -s`) and named in the assertions' messages.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rmqlab.client import ClientProcess, DefaultMQAdminExt, DefaultMQProducer, DefaultMQPullConsumer
+from rmqlab.cluster import Cluster
+from rmqlab.common.message.message import Message
+from rmqlab.trace import client_ops
+
+TOPIC = "SeedTopic"
+BROKERS = ("broker-n0", "broker-n1", "broker-n2")
+ALL_IDS = {1, 2, 3}
+
+_CLUSTERS: list[Cluster] = []
+
+
+
+@pytest.fixture(autouse=True)
+def _close_clusters():
+    yield
+    while _CLUSTERS:
+        _CLUSTERS.pop().close()
+
+
+# --- building and driving the cluster -------------------------------------------------------------
+def start(seed: int, mode: str = "controller-standalone", *, controllers: int = 3,
+          controller_overrides: dict | None = None, **broker_overrides) -> Cluster:
+    """The deployment running, the topic routed, every replica in the SyncStateSet and the slaves
+    knowing the topic (SlaveSynchronize copies it every 10 s in controller mode)."""
+    c = Cluster(mode, seed=seed, controllers=controllers, controller_overrides=controller_overrides,
+                overrides={"*": {"slaveReadEnable": True, **broker_overrides}})
+    _CLUSTERS.append(c)
+    c.start(60_000)
+    c.create_topic(TOPIC)
+    c.add_client("producer", lambda: ClientProcess(producer=DefaultMQProducer("PG", c.namesrv_addr)))
+    c.add_client("admin", lambda: ClientProcess(admin=DefaultMQAdminExt(c.namesrv_addr)))
+    c.run_until(lambda: sync_state_set(c) == ALL_IDS, 60_000)
+    c.run_for(12_000)
+    return c
+
+
+def rm(c: Cluster, name: str):
+    return c.components[name].replicas_manager
+
+
+def sync_state_set(c: Cluster) -> set[int]:
+    """The SyncStateSet the current master holds (confirmed by the controller)."""
+    master = c.master()
+    return set(rm(c, master).sync_state_set) if master else set()
+
+
+def controller_id(c: Cluster, name: str) -> int:
+    return rm(c, name).broker_controller_id
+
+
+def send(c: Cluster, n: int, tag: str) -> list:
+    """n sends one after another from the cluster's producer; failures are kept, not raised."""
+    p = c.sim.components["producer"]["producer"]
+
+    async def go():
+        out = []
+        for i in range(n):
+            try:
+                out.append(await p.send(Message(TOPIC, f"{tag}-{i}".encode())))
+            except Exception as e:  # MQClientException / MQBrokerException after the retries
+                out.append(e)
+        return out
+
+    return c.sim.run(go())
+
+
+def ok(results: list) -> list:
+    return [r for r in results if not isinstance(r, Exception)]
+
+
+def wait_writable(c: Cluster, tag: str, timeout_ms: float = 60_000) -> float:
+    """Virtual ms until a send is acknowledged again (one try a second: the producer's retries,
+    then its 30 s route refresh, find the new master)."""
+    t0 = c.sim.now_ms()
+    p, node = c.sim.components["producer"]["producer"], c.sim.nodes["producer"]
+
+    async def go():
+        i = 0
+        while c.sim.now_ms() - t0 < timeout_ms:
+            try:
+                await p.send(Message(TOPIC, f"{tag}-{i}".encode()))
+                return c.sim.now_ms() - t0
+            except Exception:
+                i += 1
+                await node.sleep(1_000)
+        raise TimeoutError(f"no send acknowledged within {timeout_ms:.0f} virtual ms")
+
+    return c.sim.run(go())
+
+
+def acked_keys(c: Cluster) -> set[str]:
+    return {op.invoke_value["uniq_key"] for op in client_ops(c.events()) if op.f == "send" and op.type == "ok"}
+
+
+def routed(c: Cluster) -> bool:
+    """Every name server routes broker-a's master id 0 to the current master (it registers anew
+    after each role change)."""
+    master = c.master()
+    addr = master and f"127.0.0.1:{c.components[master].netty_server_config.listenPort}"
+    tables = [c.components[n].route_info_manager.broker_addr_table.get("broker-a") for n in c.namesrvs]
+    return bool(addr) and all(t is not None and t.broker_addrs.get(0) == addr for t in tables)
+
+
+def readable_keys(c: Cluster, name: str) -> set[str]:
+    """Every message a fresh pull consumer reads now (from the master, or a readable slave)."""
+    c.run_until(lambda: routed(c), 30_000)
+    c.add_client(name, lambda: ClientProcess(consumer=DefaultMQPullConsumer(name, c.namesrv_addr)))
+    consumer = c.sim.components[name]["consumer"]
+
+    async def read():
+        keys = set()
+        for mq in await consumer.fetch_subscribe_message_queues(TOPIC):
+            offset = 0
+            while True:
+                r = await consumer.pull(mq, "*", offset, 32)
+                if not r.msg_found_list:
+                    break
+                keys.update(m.get_property("UNIQ_KEY") for m in r.msg_found_list)
+                offset = r.next_begin_offset
+        return keys
+
+    return c.sim.run(read())
+
+
+def fail_over(c: Cluster, fault, timeout_ms: float = 60_000) -> tuple[str, str, float]:
+    """Apply `fault` to the master; (old master, new master, virtual ms until the new one took the role)."""
+    old = c.master()
+    epoch = rm(c, old).master_epoch
+    t0 = c.sim.now_ms()
+    fault(old)
+    c.run_until(lambda: c.master() not in (None, old), timeout_ms)
+    new = c.master()
+    took = [t for t, node, e in c.master_changes() if node == new and e > epoch][0] - t0
+    return old, new, took
+
+
+def log_lines(c: Cluster, node: str, prefix: str, since_ms: float = 0.0) -> list:
+    return [e for e in c.events() if e.node == node and e.kind == "log" and e.time_ms >= since_ms
+            and e.fields.get("message", "").startswith(prefix)]
+
+
+# --- the replicas' files --------------------------------------------------------------------------
+def commitlog_bytes(c: Cluster, name: str) -> bytes:
+    store = c.components[name].message_store
+    d = os.path.join(store.config.storePathRootDir, "commitlog")
+    data = b"".join(open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d)))
+    return data[:store.get_max_phy_offset()]
+
+
+def epoch_file_bytes(c: Cluster, name: str) -> bytes:
+    with open(c.components[name].message_store_config.get_store_path_epoch_file(), "rb") as f:
+        return f.read()
+
+
+def assert_replicas_consistent(c: Cluster, timeout_ms: float = 60_000) -> int:
+    """Once every replica caught up with the master: the same epoch entries and epoch file, and
+    commitlogs equal byte for byte up to the master's confirm offset (returned)."""
+    master = c.master()
+    store = c.components[master].message_store
+    c.run_until(lambda: all(c.sim.nodes[n].alive and c.components[n].message_store.get_max_phy_offset()
+                            == store.get_max_phy_offset() for n in BROKERS), timeout_ms)
+    c.run_for(1_000)  # the last confirm offset travels with the next transfer header
+    confirm = rm(c, master).ha_service.get_confirm_offset()
+    assert confirm == store.get_max_phy_offset() > 0
+    reference = commitlog_bytes(c, master)[:confirm]
+    entries = rm(c, master).get_epoch_entries()
+    for name in BROKERS:
+        assert commitlog_bytes(c, name)[:confirm] == reference, f"{name}'s commitlog differs from {master}'s"
+        assert rm(c, name).get_epoch_entries() == entries, f"{name}'s epochs differ from {master}'s"
+        assert epoch_file_bytes(c, name) == epoch_file_bytes(c, master), f"{name}'s epoch file differs"
+    return confirm
+
+
+# --- a. 3S tolerates 2n failures of 2n+1 ----------------------------------------------------------
+def test_a_broker_set_keeps_writing_after_two_of_three_replicas_die():
+    """Seed 003 "3S Algorithm": with an election centre, a set of 2n+1 replicas survives 2n
+    failures as long as one SyncStateSet member is left; a Raft group of three would stop at two
+    (the controllers' own group shows it: with two of three dead no leader is elected)."""
+    c = start(seed=11)
+    assert len(ok(send(c, 20, "warm"))) == 20
+    first, second, t1 = fail_over(c, c.nemesis.kill)
+    print(f"\n3S: first failover {first} -> {second} in {t1:.0f} virtual ms")
+    c.run_until(lambda: sync_state_set(c) == {controller_id(c, n) for n in BROKERS if n != first}, 60_000)
+    assert wait_writable(c, "after-first") >= 0
+    _, third, t2 = fail_over(c, c.nemesis.kill)
+    print(f"3S: second failover {second} -> {third} in {t2:.0f} virtual ms")
+    assert third not in (first, second)
+    writable = wait_writable(c, "after-second")
+    print(f"3S: writes accepted again {writable:.0f} virtual ms after the new master")
+    results = send(c, 20, "alone")
+    assert len(ok(results)) == 20, f"one surviving replica of three should take every write: {results}"
+    assert {r.message_queue.broker_name for r in ok(results)} == {"broker-a"}
+    assert t1 < 5_000 and t2 < 5_000, f"failovers took {t1:.0f} and {t2:.0f} virtual ms"
+    assert acked_keys(c) <= readable_keys(c, "reader"), "an acknowledged message went missing"
+    # The contrast with majority quorums: two of the three controllers down, no leader at all.
+    leader = c.controller_leader()
+    for name in [n for n in c.controller_nodes if n != leader][:1] + [leader]:
+        c.nemesis.kill(name)
+    c.run_for(15_000)
+    assert c.controller_leader() is None
+
+
+# --- b. the data plane does not depend on the control plane -----------------------------------------
+def test_b_losing_the_controllers_stops_failover_not_the_master():
+    """Seed 003 "控制面/数据面分离" and chaos result c ("Controller 任意形式下的故障 ... 均不影响
+    Broker 的正常运转"); seed 000: a controller outage "只影响切换能力，不影响存量集群的正常收发"."""
+    c = start(seed=12)
+    master = c.master()
+    assert len(ok(send(c, 10, "warm"))) == 10
+    leader = c.controller_leader()
+    followers = [n for n in c.controller_nodes if n != leader]
+    c.nemesis.kill(leader)
+    c.nemesis.kill(followers[0])  # the majority is gone
+    c.run_for(20_000)
+    assert c.controller_leader() is None
+    results = send(c, 20, "no-majority")
+    assert len(ok(results)) == 20, f"the master should keep taking writes without a controller majority: {results}"
+    c.nemesis.kill(followers[1])  # no controller at all
+    c.run_for(20_000)
+    results = send(c, 20, "no-controller")
+    assert len(ok(results)) == 20, f"the master should keep taking writes without controllers: {results}"
+    assert c.master() == master and acked_keys(c) <= readable_keys(c, "reader-1")
+
+    # Now the master dies: no election until the controllers return.
+    down_at = c.sim.now_ms()
+    c.nemesis.kill(master)
+    c.run_for(30_000)
+    assert c.master() is None and not [t for t, _, _ in c.master_changes() if t > down_at]
+    back_at = c.sim.now_ms()
+    for name in c.controller_nodes:
+        c.nemesis.restart(name)
+    c.run_until(lambda: c.master() is not None, 60_000)
+    elected = [t for t, _, _ in c.master_changes() if t > down_at][0] - back_at
+    print(f"\ncontrollers back: new master {c.master()} elected after {elected:.0f} virtual ms")
+    assert elected < 30_000, f"election took {elected:.0f} virtual ms after the controllers returned"
+    wait_writable(c, "after")
+    assert acked_keys(c) <= readable_keys(c, "reader-2")
+
+
+# --- c. the four election triggers ------------------------------------------------------------------
+def test_c1_heartbeat_loss_elects_a_new_master():
+    """Seed 003 trigger a.i ("HeartbeatManager 监听到有 broker 心跳失效"): the master's channel closes
+    (killed process) or its heartbeats stop (a suspended process keeps its connections); the
+    controller elects from the SyncStateSet and the old master comes back as a slave. Embedded
+    deployment: the controllers run inside the three name servers."""
+    c = start(seed=13, mode="controller-embedded")
+    assert len(ok(send(c, 10, "warm"))) == 10
+    killed, second, t_kill = fail_over(c, c.nemesis.kill)
+    inactive = f"The master {controller_id(c, killed)} of broker-set broker-a is inactive"
+    assert any(log_lines(c, n, inactive) for n in c.controller_nodes), "the controller saw no inactive master"
+    print(f"\nheartbeat trigger: channel closed (kill) -> new master in {t_kill:.0f} virtual ms")
+    c.nemesis.restart(killed)
+    c.run_until(lambda: sync_state_set(c) == ALL_IDS, 60_000)
+    suspended, third, t_suspend = fail_over(c, c.nemesis.suspend)
+    print(f"heartbeat trigger: heartbeats lapsed (suspend) -> new master in {t_suspend:.0f} virtual ms")
+    assert t_kill < 5_000, f"a closed channel should trigger at once, took {t_kill:.0f} virtual ms"
+    # controllerHeartBeatTimeoutMills (10 s) plus at most one scanNotActiveBrokerInterval (5 s).
+    assert 10_000 <= t_suspend <= 16_000, f"heartbeat expiry took {t_suspend:.0f} virtual ms"
+    c.nemesis.resume(suspended)  # a stale master: it learns the newer epoch and follows
+    c.run_until(lambda: rm(c, suspended).master_broker_id == controller_id(c, third), 30_000)
+    assert c.master() == third
+    wait_writable(c, "after")
+    assert acked_keys(c) <= readable_keys(c, "reader")
+
+
+def test_c2_a_sync_state_set_without_a_live_master_is_re_elected_by_the_new_leader():
+    """Seed 003 trigger a.ii ("Controller 检测到有一组 Sync-State Set 不存在 master"): the master and
+    the controller leader die together; the next leader never saw the master's channel close as
+    leader, and its scan for sets without a live master (scanInactiveMasterInterval) elects one."""
+    c = start(seed=14)
+    old_leader, master = c.controller_leader(), c.master()
+    t0 = c.sim.now_ms()
+    c.nemesis.kill(old_leader)
+    c.nemesis.kill(master)
+    c.run_until(lambda: c.master() not in (None, master), 60_000)
+    took = c.master_changes()[-1][0] - t0
+    leader = c.controller_leader()
+    print(f"\nno-master scan: new master {c.master()} after {took:.0f} virtual ms (leader {leader})")
+    assert log_lines(c, leader, "Elect a new master in broker-set: broker-a done", t0)
+    assert not log_lines(c, leader, "The master", t0), "the channel-close trigger should not have fired"
+    wait_writable(c, "after")
+
+
+def test_c3_a_broker_nominates_itself_at_register_and_when_polling_finds_no_master():
+    """Seed 003 triggers b.ii ("Broker 向 controller 注册完后，仍未从 controller 获取到 master 信息")
+    and b.i ("Broker 向 controller 查询元数据时，没找到master信息")."""
+    c = start(seed=15)
+    # b.ii: the set's first master is the first broker that registered and asked to be elected.
+    first = [e for e in c.events() if e.kind == "log" and e.node in BROKERS
+             and e.fields["message"].startswith("brokerElect: controller answered master")]
+    assert first and first[0].fields["message"].endswith("epoch 1")
+    assert c.master_changes()[0][1:] == (first[0].node, 1)
+    # b.i: the two slaves lose the controllers (their heartbeats lapse), then the master dies: the
+    # controller finds no live SyncStateSet member and records "no master" under a new epoch.
+    master = c.master()
+    slaves = [n for n in BROKERS if n != master]
+    c.nemesis.partition(slaves, c.controller_nodes)
+    c.run_for(20_000)
+    t0 = c.sim.now_ms()
+    c.nemesis.kill(master)
+    c.run_for(10_000)
+    assert c.master() is None
+    c.nemesis.heal()  # the slaves poll again, find the newer epoch without a master, nominate themselves
+    c.run_until(lambda: c.master() is not None, 30_000)
+    new = c.master()
+    nominated = log_lines(c, new, "brokerElect: controller answered master", t0)
+    assert nominated, "the new master should have been elected at its own request"
+    assert not [e for e in c.events() if e.node == new and e.kind == "node.restart"], "it polled, not registered"
+    print(f"\nself-nomination after polling: {new} master {c.master_changes()[-1][0] - t0:.0f} virtual ms "
+          "after the old master died")
+    wait_writable(c, "after")
+
+
+def test_c4_admin_elect_master_hands_the_role_to_the_designated_broker():
+    """Seed 003 trigger c ("通过 RocketMQ Admin Tools 发起"): mqadmin electMaster names a slave of the
+    SyncStateSet; it becomes master and the old master a slave; writes continue."""
+    c = start(seed=16)
+    master = c.master()
+    target = [n for n in BROKERS if n != master][0]
+    admin = c.sim.components["admin"]["admin"]
+    t0 = c.sim.now_ms()
+    header, _members = c.sim.run(admin.elect_master(c.controller_addr, "DefaultCluster", "broker-a",
+                                                    controller_id(c, target)))
+    assert header.master_broker_id == controller_id(c, target)
+    c.run_until(lambda: c.master() == target and not rm(c, master).is_master_state(), 30_000)
+    print(f"\nelectMaster: {master} -> {target} in {c.master_changes()[-1][0] - t0:.0f} virtual ms")
+    wait_writable(c, "after")
+    assert acked_keys(c) <= readable_keys(c, "reader")
+
+
+# --- e. unclean election: the loss it permits ---------------------------------------------------------
+def unclean_schedule(seed: int, unclean: bool) -> tuple[Cluster, dict]:
+    """A master A with slaves X and Y. Y is cut off from the other brokers (not from the
+    controllers): A shrinks the SyncStateSet to {A, X}. A dies: X is elected (epoch 2) with the
+    set {X}, and acknowledges writes alone. X dies too. Unclean: Y, alive but never in X's set,
+    is elected (epoch 3) without X's epoch-2 writes. Clean: nobody is, until X returns."""
+    c = start(seed, controller_overrides={"enableElectUncleanMaster": unclean})
+    assert len(ok(send(c, 10, "warm"))) == 10
+    a = c.master()
+    x, y = [n for n in BROKERS if n != a]
+    c.nemesis.partition([y], [a, x])
+    c.run_until(lambda: sync_state_set(c) == {controller_id(c, a), controller_id(c, x)}, 60_000)
+    y_has = acked_keys(c)  # acknowledged while Y was in the SyncStateSet: Y has every one of them
+    assert len(ok(send(c, 10, "before"))) == 10
+    _, new, _ = fail_over(c, c.nemesis.kill)
+    assert new == x
+    wait_writable(c, "x-alone")
+    x_acked = ok(send(c, 20, "epoch2"))
+    assert len(x_acked) == 20
+    t0 = c.sim.now_ms()
+    c.nemesis.kill(x)
+    c.run_for(20_000)
+    return c, {"a": a, "x": x, "y": y, "y_has": y_has, "x_acked": {r.msg_id for r in x_acked}, "t0": t0}
+
+
+def test_e_unclean_election_loses_what_the_lost_master_acknowledged_clean_waits_and_loses_nothing():
+    """Seed 000: "enableElectUncleanMaster：是否可以从 SyncStateSet 以外选举 Master，若为 true，可能会选取
+    数据落后的副本作为 Master 而丢失消息"; allAckInSyncStateSet=true "可以保证消息不丢失"."""
+    c, s = unclean_schedule(seed=17, unclean=True)
+    assert c.master() == s["y"], "unclean: the replica outside the SyncStateSet is elected"
+    print(f"\nunclean: {s['y']} elected {c.master_changes()[-1][0] - s['t0']:.0f} virtual ms after {s['x']} died")
+    c.nemesis.heal()
+    wait_writable(c, "after")
+    lost = acked_keys(c) - readable_keys(c, "reader")
+    print(f"unclean: {len(lost)} acknowledged messages lost ({len(lost & s['x_acked'])} of them acknowledged "
+          f"by {s['x']} alone)")
+    # What Y missed while outside the SyncStateSet: acknowledged by A and X, then by X alone.
+    assert s["x_acked"] <= lost, "everything the lost master acknowledged alone is gone"
+    assert not lost & s["y_has"], "nothing acknowledged while Y was in the SyncStateSet is lost"
+
+    c, s = unclean_schedule(seed=17, unclean=False)
+    assert c.master() is None, "clean: no replica outside the SyncStateSet may be elected"
+    c.nemesis.heal()
+    c.nemesis.restart(s["x"])  # the only SyncStateSet member returns and nominates itself
+    c.run_until(lambda: c.master() == s["x"], 60_000)
+    wait_writable(c, "after")
+    assert acked_keys(c) <= readable_keys(c, "reader"), "clean election lost an acknowledged message"
+
+
+# --- f. truncation on the whole cluster ------------------------------------------------------------
+def test_f1_async_flush_loss_on_the_old_master_is_repaired_from_the_new_one():
+    """A machine crash of the ASYNC_FLUSH master loses its unflushed tail (a torn write left behind);
+    it returns as a slave, cuts the torn record, truncates to the consistent point with the new
+    master's epochs and catches up: nothing acknowledged is lost (allAckInSyncStateSet=true)."""
+    c = start(seed=18)
+    assert len(ok(send(c, 40, "burst"))) == 40
+    old, new, took = fail_over(c, lambda n: c.nemesis.crash(n, torn_bytes=lambda _file, _unflushed: 7))
+    crash = [e for e in c.events() if e.kind == "node.crash" and e.node == old][-1]
+    print(f"\nmachine crash: {crash.fields['lost_bytes']} unflushed bytes lost on {old}; {new} master in "
+          f"{took:.0f} virtual ms")
+    assert crash.fields["lost_bytes"] > 0
+    wait_writable(c, "after")
+    assert len(ok(send(c, 10, "more"))) == 10
+    c.nemesis.restart(old)
+    confirm = assert_replicas_consistent(c)
+    print(f"machine crash: replicas equal up to confirm offset {confirm}")
+    assert acked_keys(c) <= readable_keys(c, "reader")
+
+
+def test_f2_two_failovers_in_a_row_leave_three_equal_replicas():
+    c = start(seed=19)
+    assert len(ok(send(c, 20, "e1"))) == 20
+    first, second, t1 = fail_over(c, c.nemesis.kill)
+    c.run_until(lambda: sync_state_set(c) == {controller_id(c, n) for n in BROKERS if n != first}, 60_000)
+    wait_writable(c, "e2")
+    assert len(ok(send(c, 20, "e2"))) == 20
+    _, third, t2 = fail_over(c, c.nemesis.kill)
+    wait_writable(c, "e3")
+    assert len(ok(send(c, 20, "e3"))) == 20
+    print(f"\ntwo failovers: {first} -> {second} ({t1:.0f} ms) -> {third} ({t2:.0f} ms)")
+    c.nemesis.restart(first)
+    c.nemesis.restart(second)
+    assert_replicas_consistent(c)
+    assert [e.epoch for e in rm(c, third).get_epoch_entries()] == [1, 2, 3]
+    assert acked_keys(c) <= readable_keys(c, "reader")
+
+
+def test_f3_a_slave_that_wrote_under_an_epoch_the_new_master_never_saw_truncates_it():
+    """The unclean schedule of test e: X wrote under epoch 2, Y (master of epoch 3) never saw epoch
+    2. X returns: its epoch 2 is not in Y's cache, the consistent point is the end of epoch 1 as Y
+    has it, X cuts everything after it and replicates epoch 3 (reference §1.3, §2.4)."""
+    c, s = unclean_schedule(seed=20, unclean=True)
+    x, y = s["x"], s["y"]
+    assert c.master() == y
+    assert 2 not in [e.epoch for e in rm(c, y).get_epoch_entries()]
+    x_end = c.components[x].message_store.get_max_phy_offset()
+    c.nemesis.heal()
+    wait_writable(c, "epoch3")
+    assert len(ok(send(c, 10, "epoch3"))) == 10
+    c.nemesis.restart(x)
+    c.nemesis.restart(s["a"])
+    assert_replicas_consistent(c)
+    assert 2 not in [e.epoch for e in rm(c, x).get_epoch_entries()]
+    print(f"\nX truncated its epoch-2 tail (it had {x_end} bytes)")
+
+
+# --- seed 000: one controller ------------------------------------------------------------------------
+def test_a_single_controller_still_fails_over_and_its_loss_stops_only_failover():
+    """Seed 000 "Controller 部署": "Controller 若只部署单副本也能完成 Broker Failover，但若该单点
+    Controller 故障，会影响切换能力，但不会影响存量集群的正常收发"."""
+    c = start(seed=21, controllers=1)
+    _, new, took = fail_over(c, c.nemesis.kill)
+    print(f"\none controller: failover in {took:.0f} virtual ms")
+    wait_writable(c, "after")
+    c.nemesis.kill(c.controller_nodes[0])
+    c.run_for(10_000)
+    assert len(ok(send(c, 10, "no-controller"))) == 10 and c.master() == new
