@@ -734,6 +734,10 @@ class ReplicasManager:
 
     async def check_sync_state_set_and_do_report(self) -> None:
         """``checkSyncStateSetAndDoReport``: the shrunk set plus this broker; report it if it differs."""
+        if not self.is_master_state():
+            # Deviation: RocketMQ has no guard here and the controller refuses a slave's request;
+            # a check spawned just before a demotion would otherwise report as a slave.
+            return
         try:
             new_sync_state_set = set(self.ha_service.maybe_shrink_sync_state_set())
             new_sync_state_set.add(self.broker_controller_id)
@@ -747,10 +751,17 @@ class ReplicasManager:
 
     def _on_sync_state_set_changed(self, new_sync_state_set: set[int]) -> None:
         """The HA service's listener (an expansion or a lost slave): report it in the background."""
+        if not self.is_master_state():
+            # Deviation (guard): only the master alters its SyncStateSet; a slave's request names
+            # itself as master and the controller refuses it ("current leader is {x}, not {y}").
+            log.warning("Not master, ignore the SyncStateSet change to %s", sorted(new_sync_state_set))
+            return
         self._spawn(self.do_report_sync_state_set_changed(set(new_sync_state_set)), "doReportSyncStateSetChanged")
 
     async def do_report_sync_state_set_changed(self, new_sync_state_set: set[int]) -> None:
         """``doReportSyncStateSetChanged``: CONTROLLER_ALTER_SYNC_STATE_SET, then adopt the answer."""
+        if not self.is_master_state():
+            return  # demoted since the change was proposed (deviation, as above): not ours to report
         try:
             result: SyncStateSet = await self.broker_outer_api.alter_sync_state_set(
                 self.controller_leader_address, self.broker_config.brokerName, self.broker_controller_id,

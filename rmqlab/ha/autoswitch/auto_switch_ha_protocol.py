@@ -422,6 +422,15 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
     local_entries = [e.copy() for e in local_entries]
     if not local_entries:
         return TruncateDecision(True, None, 0, "the local epoch cache is empty (a new replica): nothing to truncate")
+    if local_entries[0].start_offset >= local_max_offset:
+        # Deviation: RocketMQ compares these epochs too. None of them holds a byte of the local log
+        # (recorded from a master's heartbeat before any data came), so they prove nothing; a
+        # master that never saw them (an unclean election, whose new epoch replaced its own empty
+        # ones) would otherwise be refused by a replica that has nothing to lose. They are cut
+        # and the replica starts as a new one would, from its log's end.
+        return TruncateDecision(True, local_max_offset, local_max_offset,
+                                f"the local epochs hold no data (local max {local_max_offset}): drop them, "
+                                f"nothing to truncate", tuple(master_entries), tuple(local_entries))
     master_cache = EpochFileCache()
     master_cache.init_cache_from_entries(master_entries)
     master_cache.set_last_epoch_entry_end_offset(master_max_offset)
@@ -436,7 +445,8 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
         return TruncateDecision(False, None, None,
                                 f"no consistent point: no local (epoch, startOffset) [{ours}] matches one of the "
                                 f"master's [{theirs}]; the slave keeps its log and refuses to replicate "
-                                f"(manual intervention needed, e.g. the master's files expired)",
+                                f"(manual intervention needed: the master's files expired, or it was "
+                                f"elected uncleanly holding none of the slave's epochs)",
                                 shown_master, shown_local)
     epoch = next(e.epoch for e in reversed(shown_local)
                  if (m := master_cache.get_entry(e.epoch)) is not None and m.start_offset == e.start_offset)

@@ -13,7 +13,8 @@ gives it, through explicit calls (the broker's ReplicasManager makes them, refer
   as AlterSyncStateSet — and adopts the controller's answer through ``set_sync_state_set``.
 * ``change_to_slave(master_addr, epoch, slave_id)``: start an AutoSwitchHAClient; it connects once
   ``update_ha_master_address`` gives it the master's HA address (the NameServer registration does
-  in RocketMQ), handshakes, truncates and replicates.
+  in RocketMQ), handshakes, truncates and replicates. A slave serves no slaves and proposes no
+  SyncStateSet change (deviation, see AutoSwitchAcceptSocketService._on_accept).
 
 The confirm offset (reference §2.9) is kept here (RocketMQ keeps it in CommitLog; rmqlab's store
 files are not this module's): the store's dispatcher is limited to it, and it is copied into the
@@ -40,6 +41,7 @@ from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (ALL_ACK_IN_SYNC_STATE_
 from rmqlab.ha.default_ha_service import AcceptSocketService
 from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
 from rmqlab.ha.ha_service import HAService, _role
+from rmqlab.remoting.remoting_helper import peer_address
 from rmqlab.runtime.node import Node
 from rmqlab.store import store_truncation
 from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
@@ -56,6 +58,22 @@ class AutoSwitchAcceptSocketService(AcceptSocketService):
 
     def create_connection(self, reader, writer) -> AutoSwitchHAConnection:
         return AutoSwitchHAConnection(self.ha_service, reader, writer)
+
+    async def _on_accept(self, reader, writer) -> None:
+        """Deviation: RocketMQ's accept service serves whoever connects, whatever the role. A slave
+        still given the old master's HA address (the NameServer's id-0 registration of a crashed
+        master lives until it expires) would then replicate from that old master once it restarts
+        as a slave — and stay there, outside the new master's SyncStateSet, while the old master
+        proposes it for a SyncStateSet it does not lead. Here only a master serves: anyone else
+        closes the connection at once, and the slave retries with the address it learns next."""
+        ha = self.ha_service
+        if not ha.stopped and not ha.is_master():
+            peer = peer_address(writer.get_extra_info("peername"))
+            log.warning("%s refuses the HA connection from %s: this broker is not master", self.LOG_NAME, peer)
+            ha.node.trace("net.close", peer=peer, reason="refused: not master")
+            writer.close()
+            return
+        await super()._on_accept(reader, writer)
 
 
 class AutoSwitchGroupTransferService(GroupTransferService):
@@ -87,6 +105,9 @@ class AutoSwitchHAService(HAService):
         self.ha_client: AutoSwitchHAClient | None = None
         self.sync_state = SyncStateSetState(local_broker_id)
         self.sync_state_set_changed_listeners: list[Callable[[set[int]], Any]] = []
+        # Master from the new epoch's entry on (change_to_master) until change_to_slave: only then
+        # does this service serve slaves and propose SyncStateSet changes (reference §2.8).
+        self._is_master = False
         # The stored confirm offset: the checkpoint's, within what the recovered commitlog holds.
         stored = store.store_checkpoint.confirm_phy_offset
         stored = min(stored, store.get_max_phy_offset())
@@ -99,6 +120,7 @@ class AutoSwitchHAService(HAService):
         """changeToMaster. Returns False (nothing changes) for an epoch below the last one."""
         if self._is_stale_epoch(master_epoch, "master"):
             return False
+        self._is_master = False  # the connections of an older epoch go without proposing shrinks
         self.destroy_connections()
         if self.ha_client is not None:
             self.ha_client.shutdown()
@@ -108,6 +130,7 @@ class AutoSwitchHAService(HAService):
         if truncate_offset >= 0:
             self.epoch_cache.truncate_suffix_by_offset(truncate_offset)
         self._append_new_epoch(master_epoch)
+        self._is_master = True  # slaves may connect now: the handshake carries the new epoch
         waited = 0
         while self.store.dispatch_behind_bytes() > 0:
             # Kept from RocketMQ: no bound. With a SyncStateSet member still disconnected the
@@ -138,14 +161,32 @@ class AutoSwitchHAService(HAService):
         return False
 
     def _append_new_epoch(self, master_epoch: int) -> None:
+        max_phy_offset = self.store.get_max_phy_offset()
         if self.epoch_cache.last_epoch() >= master_epoch:
             self.epoch_cache.truncate_suffix_by_epoch(master_epoch)
-        self.append_epoch_entry(EpochEntry(master_epoch, self.store.get_max_phy_offset()))
+        last = self.epoch_cache.last_entry()
+        if last is not None and last.start_offset >= max_phy_offset:
+            # Deviation: RocketMQ appends (epoch, maxPhyOffset) as it is, and appendEntry refuses a
+            # start that is not above the last entry's. A broker whose last epoch holds none of its
+            # bytes (a slave that recorded the epoch from a heartbeat, or a master that wrote
+            # nothing) would then lead the new epoch under the old one's entry: its new data is
+            # labelled with the old epoch, and a returning replica holding real data of that old
+            # epoch finds it "consistent" and keeps it beside different bytes. An epoch without
+            # data carries nothing, so it gives way to the new one.
+            log.warning("Epoch entries %s hold no data (maxPhyOffset %d): replaced by epoch %d",
+                        [e for e in self.epoch_cache.get_all_entries() if e.start_offset >= max_phy_offset],
+                        max_phy_offset, master_epoch)
+            self.epoch_cache.truncate_suffix_by_offset(max_phy_offset)
+        self.append_epoch_entry(EpochEntry(master_epoch, max_phy_offset))
 
     def change_to_slave(self, new_master_addr: str | None, new_master_epoch: int, slave_id: int) -> bool:
         """changeToSlave: `slave_id` is this broker's controller-assigned id (sent in the handshake)."""
         if self._is_stale_epoch(new_master_epoch, "slave"):
             return False
+        # A slave neither serves slaves nor proposes SyncStateSet changes: only the master reports
+        # them (reference §2.8, §4.10). Cleared before the connections go, so their removal does
+        # not propose shrinks to a controller whose master is someone else.
+        self._is_master = False
         self.destroy_connections()
         if self.ha_client is not None:
             self.ha_client.shutdown()  # reOpen: a fresh client on the same epoch file
@@ -162,6 +203,10 @@ class AutoSwitchHAService(HAService):
         if self._is_stale_epoch(new_master_epoch, "slave"):
             return False
         return True
+
+    def is_master(self) -> bool:
+        """Whether this service is master (since change_to_master, until change_to_slave)."""
+        return self._is_master
 
     def update_master_address(self, new_addr: str | None) -> None:
         """As in RocketMQ, a no-op here: the client learns the master's address in change_to_slave."""
@@ -284,7 +329,7 @@ class AutoSwitchHAService(HAService):
 
     def maybe_expand_in_sync_state_set(self, slave_id: int, slave_max_offset: int) -> None:
         leader = self.epoch_cache.last_entry()
-        if leader is None:
+        if leader is None or not self._is_master:  # only the master proposes
             return
         proposed = self.sync_state.maybe_expand(slave_id, slave_max_offset, self.get_confirm_offset(),
                                                 leader.start_offset)
@@ -300,7 +345,7 @@ class AutoSwitchHAService(HAService):
     # -- connections -------------------------------------------------------------------------
     def remove_connection(self, conn: AutoSwitchHAConnection) -> None:
         """removeConnection: a member that disconnects is proposed out of the SyncStateSet."""
-        if not self.stopped:
+        if not self.stopped and self._is_master:  # only the master proposes
             proposed = self.sync_state.on_connection_removed(conn.slave_id)
             if proposed is not None:
                 self.notify_sync_state_set_changed(proposed)
