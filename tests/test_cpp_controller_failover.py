@@ -1,0 +1,326 @@
+"""Controller-mode failover on real processes with the Apache RocketMQ C++ client (PyPI `rocketmq`
+0.4.4; issue 5 §7).
+
+The deployment is the one conf/README.md describes for standalone controllers, started as an
+operator starts it: `rmqlab namesrv`, three `rmqlab controller -c controller-n*.conf` and three
+`rmqlab broker -c broker-n*.conf` (broker set broker-a, allAckInSyncStateSet=true), the conf/
+templates rewritten with free 127.0.0.1 ports and the lab's short timeouts (LAB_CONTROLLER,
+LAB_BROKER), under a RealCluster without the fault relay (clients dial the brokers' advertised
+addresses directly) that stops every process by PID. bench/bench_failover.py times the same
+deployment.
+
+The test: the C++ producer sends every 20 ms; a C++ push consumer (group CID-live) consumes; once
+the SyncStateSet holds all three replicas and sends were acknowledged and consumed, the master gets
+SIGKILL. Its connections close, the controller leader hears the close (BrokerHousekeepingService)
+and elects a replica of the SyncStateSet, which becomes master and registers with the name server
+as brokerId 0. The producer's sends fail meanwhile (counted, allowed) and succeed again once the
+client's route names the new master. CID-live goes on consuming from the new master, and a fresh
+group, CID-fresh, started afterwards, consumes there too: each gets every message the producer saw
+acknowledged (SEND_OK), body, tags and keys intact, at the queue and offset the new master stores
+it at.
+
+How long the C++ client takes (rocketmq-client-cpp 1.2.x, what PyPI rocketmq 0.4.4 bundles; the
+servers are done within about 0.3 s, bench/bench_failover.py):
+* producer: `MQClientFactory` refreshes routes 3 s after start and then every 30 s, fixed; a send
+  retries (5 attempts) at the master address of its cached route and does not refresh it on a
+  failure; only a cached route without a writable queue (its group has no master) makes every send
+  fetch the route. So sends recover at the first periodic refresh after the kill: here
+  usually the one 3 s after start (an outage of about 2 s), at worst 30 s later.
+* push consumer: a pull long-polling on the master when it dies (brokerSuspendMaxTime 15 s) is not
+  failed when its connection closes (as observed here); it ends at its 30 s timeout (`m_asyncPullTimeout`), and the
+  next pull goes to the new master. So CID-live resumes about 30 s after the kill.
+The waits are bounded accordingly; the test takes about 45 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from rmqlab.controller.impl.raft_controller import RAFT_PORT_OFFSET
+from rmqlab.runtime.real_cluster import RealCluster, free_ports
+from tests.oracles import SCRIPTS, cpp_client_python
+from tests.test_controller_real import controller_ports
+from tests.test_cpp_client import stored_messages, template, write_conf
+
+BROKER_NAME = "broker-a"
+BROKERS = ("broker-n0", "broker-n1", "broker-n2")
+CONTROLLERS = ("n0", "n1", "n2")
+
+# The lab's short timeouts (RocketMQ's defaults in the comments). With SIGKILL none of them is on
+# the path to the new master: the kernel closes the dead broker's connections, and the controller
+# leader elects on the channel close. They bound the other failures (a hung or partitioned
+# master) and the catch-up after the election.
+LAB_CONTROLLER = {
+    "scanNotActiveBrokerInterval": 1000,   # 5000: scan for replicas whose heartbeats stopped
+    "scanInactiveMasterInterval": 1000,    # 5000: the leader's scan for sets without a live master
+}
+LAB_BROKER = {
+    "brokerHeartbeatInterval": 300,             # 1000: BROKER_HEARTBEAT to every controller
+    "controllerHeartBeatTimeoutMills": 3000,    # 10000: the controller drops a replica this long silent
+    "syncBrokerMetadataPeriod": 1000,           # 5000: a replica polls GET_REPLICA_INFO (a lost notify)
+    "checkSyncStateSetPeriod": 1000,            # 5000: a master shrinks its SyncStateSet
+    "syncControllerMetadataPeriod": 2000,       # 10000: a replica looks up the controller leader
+    "mappedFileSizeCommitLog": 1024 * 1024,     # 1 GiB: small files for a test's disk
+}
+
+
+@dataclass
+class Deployment:
+    cluster: RealCluster
+    namesrv: str
+    controllers: dict[str, str]     # node -> controller address (its peer port)
+    brokers: dict[str, str]         # node -> listen address (brokerIP1:listenPort)
+    conf_dir: str
+
+    def controller_addr(self) -> str:
+        return ";".join(self.controllers.values())
+
+    def broker_node(self, addr: str) -> str:
+        return next(n for n, a in self.brokers.items() if a == addr)
+
+
+def start_deployment(root: str, lab_timeouts: bool = True) -> Deployment:
+    """namesrv + 3 standalone controllers + 3 controller-mode brokers from conf/controller/ on free
+    ports (controller ports whose Raft port, +RAFT_PORT_OFFSET, is free too), started at once; returns
+    when every process traced node.start (the election is awaited by `wait_ready`). Without
+    `lab_timeouts` the processes keep RocketMQ's default timeouts (only the commit-log file size
+    stays small)."""
+    lab_controller = LAB_CONTROLLER if lab_timeouts else {}
+    lab_broker = LAB_BROKER if lab_timeouts else {"mappedFileSizeCommitLog": LAB_BROKER["mappedFileSizeCommitLog"]}
+    conf_dir = os.path.join(root, "conf")
+    os.makedirs(conf_dir, exist_ok=True)
+    cports = controller_ports(len(CONTROLLERS))
+    taken = set(cports) | {p + RAFT_PORT_OFFSET for p in cports}
+    ns_port, *bports = [p for p in free_ports(1 + 2 * len(BROKERS) + len(taken)) if p not in taken][
+        :1 + 2 * len(BROKERS)]
+    cluster = RealCluster(os.path.join(root, "cluster"), relay=False, startup_timeout_s=60)
+    namesrv = f"127.0.0.1:{ns_port}"
+    conf = write_conf(os.path.join(conf_dir, "namesrv.conf"), {"listenPort": ns_port})
+    cluster.add_node("namesrv", [sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", conf], ports=[ns_port])
+    controllers = {f"controller-{n}": f"127.0.0.1:{p}" for n, p in zip(CONTROLLERS, cports)}
+    peers = ";".join(f"{n}-127.0.0.1:{p}" for n, p in zip(CONTROLLERS, cports))
+    for n, port in zip(CONTROLLERS, cports):
+        node = f"controller-{n}"
+        values = template(f"controller/controller-{n}.conf") | {
+            "controllerDLegerPeers": peers, "controllerStorePath": cluster.store_dir(node)} | lab_controller
+        conf = write_conf(os.path.join(conf_dir, f"{node}.conf"), values)
+        cluster.add_node(node, [sys.executable, "-m", "rmqlab.cli", "controller", "-c", conf],
+                         ports=[port, port + RAFT_PORT_OFFSET])
+    brokers = {}
+    for i, node in enumerate(BROKERS):
+        listen, ha = bports[2 * i], bports[2 * i + 1]
+        values = template(f"controller/{node}.conf") | {
+            "namesrvAddr": namesrv, "controllerAddr": ";".join(controllers.values()), "listenPort": listen,
+            "haListenPort": ha, "storePathRootDir": cluster.store_dir(node)} | lab_broker
+        conf = write_conf(os.path.join(conf_dir, f"{node}.conf"), values)
+        cluster.add_node(node, [sys.executable, "-m", "rmqlab.cli", "broker", "-c", conf], ports=[listen, ha])
+        brokers[node] = f"127.0.0.1:{listen}"
+    try:
+        cluster.start_all(timeout_s=60)
+    except BaseException:
+        cluster.close()
+        raise
+    return Deployment(cluster, namesrv, controllers, brokers, conf_dir)
+
+
+# -- observing the deployment through its own admin requests -----------------------------------------
+
+def admin_call(namesrv: str, fn, timeout_ms: int = 2000):
+    """`await fn(admin)` with a DefaultMQAdminExt on a throwaway RealNode (what `rmqlab admin` does)."""
+    from rmqlab.client.admin import DefaultMQAdminExt
+    from rmqlab.runtime.real import RealNode
+
+    async def main():
+        with tempfile.TemporaryDirectory(prefix="rmqlab-admin-") as d:
+            node = RealNode("test-admin", d)
+            admin = DefaultMQAdminExt(namesrv, timeout_millis=timeout_ms)
+            try:
+                await admin.start(node)
+                return await fn(admin)
+            finally:
+                await admin.shutdown()
+                await node.close()
+
+    return asyncio.run(main())
+
+
+def broker_addrs(dep: Deployment) -> dict[int, str]:
+    """broker-a's members as the name server lists them ({brokerId: address}; 0 is the master)."""
+    async def fn(admin):
+        info = await admin.examine_broker_cluster_info()
+        data = info.broker_addr_table.get(BROKER_NAME)
+        return dict(data.broker_addrs) if data is not None else {}
+    return admin_call(dep.namesrv, fn)
+
+
+def replicas_info(dep: Deployment):
+    """broker-a's ReplicasInfo from the controller leader (master, epoch, SyncStateSet)."""
+    async def fn(admin):
+        meta = await admin.get_controller_meta_data(dep.controller_addr())
+        if not meta.controller_leader_address:
+            return None
+        info = await admin.get_in_sync_state_data(meta.controller_leader_address, [BROKER_NAME])
+        return info.replicas_info_table.get(BROKER_NAME)
+    return admin_call(dep.namesrv, fn)
+
+
+def poll(condition, timeout_s: float, what: str, interval_s: float = 0.1):
+    """condition()'s first truthy value; an exception counts as not yet (a process in between states)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            value = condition()
+        except Exception:
+            value = None
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f} s waiting for {what}"
+        time.sleep(interval_s)
+
+
+def wait_ready(dep: Deployment, timeout_s: float = 60) -> str:
+    """Wait until the elected master is the name server's brokerId 0 and the controller's
+    SyncStateSet holds all three replicas, alive; returns the master's address. Only then is every
+    acknowledged message on every replica (allAckInSyncStateSet), and any other replica electable."""
+    def ready():
+        info = replicas_info(dep)
+        if info is None or info.master_address is None:
+            return None
+        members = {r.broker_address for r in info.in_sync_replicas if r.alive}
+        if members != set(dep.brokers.values()):
+            return None
+        return info.master_address if broker_addrs(dep).get(0) == info.master_address else None
+    return poll(ready, timeout_s, "a master registered as id 0 with all three replicas in its SyncStateSet",
+                interval_s=0.3)
+
+
+# -- the test -----------------------------------------------------------------------------------------
+
+class CppClient:
+    """An oracle script (tests/oracles/) running in the C++ client's venv in the background, its
+    JSON lines collected in a file; HOME is the test's temp dir."""
+
+    def __init__(self, tmp_path, name: str, script: str, *args: str):
+        self.path = tmp_path / f"{name}.jsonl"
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path / "home")}
+        with open(self.path, "w") as out:
+            self.proc = subprocess.Popen([cpp_client_python(), os.path.join(SCRIPTS, script), *args], stdout=out,
+                                         stderr=subprocess.PIPE, text=True, env=env)
+
+    def lines(self) -> list[dict]:
+        with open(self.path) as f:  # a line still in writing has no newline yet
+            return [json.loads(x) for x in f.read().split("\n")[:-1] if x.startswith("{")]
+
+    def finish(self, timeout_s: float) -> list[dict]:
+        self.proc.wait(timeout_s)
+        assert self.proc.returncode == 0, self.proc.stderr.read()[-2000:]
+        return self.lines()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def check_consumed(consumed: list[dict], prefix: str, on_new: dict) -> None:
+    """Each delivery intact (key, body, tags, seq as sent) and as the new master stores it."""
+    for c in consumed:
+        i = c["seq"]
+        assert (c["keys"], c["body"], c["tags"]) == (f"{prefix}-key-{i}", f"{prefix} body {i}",
+                                                     "TagA" if int(i) % 2 == 0 else "TagB"), c
+        msg = on_new[c["keys"]]
+        assert (c["queue_id"], c["queue_offset"], c["id"]) == (msg.queue_id, msg.queue_offset,
+                                                               msg.properties["UNIQ_KEY"]), c
+
+
+def test_cpp_producer_and_consumers_ride_through_a_sigkilled_controller_mode_master(tmp_path):
+    """C++ producer sending every 20 ms; C++ push group CID-live consuming since before the kill;
+    SIGKILL of the master; then a fresh group, CID-fresh. Both groups get every acknowledged message
+    from the new master."""
+    topic, prefix = "TopicFailover", "cfo"
+    os.makedirs(tmp_path / "home")
+    stop, keys_file = tmp_path / "stop-producer", tmp_path / "acked-keys.txt"
+    dep = start_deployment(str(tmp_path))
+    clients: list[CppClient] = []
+    try:
+        old_master = wait_ready(dep)
+        old_node = dep.broker_node(old_master)
+        producer = CppClient(tmp_path, "producer", "cpp_producer_stream.py", dep.namesrv, topic, prefix, "20",
+                             str(stop), "75")
+        clients.append(producer)
+
+        def acked(rs) -> list[dict]:
+            return [r for r in rs if r.get("status") == 0]
+
+        # Acknowledged sends (the topic exists), a consumer that receives them, then SIGKILL of
+        # the master mid-stream.
+        poll(lambda: len(acked(producer.lines())) >= 10, 30, "acknowledged sends")
+        live = CppClient(tmp_path, "live", "cpp_push_keys.py", dep.namesrv, topic, "CID-live", str(keys_file), "90")
+        clients.append(live)
+        poll(lambda: len(live.lines()) >= 10, 30, "CID-live to consume")
+        dep.cluster.nemesis.kill(old_node)
+        killed_at = time.time()
+
+        # A new master is elected from the SyncStateSet and registers as id 0.
+        new_master = poll(lambda: (a := broker_addrs(dep).get(0)) not in (None, old_master) and a, 20,
+                          "the name server to list a new master as brokerId 0")
+        new_node = dep.broker_node(new_master)
+        # The producer's sends are acknowledged again: 20 of them. (Up to the client's 30 s route
+        # refresh: see the module docstring.)
+        poll(lambda: sum(1 for r in acked(producer.lines()) if r["start"] > killed_at) >= 20, 50,
+             "20 acknowledged sends after the kill")
+        stop.touch()
+        sent = producer.finish(30)
+
+        before = [r for r in sent if r["end"] < killed_at]
+        failed = [r for r in sent if r["end"] >= killed_at and r.get("status") != 0]
+        ok = acked(sent)
+        ok_after = [r for r in ok if r["start"] > killed_at]
+        assert before and all(r.get("status") == 0 for r in before), before[-3:]
+        # Sends succeed again, and keep succeeding, once they do.
+        first_ok_after = min(r["i"] for r in ok_after)
+        assert all(r.get("status") == 0 for r in sent if r["i"] >= first_ok_after), [
+            r for r in sent if r["i"] >= first_ok_after and r.get("status") != 0]
+
+        # Every acknowledged message is on the new master (replicated before its SEND_OK), at the
+        # queue offset its SendResult reported; those acknowledged after the kill were stored by the
+        # new master: the dead master's files, read from disk, never had them. (The C++ SendResult
+        # carries the client's message id, which names no broker.)
+        keys = {f"{prefix}-key-{r['i']}": r for r in ok}
+        on_new = stored_messages(dep.cluster.store_dir(new_node), topic)
+        on_old = stored_messages(dep.cluster.store_dir(old_node), topic)
+        assert set(keys) <= set(on_new), sorted(set(keys) - set(on_new))[:5]
+        assert all(on_new[k].queue_offset == r["offset"] for k, r in keys.items())
+        assert all(f"{prefix}-key-{r['i']}" in on_old for r in before)
+        assert not any(f"{prefix}-key-{r['i']}" in on_old for r in ok_after)
+
+        # The consumers stop once they have every acknowledged key (written atomically: CID-live
+        # polls for the file).
+        keys_file.with_suffix(".tmp").write_text("".join(k + "\n" for k in sorted(keys)))
+        os.replace(keys_file.with_suffix(".tmp"), keys_file)
+        fresh = CppClient(tmp_path, "fresh", "cpp_push_keys.py", dep.namesrv, topic, "CID-fresh", str(keys_file), "40")
+        clients.append(fresh)
+        consumed_live, consumed_fresh = live.finish(90), fresh.finish(60)
+        for consumed in (consumed_live, consumed_fresh):
+            assert set(keys) <= {c["keys"] for c in consumed}, sorted(set(keys) - {c["keys"] for c in consumed})[:5]
+            check_consumed(consumed, prefix, on_new)
+        # CID-live consumed on both sides of the kill: the old master's messages before, the new
+        # master's after (the ones only the new master ever stored).
+        assert any(c["t"] < killed_at for c in consumed_live)
+        assert any(c["keys"] not in on_old for c in consumed_live)
+        assert not dep.cluster.alive(old_node)
+        print(f"sends: {len(before)} acknowledged before the kill, {len(failed)} failed during the outage, "
+              f"{len(ok_after)} acknowledged by the new master; producer outage "
+              f"{min(r['end'] for r in ok_after) - killed_at:.1f} s; CID-live delivered "
+              f"{len(consumed_live)}, CID-fresh {len(consumed_fresh)}")
+    finally:
+        for client in clients:
+            client.kill()
+        dep.cluster.close()
