@@ -1,0 +1,25 @@
+"""rmqlab.checker: Maelstrom-style chaos testing — seeded fault schedules (the nemesis), a queue
+workload, and checkers that read only the history (the event trace, plus the replicas' store files
+for the byte-for-byte check). The three meet only at the history, so the checkers serve a lab's
+invariant panel and the grading pipeline on any recorded trace.
+
+    from rmqlab.checker import run_and_check
+    report = run_and_check(7)                   # one seeded schedule on the simulator
+    report.valid, report.results["total-queue"].first
+
+Pieces: `random_schedule` / `run_schedule` (schedule), `QueueWorkload` (workload),
+`check_total_queue`, `check_replicas`, `check_single_master` (checkers, returning `CheckResult`
+with `Violation`s), `run_chaos` / `check_all` / `run_and_check` (chaos).
+"""
+
+from rmqlab.checker.chaos import ChaosReport, ChaosRun, check_all, converged, run_and_check, run_chaos
+from rmqlab.checker.checkers import (check_replicas, check_single_master, check_total_queue, read_commitlog,
+                                     read_epochs, send_acknowledged)
+from rmqlab.checker.result import CheckResult, Violation
+from rmqlab.checker.schedule import FAULTS, FaultOp, FaultSchedule, apply_op, random_schedule, run_schedule
+from rmqlab.checker.workload import QueueWorkload
+
+__all__ = ["ChaosReport", "ChaosRun", "check_all", "converged", "run_and_check", "run_chaos",
+           "check_replicas", "check_single_master", "check_total_queue", "read_commitlog", "read_epochs",
+           "send_acknowledged", "CheckResult", "Violation", "FAULTS", "FaultOp", "FaultSchedule", "apply_op",
+           "random_schedule", "run_schedule", "QueueWorkload"]

@@ -1,0 +1,170 @@
+"""One chaos run, Maelstrom style: a cluster, a workload, a nemesis schedule; the history they
+leave (the trace, and the replicas' store files) is handed to the checkers.
+
+    run = run_chaos(seed=7, controller_overrides={"enableElectUncleanMaster": False})
+    results = check_all(run)               # {"total-queue": CheckResult, "replicas": ..., ...}
+    run.cleanup()                          # the store files
+
+    report = run_and_check(7)              # the same in one call, files removed: a ChaosReport
+
+A run: the controller-mode cluster starts (every replica in the SyncStateSet); the producer
+starts sending; the schedule's faults are applied on time; after its quiet period the producer
+stops, the runner waits (bounded) for the cluster to converge — a master the name servers route
+to, every replica at the master's max offset and the confirm offset there — and the drain reads
+every queue. Convergence is judged from the components (the runner is part of the experiment); the
+checkers read only the history.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmqlab.checker.checkers import check_replicas, check_single_master, check_total_queue
+from rmqlab.checker.result import CheckResult
+from rmqlab.checker.schedule import FaultSchedule, random_schedule, run_schedule
+from rmqlab.checker.workload import QueueWorkload
+
+CHAOS_NODE = "chaos"  # the runner's own trace events (phases), node name in the trace
+
+
+@dataclass
+class ChaosRun:
+    """What a run leaves: its history and where the stores are. `converged`: whether the cluster
+    converged before the drain (False is not itself a violation; the checkers say what it cost)."""
+
+    seed: int
+    schedule: FaultSchedule
+    events: list
+    stores: dict[str, str]
+    root_dir: str
+    converged: bool
+    drained: int
+    virtual_ms: float
+    wall_s: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.root_dir, ignore_errors=True)
+
+
+def converged(cluster) -> bool:
+    """Every broker running, one master the name servers route to, every replica at the master's
+    max physical offset and the master's confirm offset there."""
+    if any(not cluster.sim.nodes[n].alive for n in cluster.brokers):
+        return False
+    master = cluster.master()
+    if master is None:
+        return False
+    store = cluster.components[master].message_store
+    end = store.get_max_phy_offset()
+    if any(cluster.components[n].message_store.get_max_phy_offset() != end for n in cluster.brokers):
+        return False
+    if cluster.components[master].replicas_manager.ha_service.get_confirm_offset() != end:
+        return False
+    addr = f"127.0.0.1:{cluster.components[master].netty_server_config.listenPort}"
+    name = cluster.components[master].broker_config.brokerName
+    for ns in cluster.namesrvs:
+        table = cluster.components[ns].route_info_manager.broker_addr_table.get(name)
+        if table is None or table.broker_addrs.get(0) != addr:
+            return False
+    return True
+
+
+def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: int = 3,
+              controller_overrides: dict | None = None, overrides: dict | None = None,
+              schedule: FaultSchedule | None = None, schedule_options: dict | None = None,
+              workload: QueueWorkload | None = None, converge_timeout_ms: float = 30_000,
+              trace_path: str | None = None) -> ChaosRun:
+    """Run one seeded chaos experiment on the simulator (cluster seed = schedule seed = `seed`
+    unless a schedule is given) and return its history; the caller checks it and cleans up."""
+    from rmqlab.cluster import Cluster
+
+    wall = time.monotonic()
+    root = tempfile.mkdtemp(prefix=f"rmqlab-chaos-{seed}-")
+    workload = workload or QueueWorkload()
+    c = Cluster(mode, seed=seed, root_dir=root, controllers=controllers,
+                controller_overrides=controller_overrides, overrides=overrides)
+    try:
+        c.start(60_000)
+        # Start from a healthy set: a master and every replica in its SyncStateSet.
+        c.run_until(lambda: (m := c.master()) is not None and
+                    len(c.components[m].replicas_manager.sync_state_set) == len(c.brokers), 60_000)
+        if schedule is None:
+            schedule = random_schedule(seed, list(c.brokers), list(c.controller_nodes), **(schedule_options or {}))
+        workload.setup(c, duration_ms=schedule.duration_ms)
+        tracer = c.sim.tracer
+        tracer.emit(CHAOS_NODE, "log", level="INFO", message=f"chaos: schedule {seed} begins "
+                    f"({len(schedule.faults)} faults)", logger="rmqlab.checker")
+        run_schedule(c, schedule)
+        workload.stop(c)
+        tracer.emit(CHAOS_NODE, "log", level="INFO", message="chaos: producer stopped, waiting to converge",
+                    logger="rmqlab.checker")
+        try:
+            c.run_until(lambda: converged(c), converge_timeout_ms)
+            ok = True
+        except TimeoutError:
+            ok = False
+        c.run_for(1_000)  # the last confirm offset travels with the next transfer header
+        tracer.emit(CHAOS_NODE, "log", level="INFO" if ok else "WARN",
+                    message=f"chaos: {'converged' if ok else 'did not converge'}; drain begins",
+                    logger="rmqlab.checker", converged=ok)
+        drained = workload.drain(c)
+        events = list(c.events())
+        if trace_path:
+            from rmqlab.trace import write_jsonl
+
+            write_jsonl(events, trace_path, meta={"seed": seed, "runtime": "sim", "scenario": "chaos",
+                                                  "schedule": schedule.to_dict()})
+        stores = {n: c.sim.store_dir(n) for n in c.brokers}
+        virtual = c.sim.now_ms()
+    except BaseException:
+        c.close()
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    c.close()
+    return ChaosRun(seed, schedule, events, stores, root, ok, drained, virtual, time.monotonic() - wall,
+                    {"mode": mode, "controller_overrides": dict(controller_overrides or {})})
+
+
+def check_all(run: ChaosRun) -> dict[str, CheckResult]:
+    """Every checker on the run's history."""
+    return {"total-queue": check_total_queue(run.events),
+            "replicas": check_replicas(run.events, run.stores),
+            "single-master": check_single_master(run.events)}
+
+
+@dataclass
+class ChaosReport:
+    """A run's verdicts without its files (picklable: runs may go to worker processes)."""
+
+    seed: int
+    results: dict[str, CheckResult]
+    schedule: FaultSchedule
+    converged: bool
+    drained: int
+    virtual_ms: float
+    wall_s: float
+
+    @property
+    def valid(self) -> bool:
+        return all(r.valid for r in self.results.values())
+
+    def __str__(self) -> str:
+        lines = [f"seed {self.seed}: {'valid' if self.valid else 'INVALID'}, {len(self.schedule.faults)} faults, "
+                 f"converged={self.converged}, drained {self.drained}, {self.virtual_ms / 1000:.0f} virtual s, "
+                 f"{self.wall_s:.1f} s"]
+        lines += [f"  {r}" for r in self.results.values() if not r.valid]
+        return "\n".join(lines)
+
+
+def run_and_check(seed: int, **options: Any) -> ChaosReport:
+    run = run_chaos(seed, **options)
+    try:
+        results = check_all(run)
+    finally:
+        run.cleanup()
+    return ChaosReport(seed, results, run.schedule, run.converged, run.drained, run.virtual_ms, run.wall_s)

@@ -1,0 +1,226 @@
+"""Seeded random fault schedules (Jepsen's nemesis generator): a plan of nemesis operations over a
+cluster's brokers and controllers, a pure function of its seed and parameters, then applied to a
+running cluster through the fault API (rmqlab.runtime.nemesis) on either runtime.
+
+    schedule = random_schedule(7, brokers=["broker-n0", ...], controllers=["controller-n0", ...])
+    run_schedule(cluster, schedule)        # lets the cluster run and applies each op on time
+
+Faults: kill (process crash, page cache survives), crash (machine crash: unflushed bytes lost,
+sometimes a torn write), suspend (SIGSTOP), a network partition (one node cut off, or the servers
+split in two), packet loss between a node and some others. A process fault names a node, or
+`MASTER` ("@master"): the broker that is master when the op is applied (read from the trace by
+Cluster.master(), as OpenChaos's "kill the leader") — the faults that force elections; it is
+skipped, with its undo, if that broker is under a process fault already. Each fault is undone (restart, resume,
+heal, loss 0) before the fault window ends; then `quiet_ms` without faults lets the cluster heal
+and converge. Rules that keep the plan meaningful:
+
+* at most `max_concurrent` faults at a time, one partition and one loss at a time (heal() heals
+  every partition), a node under at most one process fault;
+* a machine crash only hits a broker when every other broker has been healthy (no fault on it)
+  for `crash_cooldown_ms`: under ASYNC_FLUSH a replica's unflushed tail survives only on its
+  peers, so crashing the only holder of acknowledged data (a SyncStateSet shrunk to one after
+  other faults) loses it in RocketMQ as well — power loss of every in-sync replica is outside the
+  allAckInSyncStateSet guarantee, not a bug to find.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+FAULTS = ("kill", "crash", "suspend", "partition", "loss")
+MASTER = "@master"  # a process fault's node resolved when applied: the master then
+# op f -> the op that undoes it
+UNDO = {"kill": "restart", "crash": "restart", "suspend": "resume", "partition": "heal", "loss": "loss-heal"}
+
+
+@dataclass(frozen=True)
+class FaultOp:
+    """One nemesis operation at `time_ms` (ms after the schedule starts). `f`: kill, crash,
+    restart, suspend, resume, partition, heal, loss, loss-heal; `node` for process faults; `value`
+    the rest (partition groups; loss links and rate; crash torn bytes), plain JSON."""
+
+    time_ms: float
+    f: str
+    node: str | None = None
+    value: dict[str, Any] = field(default_factory=dict)
+    fault_id: int = 0  # a fault and its undo share it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time_ms": self.time_ms, "f": self.f, "node": self.node, "value": self.value,
+                "fault_id": self.fault_id}
+
+    def __str__(self) -> str:
+        what = self.node or ""
+        if self.f == "partition":
+            what = " | ".join(",".join(g) for g in self.value["groups"])
+        elif self.f == "loss":
+            what = f"{self.value['node']}<->{','.join(self.value['peers'])} p={self.value['rate']}"
+        return f"{self.time_ms:8.0f} ms  {self.f:<9} {what}"
+
+
+@dataclass(frozen=True)
+class FaultSchedule:
+    seed: int
+    ops: tuple[FaultOp, ...]
+    fault_window_ms: float
+    quiet_ms: float
+
+    @property
+    def duration_ms(self) -> float:
+        return self.fault_window_ms + self.quiet_ms
+
+    @property
+    def faults(self) -> list[FaultOp]:
+        """The injecting ops (not their undos)."""
+        return [op for op in self.ops if op.f in FAULTS]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "fault_window_ms": self.fault_window_ms, "quiet_ms": self.quiet_ms,
+                "ops": [op.to_dict() for op in self.ops]}
+
+    def __str__(self) -> str:
+        return "\n".join([f"schedule seed {self.seed}: {len(self.faults)} faults in {self.fault_window_ms:.0f} ms, "
+                          f"then {self.quiet_ms:.0f} ms quiet"] + [str(op) for op in self.ops])
+
+
+def random_schedule(seed: int, brokers: Sequence[str], controllers: Sequence[str], *,
+                    fault_window_ms: float = 16_000, quiet_ms: float = 12_000,
+                    gap_ms: tuple[float, float] = (500, 2_500), length_ms: tuple[float, float] = (1_000, 6_000),
+                    max_concurrent: int = 2, faults: Sequence[str] = FAULTS,
+                    weights: dict[str, float] | None = None, crash_cooldown_ms: float = 8_000,
+                    master_share: float = 0.5,
+                    loss_rate: tuple[float, float] = (0.1, 0.5)) -> FaultSchedule:
+    """A random schedule over `brokers` and `controllers`, the same for the same arguments.
+    A fault starts every `gap_ms` (uniform), lasts `length_ms` (uniform, cut at the window's end);
+    a fault that would break a rule (module docstring) is skipped for that slot. `master_share`
+    of the process faults target MASTER when no broker is under a fault."""
+    unknown = sorted(set(faults) - set(FAULTS))
+    if unknown:
+        raise ValueError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+    rng = random.Random(f"rmqlab.checker.schedule/{seed}")  # str seed: stable across Python versions
+    weights = {f: (weights or {}).get(f, 1.0) for f in faults}
+    servers = [*brokers, *controllers]
+    ops: list[FaultOp] = []
+    active: list[tuple[float, FaultOp]] = []   # (end time, fault) of the faults under way
+    busy_until: dict[str, float] = {}          # node -> end of the last fault touching it
+    fault_id = 0
+    t = 0.0
+    while True:
+        t += rng.uniform(*gap_ms)
+        if t >= fault_window_ms - length_ms[0]:
+            break
+        active = [(end, op) for end, op in active if end > t]
+        if len(active) >= max_concurrent:
+            continue
+        f = rng.choices(list(weights), weights=list(weights.values()))[0]
+        end = min(t + rng.uniform(*length_ms), fault_window_ms)
+        touched = {n for _, op in active for n in _nodes(op, brokers)}
+        op: FaultOp | None = None
+        if f in ("kill", "crash", "suspend"):
+            pool = [n for n in (brokers if f == "crash" else servers) if n not in touched]
+            if f == "crash":
+                pool = [n for n in pool if all(busy_until.get(b, -1e18) + crash_cooldown_ms <= t
+                                               for b in brokers if b != n)]
+            if not touched & set(brokers) and (f != "crash" or len(pool) == len(brokers)):
+                pool += [MASTER] * round(len(pool) * master_share / (1 - master_share)) if master_share < 1 else [MASTER]
+            if pool:
+                node = rng.choice(pool)
+                value = {"torn_bytes": rng.choice([0, 0, 7, 64])} if f == "crash" else {}
+                op = FaultOp(round(t, 3), f, node, value, fault_id)
+        elif f == "partition" and not any(o.f == "partition" for _, o in active):
+            if rng.random() < 0.5:
+                node = rng.choice(servers)
+                groups = [[node], sorted(n for n in servers if n != node)]
+            else:
+                shuffled = rng.sample(servers, len(servers))
+                cut = rng.randint(1, len(servers) - 1)
+                groups = [sorted(shuffled[:cut]), sorted(shuffled[cut:])]
+            op = FaultOp(round(t, 3), "partition", None, {"groups": groups}, fault_id)
+        elif f == "loss" and not any(o.f == "loss" for _, o in active):
+            node = rng.choice(servers)
+            others = [n for n in servers if n != node]
+            peers = sorted(rng.sample(others, rng.randint(1, len(others))))
+            op = FaultOp(round(t, 3), "loss", None, {"node": node, "peers": peers,
+                                                      "rate": round(rng.uniform(*loss_rate), 2)}, fault_id)
+        if op is None:
+            continue
+        undo = FaultOp(round(end, 3), UNDO[op.f], op.node, dict(op.value) if op.f == "loss" else {}, fault_id)
+        fault_id += 1
+        ops += [op, undo]
+        active.append((end, op))
+        for n in _nodes(op, brokers):
+            busy_until[n] = max(busy_until.get(n, -1e18), end)
+    ops.sort(key=lambda o: (o.time_ms, o.f not in UNDO.values()))  # at equal times undo first
+    return FaultSchedule(seed, tuple(ops), fault_window_ms, quiet_ms)
+
+
+def _nodes(op: FaultOp, brokers_of_master: Sequence[str] = ()) -> list[str]:
+    """The nodes a fault touches (a partition: every node of every group; loss: both ends)."""
+    if op.node == MASTER:
+        return list(brokers_of_master)
+    if op.node:
+        return [op.node]
+    if op.f == "partition":
+        return [n for g in op.value["groups"] for n in g]
+    if op.f == "loss":
+        return [op.value["node"], *op.value["peers"]]
+    return []
+
+
+def apply_op(nemesis, op: FaultOp) -> None:
+    """One op through the fault API (rmqlab.runtime.nemesis.Nemesis); it traces itself."""
+    if op.f == "kill":
+        nemesis.kill(op.node)
+    elif op.f == "crash":
+        torn = op.value.get("torn_bytes", 0)
+        nemesis.crash(op.node, torn_bytes=(lambda _file, unflushed, n=torn: min(n, unflushed)) if torn else None)
+    elif op.f == "restart":
+        nemesis.restart(op.node)
+    elif op.f == "suspend":
+        nemesis.suspend(op.node)
+    elif op.f == "resume":
+        nemesis.resume(op.node)
+    elif op.f == "partition":
+        nemesis.partition(*op.value["groups"])
+    elif op.f == "heal":
+        nemesis.heal()
+    elif op.f in ("loss", "loss-heal"):
+        rate = op.value["rate"] if op.f == "loss" else 0.0
+        node, peers = [op.value["node"]], op.value["peers"]
+        nemesis.set_loss(node, peers, rate)
+        nemesis.set_loss(peers, node, rate)
+    else:
+        raise ValueError(f"unknown fault op {op.f!r}")
+
+
+def run_schedule(cluster, schedule: FaultSchedule, *, quiet: bool = True) -> list[FaultOp]:
+    """Let `cluster` (rmqlab.cluster.Cluster) run through `schedule` from now: each op at its time,
+    then, with `quiet`, the quiet period. Virtual time on the simulator, wall time on the real
+    runtime (ops there land within the polling resolution). Returns the ops applied, MASTER
+    resolved to a node (the nemesis traced each of them too)."""
+    elapsed = 0.0
+    resolved: dict[int, str | None] = {}  # fault_id -> node of a MASTER fault (None: skipped)
+    down: set[str] = set()                # nodes under a process fault now
+    applied: list[FaultOp] = []
+    for op in schedule.ops:
+        if op.time_ms > elapsed:
+            cluster.run_for(op.time_ms - elapsed)
+            elapsed = op.time_ms
+        if op.node == MASTER:
+            if op.f in FAULTS:
+                master = cluster.master()
+                resolved[op.fault_id] = master if master is not None and master not in down else None
+            node = resolved.get(op.fault_id)
+            if node is None:
+                continue
+            op = FaultOp(op.time_ms, op.f, node, op.value, op.fault_id)
+        if op.node is not None:
+            (down.add if op.f in FAULTS else down.discard)(op.node)
+        apply_op(cluster.nemesis, op)
+        applied.append(op)
+    if quiet:
+        cluster.run_for(max(0.0, schedule.duration_ms - elapsed))
+    return applied
