@@ -514,12 +514,8 @@ class ReplicasManager:
             header, sync_state_set = await self.broker_outer_api.register_broker_to_controller(
                 self.broker_config.brokerClusterName, self.broker_config.brokerName, self.broker_controller_id,
                 self.broker_address, self.controller_leader_address)
-            if header.master_broker_id is None:
-                return True
-            if header.master_broker_id == self.broker_controller_id:
-                await self.change_to_master(header.master_epoch, header.sync_state_set_epoch, sync_state_set)
-            else:
-                await self.change_to_slave(header.master_address, header.master_epoch, header.master_broker_id)
+            if header.master_broker_id is not None:
+                await self._follow(header, sync_state_set)
             return True
         except asyncio.CancelledError:
             raise
@@ -541,16 +537,20 @@ class ReplicasManager:
             self.node.trace("log", level="INFO", logger="rmqlab.broker",
                             message=f"brokerElect: controller answered master {header.master_broker_id} "
                                     f"epoch {header.master_epoch}")
-            if header.master_broker_id == self.broker_controller_id:
-                await self.change_to_master(header.master_epoch, header.sync_state_set_epoch, sync_state_set)
-            else:
-                await self.change_to_slave(header.master_address, header.master_epoch, header.master_broker_id)
+            await self._follow(header, sync_state_set)
             return True
         except asyncio.CancelledError:
             raise
         except Exception as e:
             log.error("Failed to try elect: %s", e)
             return False
+
+    async def _follow(self, header, sync_state_set) -> None:
+        """Take the role a controller answer names: master when it names this broker, else slave."""
+        if header.master_broker_id == self.broker_controller_id:
+            await self.change_to_master(header.master_epoch, header.sync_state_set_epoch, sync_state_set)
+        else:
+            await self.change_to_slave(header.master_address, header.master_epoch, header.master_broker_id)
 
     # -- polling the controller (reference §4.10 step 5) ---------------------------------------------
     def scheduling_sync_broker_metadata(self) -> None:

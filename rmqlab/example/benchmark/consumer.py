@@ -47,7 +47,7 @@ import argparse
 import asyncio
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rmqlab.broker.topic.topic_config import TopicValidator
 from rmqlab.client.client_process import ClientProcess
@@ -55,6 +55,7 @@ from rmqlab.client.consumer import (ConsumeConcurrentlyStatus, DefaultMQPullCons
                                     PullStatus)
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.example.benchmark.client_spec import SpecDict, check
 from rmqlab.example.benchmark.message_body import body_matches
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere, build_subscription_data
@@ -69,13 +70,8 @@ PULL_BATCH_SIZE = 32
 PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION = 3000
 
 
-def _check(ok: bool, flag: str, what: str, value: Any) -> None:
-    if not ok:
-        raise ValueError(f"{flag} must be {what}, not {value!r}")
-
-
 @dataclass(frozen=True)
-class ConsumerSpec:
+class ConsumerSpec(SpecDict):
     """What a benchmark consumer does: a plain, JSON-serializable value (``to_dict``), the same
     for ``rmqlab consumer`` and for ``Cluster.add_consumer``. Field -> flag in ``FLAGS``."""
 
@@ -100,7 +96,7 @@ class ConsumerSpec:
         f = self.FLAGS
         for name, validate in (("topic", TopicValidator.validate_topic), ("group", TopicValidator.validate_group)):
             value = getattr(self, name)
-            _check(isinstance(value, str), f"{f[name]} ({name})", "a str", value)
+            check(isinstance(value, str), f"{f[name]} ({name})", "a str", value)
             result = validate(value)
             if not result.valid:
                 raise ValueError(f"{f[name]} ({name}): {result.remark}")
@@ -108,35 +104,22 @@ class ConsumerSpec:
             build_subscription_data(self.topic, self.expression)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{f['expression']} (expression): bad tag expression {self.expression!r}: {e}") from None
-        _check(self.consumer_type in CONSUMER_TYPES, f"{f['consumer_type']} (consumer_type)",
+        check(self.consumer_type in CONSUMER_TYPES, f"{f['consumer_type']} (consumer_type)",
                " or ".join(CONSUMER_TYPES), self.consumer_type)
-        _check(self.consume_from_where in CONSUME_FROM, f"{f['consume_from_where']} (consume_from_where)",
+        check(self.consume_from_where in CONSUME_FROM, f"{f['consume_from_where']} (consume_from_where)",
                " or ".join(CONSUME_FROM), self.consume_from_where)
-        _check(isinstance(self.fail_rate, (int, float)) and not isinstance(self.fail_rate, bool)
+        check(isinstance(self.fail_rate, (int, float)) and not isinstance(self.fail_rate, bool)
                and 0 <= self.fail_rate < 1, f"{f['fail_rate']} (fail_rate)", "a number in [0, 1)", self.fail_rate)
         if self.fail_rate and self.consumer_type == "pull":
             raise ValueError(f"{f['fail_rate']} (fail_rate) applies to push consumers only: a pull consumer "
                              "has no listener to answer RECONSUME_LATER")
-        _check(isinstance(self.threads, int) and not isinstance(self.threads, bool) and self.threads >= 1,
+        check(isinstance(self.threads, int) and not isinstance(self.threads, bool) and self.threads >= 1,
                f"{f['threads']} (threads)", "an integer >= 1", self.threads)
-        _check(isinstance(self.count, int) and not isinstance(self.count, bool) and self.count >= 0,
+        check(isinstance(self.count, int) and not isinstance(self.count, bool) and self.count >= 0,
                f"{f['count']} (count)", "an integer >= 0", self.count)
-        _check(isinstance(self.duration_ms, (int, float)) and not isinstance(self.duration_ms, bool)
+        check(isinstance(self.duration_ms, (int, float)) and not isinstance(self.duration_ms, bool)
                and self.duration_ms >= 0, f"{f['duration_ms']} (duration_ms)", "a number of ms >= 0",
                self.duration_ms)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ConsumerSpec":
-        data = dict(data)
-        if data.pop("kind", cls.kind) != cls.kind:
-            raise ValueError(f"not a {cls.kind} description: {data!r}")
-        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown {cls.kind} field(s): {', '.join(unknown)}")
-        return cls(**data)
 
     def to_argv(self) -> list[str]:
         """The ``rmqlab consumer`` flags of this description (without ``-n``)."""

@@ -46,13 +46,14 @@ import asyncio
 import dataclasses
 import string
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rmqlab.broker.topic.topic_config import TopicValidator
 from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.exceptions import outcome_unknown
 from rmqlab.client.producer import DefaultMQProducer
 from rmqlab.common.message.message import Message
+from rmqlab.example.benchmark.client_spec import SpecDict, check
 from rmqlab.example.benchmark.message_body import build_body
 from rmqlab.runtime.node import Node
 
@@ -80,13 +81,8 @@ def check_key_pattern(pattern: str, flag: str) -> None:
         raise ValueError(f"{flag}: bad key pattern {pattern!r}: {e}") from None
 
 
-def _check(ok: bool, flag: str, what: str, value: Any) -> None:
-    if not ok:
-        raise ValueError(f"{flag} must be {what}, not {value!r}")
-
-
 @dataclass(frozen=True)
-class ProducerSpec:
+class ProducerSpec(SpecDict):
     """What a benchmark producer does: a plain, JSON-serializable value (``to_dict``), the same
     for ``rmqlab producer`` and for ``Cluster.add_producer``. Field -> flag in ``FLAGS``."""
 
@@ -111,38 +107,25 @@ class ProducerSpec:
         f = self.FLAGS
         for name, validate in (("topic", TopicValidator.validate_topic), ("group", TopicValidator.validate_group)):
             value = getattr(self, name)
-            _check(isinstance(value, str), f"{f[name]} ({name})", "a str", value)
+            check(isinstance(value, str), f"{f[name]} ({name})", "a str", value)
             result = validate(value)
             if not result.valid:
                 raise ValueError(f"{f[name]} ({name}): {result.remark}")
         for name in ("count", "tag_count"):
             value = getattr(self, name)
-            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+            check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
                    f"{f[name]} ({name})", "an integer >= 0", value)
         for name in ("body_size", "in_flight"):
             value = getattr(self, name)
-            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+            check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                    f"{f[name]} ({name})", "an integer >= 1", value)
         for name in ("interval_ms", "duration_ms"):
             value = getattr(self, name)
-            _check(isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
+            check(isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
                    f"{f[name]} ({name})", "a number of ms >= 0", value)
-        _check(self.send_mode in SEND_MODES, f"{f['send_mode']} (send_mode)", " or ".join(SEND_MODES), self.send_mode)
-        _check(isinstance(self.keys, str), f"{f['keys']} (keys)", "a str", self.keys)
+        check(self.send_mode in SEND_MODES, f"{f['send_mode']} (send_mode)", " or ".join(SEND_MODES), self.send_mode)
+        check(isinstance(self.keys, str), f"{f['keys']} (keys)", "a str", self.keys)
         check_key_pattern(self.keys, f"{f['keys']} (keys)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ProducerSpec":
-        data = dict(data)
-        if data.pop("kind", cls.kind) != cls.kind:
-            raise ValueError(f"not a {cls.kind} description: {data!r}")
-        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown {cls.kind} field(s): {', '.join(unknown)}")
-        return cls(**data)
 
     def to_argv(self) -> list[str]:
         """The ``rmqlab producer`` flags of this description (without ``-n``)."""

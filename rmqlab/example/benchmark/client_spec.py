@@ -1,0 +1,34 @@
+"""What ProducerSpec and ConsumerSpec share: validation errors that name the flag, and the plain
+dict form (``to_dict`` / ``from_dict``) in which a client description is stored and sent to a
+process — later the "client operations" of a recorded workload."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+
+def check(ok: bool, flag: str, what: str, value: Any) -> None:
+    """ValueError naming the flag, what it must be and what it got, unless `ok`."""
+    if not ok:
+        raise ValueError(f"{flag} must be {what}, not {value!r}")
+
+
+class SpecDict:
+    """Mixin for a frozen dataclass with a ``kind``: its dict form, with the kind as a field."""
+
+    kind: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        """The description `data` holds; ValueError for another kind or an unknown field."""
+        data = dict(data)
+        if data.pop("kind", cls.kind) != cls.kind:
+            raise ValueError(f"not a {cls.kind} description: {data!r}")
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown {cls.kind} field(s): {', '.join(unknown)}")
+        return cls(**data)
