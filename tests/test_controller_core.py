@@ -189,6 +189,54 @@ def test_register_broker_with_a_new_address_replicates_the_change():
     assert m.replica_info_table[A].get_broker_register_check_code(2) == f"{addr(2)};1000"  # kept
 
 
+def test_the_master_registering_again_is_taken_as_gone_and_a_new_epoch_is_elected():
+    """Deviation (chaos seed 173): a running master never registers again, so a register from the
+    recorded master is a new incarnation that may have lost its unflushed tail. It is not confirmed
+    in its old epoch: the master is recorded as gone (a new masterEpoch, SyncStateSet kept), the
+    answer names none, and the election it then asks for ranks it like any other member."""
+    m, live = manager(), Liveness()
+    set_up(m, live, ids=(1, 2, 3), master=1, in_sync=(1, 2, 3))
+    assert state(m) == (1, 1, {1, 2, 3}, 2)
+    r = commit(m, m.register_broker(RegisterBrokerToControllerRequestHeader(CLUSTER, A, 1, addr(1)), live))
+    assert r.response_code == RC.SUCCESS and r.events == [ElectMasterEvent.not_elected(A)]
+    assert r.response == RegisterBrokerToControllerResponseHeader(CLUSTER, A)  # no master named
+    assert SyncStateSet.decode(r.body) == SyncStateSet(frozenset({1, 2, 3}), 2)
+    assert state(m) == (None, 2, {1, 2, 3}, 2)
+    # Every member alive; the restarted broker reports the shorter log: a replica with the data wins.
+    live.report(A, 1, 1, 0)
+    live.report(A, 2, 1, 5466)
+    live.report(A, 3, 1, 5466)
+    r = commit(m, m.elect_master(ElectMasterRequestHeader.of_broker_trigger(CLUSTER, A, 1), live.policy()))
+    assert r.response_code == RC.SUCCESS and r.response.master_broker_id == 2 and r.response.master_epoch == 3
+    assert state(m) == (2, 3, {2}, 3)
+    # Elected anyway (it holds as much as the others), it leads a new epoch, not the old one.
+    m, live = manager(), Liveness()
+    set_up(m, live, ids=(1, 2, 3), master=1, in_sync=(1, 2, 3))
+    commit(m, m.register_broker(RegisterBrokerToControllerRequestHeader(CLUSTER, A, 1, addr(1)), live))
+    for i in (1, 2, 3):
+        live.report(A, i, 1, 5466)
+    r = commit(m, m.elect_master(ElectMasterRequestHeader.of_broker_trigger(CLUSTER, A, 1), live.policy()))
+    assert r.response_code == RC.SUCCESS and (r.response.master_broker_id, r.response.master_epoch) == (1, 3)
+    # A slave registering again changes nothing; nor does the former master once replaced.
+    r = m.register_broker(RegisterBrokerToControllerRequestHeader(CLUSTER, A, 2, addr(2)), live)
+    assert r.events == [] and r.response.master_broker_id == 1 and r.response.master_epoch == 3
+
+
+def test_a_registering_broker_s_reported_log_position_is_forgotten_until_its_next_heartbeat():
+    clock = ManualClock(0)
+    hb = DefaultBrokerHeartbeatManager(ControllerConfig(), clock)
+    heartbeat(hb, 1, epoch=1, max_offset=5466, confirm=5466, priority=3)
+    heartbeat(hb, 1, epoch=1, max_offset=0, confirm=0, priority=3)  # the restarted broker's shorter log: ignored
+    info = hb.get_broker_live_info(CLUSTER, A, 1)
+    assert (info.epoch, info.max_offset) == (1, 5466)
+    hb.forget_broker_log_position(CLUSTER, A, 1)
+    assert (info.epoch, info.max_offset, info.confirm_offset) == (-1, -1, -1)
+    assert hb.is_broker_active(CLUSTER, A, 1) and info.election_priority == 3  # liveness kept
+    heartbeat(hb, 1, epoch=1, max_offset=0, confirm=0)
+    assert (info.epoch, info.max_offset) == (1, 0)
+    hb.forget_broker_log_position(CLUSTER, A, 9)  # unknown: nothing to do
+
+
 # =================================================================================================
 # electMaster
 # =================================================================================================
@@ -926,6 +974,7 @@ class Model:
         self.log: list[bytes] = []
         self.incarnation = {name: 0 for name in NAMES}
         self.masters: dict[tuple, int | None] = {}  # (name, incarnation, masterEpoch) -> master
+        self.cleaned_masters: set[tuple] = set()  # the same keys, once the master's id was cleaned
         self.last: dict[str, tuple[int, int]] = {}
         self.counts: dict[tuple[str, int], int] = {}
         for name in NAMES:  # start from registered sets (id 1 first, as brokers do), all alive
@@ -1010,9 +1059,12 @@ class Model:
             key = (name, self.incarnation[name], info.master_epoch)
             # At most one master per broker set and master epoch.
             assert self.masters.setdefault(key, info.master_broker_id) == info.master_broker_id, key
-            # The master is in the SyncStateSet, unless CleanBrokerData removed its id (RocketMQ
-            # keeps such a master on record until the next election).
-            if info.master_broker_id is not None and replicas.is_broker_exist(info.master_broker_id):
+            # The master is in the SyncStateSet, unless CleanBrokerData removed its id since it was
+            # elected (RocketMQ keeps such a master on record until the next election, even when an
+            # ApplyBrokerId brings the id back as a plain replica).
+            if info.master_broker_id is not None and not replicas.is_broker_exist(info.master_broker_id):
+                self.cleaned_masters.add(key)
+            if info.master_broker_id is not None and key not in self.cleaned_masters:
                 assert info.master_broker_id in info.sync_state_set
             # Epochs never go back.
             prev_master_epoch, prev_ss_epoch = self.last.get(name, (0, 0))

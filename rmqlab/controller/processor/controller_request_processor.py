@@ -75,7 +75,14 @@ class ControllerRequestProcessor:
         if code == RequestCode.CONTROLLER_ELECT_MASTER:
             return await self._elect_master(request)
         if code == RequestCode.CONTROLLER_REGISTER_BROKER:
-            return await self.controller.register_broker(RegisterBrokerToControllerRequestHeader.decode(request))
+            header = RegisterBrokerToControllerRequestHeader.decode(request)
+            response = await self.controller.register_broker(header)
+            if response.code == ResponseCode.SUCCESS:
+                # Deviation: the registering broker is a new incarnation; what the last one
+                # reported of its log no longer ranks it in elections (see the heartbeat manager).
+                self.heartbeat_manager.forget_broker_log_position(header.cluster_name, header.broker_name,
+                                                                  header.broker_id)
+            return response
         if code == RequestCode.CONTROLLER_GET_REPLICA_INFO:
             return await self.controller.get_replica_info(GetReplicaInfoRequestHeader.decode(request))
         if code == RequestCode.CONTROLLER_GET_METADATA_INFO:

@@ -134,6 +134,19 @@ class DefaultBrokerHeartbeatManager(BrokerHeartbeatManager):
                 prev.max_offset = real_max_offset
                 prev.confirm_offset = real_confirm_offset
 
+    def forget_broker_log_position(self, cluster_name: str | None, broker_name: str | None,
+                                   broker_id: int | None) -> None:
+        """Deviation (no Java counterpart): a broker that registers to the controller is a new
+        incarnation, whose log may be shorter than the last one reported (a machine crash loses the
+        unflushed tail). Heartbeats only ever raise epoch and maxOffset, so the old incarnation's
+        would stay and rank it in elections by data it no longer holds (chaos seed 173). Its epoch,
+        maxOffset and confirmOffset become unknown (-1) until its next heartbeat; liveness is kept."""
+        live = self.broker_live_table.get(BrokerIdentityInfo(cluster_name, broker_name, broker_id))
+        if live is not None:
+            live.epoch = -1
+            live.max_offset = -1
+            live.confirm_offset = -1
+
     def scan_not_active_broker(self) -> list[BrokerLiveInfo]:
         """``scanNotActiveBroker``: drop expired entries, close their channels, tell the listeners.
         Returns the expired entries."""

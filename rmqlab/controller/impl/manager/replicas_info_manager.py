@@ -46,6 +46,10 @@ Deviations from RocketMQ (each also commented where it happens):
 * ``serialize`` writes canonical JSON, not RocketMQ's Hessian blobs (which only its jRaft
   controller uses; the DLedger controller replays its log and has no snapshot).
 * ``scan_need_reelect_broker_sets`` lists sets by name (Java: ConcurrentHashMap order).
+* CONTROLLER_REGISTER_BROKER from the recorded master (a new incarnation of it, which may have lost
+  its unflushed tail) does not confirm it in its old epoch: it records the master as gone
+  (ElectMasterEvent not elected, a new masterEpoch) and names no master, so the broker's
+  brokerElect runs a real election (chaos seed 173).
 """
 
 from __future__ import annotations
@@ -307,7 +311,8 @@ class ReplicasInfoManager:
                         ) -> ControllerResult[RegisterBrokerToControllerResponseHeader]:
         """CONTROLLER_REGISTER_BROKER (1003), reference §4.3: the set and the id must be known; the
         answer names the master only if there is one and it is alive; an address change becomes an
-        UpdateBrokerAddressEvent."""
+        UpdateBrokerAddressEvent. Deviation: the recorded master registering again is taken as gone
+        (ElectMasterEvent not elected) and the answer names no master (see below)."""
         broker_name = _require(request.broker_name, "registerBroker", "brokerName")
         broker_id = _require(request.broker_id, "registerBroker", "brokerId")
         broker_address = _require(request.broker_address, "registerBroker", "brokerAddress")
@@ -324,8 +329,22 @@ class ReplicasInfoManager:
             result.set_code_and_remark(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
                                        f"BrokerId: {broker_id} hasn't been registered in broker-set: {broker_name}")
             return result
-        if sync_state_info.is_master_exist() and alive_predicate(cluster_name, broker_name,
-                                                                 sync_state_info.master_broker_id):
+        if sync_state_info.is_master_exist() and sync_state_info.master_broker_id == broker_id:
+            # Deviation: RocketMQ confirms the recorded master here, in its old epoch, if it is
+            # still alive. But a running master never registers again: this is a new incarnation of
+            # it (restarted within the heartbeat timeout, so no controller noticed), and it may have
+            # lost its unflushed commitlog tail. Led again in the same epoch, its new records would
+            # sit beside the slaves' different bytes of that epoch, which the handshake takes as
+            # consistent (acknowledged messages lost, replicas diverged). So the master is taken as
+            # gone (ElectMasterEvent not elected: a new masterEpoch, SyncStateSet kept) and the
+            # answer names none: the broker heartbeats and self-nominates (brokerElect), and the
+            # election ranks it like any other member (no "keep the old master" preference) by the
+            # epoch and maxOffset it now reports; if it wins it leads a new epoch.
+            self.log.warning("The master %s of broker-set %s registers again (a new incarnation): it is taken as "
+                             "gone and a new master must be elected", broker_id, broker_name)
+            result.add_event(ElectMasterEvent.not_elected(broker_name))
+        elif sync_state_info.is_master_exist() and alive_predicate(cluster_name, broker_name,
+                                                                   sync_state_info.master_broker_id):
             response.master_broker_id = sync_state_info.master_broker_id
             response.master_address = replica_info.get_broker_address(sync_state_info.master_broker_id)
             response.master_epoch = sync_state_info.master_epoch
