@@ -536,3 +536,63 @@ def test_rmqlab_admin_against_three_controller_processes(tmp_path):
         if beats.is_alive():
             beats.join(timeout=10)
         cluster.close()
+
+
+# -- real controller-mode brokers ---------------------------------------------------------------------
+
+def test_elect_master_moves_real_controller_mode_brokers_and_get_broker_epoch_reads_their_epoch_files(capsys):
+    """BrokerControllers with enableControllerMode (tests.test_replicas_manager's set-up) against
+    three Raft controllers: the admin election moves the master, both brokers' epoch files show it."""
+    from rmqlab.config.broker import BrokerRole
+    from tests.test_replicas_manager import PORTS, br, broker_factory, put, rm, start_and_wait_running
+
+    sim = Simulation(seed=31)
+    try:
+        sim.add_node("namesrv", NamesrvController)
+        sim.start("namesrv")
+        for i, name in enumerate(["n0", "n1", "n2"]):
+            sim.add_node(name, lambda name=name: ControllerManager(controller_config(sim, name, 3)))
+            sim.start(name)
+        for name in ("A", "B"):
+            sim.add_node(name, broker_factory(sim, name, controllerAddr=";".join(CONTROLLERS)))
+        start_and_wait_running(sim, "A", 60_000)
+        start_and_wait_running(sim, "B", 60_000)
+        sim.add_node("client", Idle)
+        sim.start("client")
+        admin = DefaultMQAdminExt(NS)
+        sim.run(admin.start(sim.nodes["client"]))
+        a, b = f"127.0.0.1:{PORTS['A']}", f"127.0.0.1:{PORTS['B']}"
+        for i in range(10):
+            assert put(sim, "A", i).result().put_message_status.name == "PUT_OK"
+        switch_offset = br(sim, "A").message_store.get_max_phy_offset()
+        sim.run_until(lambda: rm(sim, "A").sync_state_set == {1, 2}
+                      and br(sim, "B").message_store.get_max_phy_offset() == switch_offset, 30_000)
+
+        header, members = sim.run(admin.elect_master(";".join(CONTROLLERS), CLUSTER, A, 2))
+        assert (header.master_broker_id, header.master_address, header.master_epoch) == (2, b, 2)
+        assert members.broker_addrs == {1: a, 2: b}
+        # The controller's notification makes B master and A its slave.
+        sim.run_until(lambda: br(sim, "B").message_store_config.brokerRole is BrokerRole.SYNC_MASTER
+                      and rm(sim, "A").master_broker_id == 2, 30_000)
+        assert put(sim, "B", 100).result().put_message_status.name == "PUT_OK"
+        end = br(sim, "B").message_store.get_max_phy_offset()
+        sim.run_until(lambda: br(sim, "A").message_store.get_max_phy_offset() == end, 30_000)
+        ns = sim.components["namesrv"].route_info_manager.broker_addr_table
+        sim.run_until(lambda: A in ns and dict(ns[A].broker_addrs) == {0: b, 1: a}, 30_000)
+
+        args = argparse.Namespace(subcommand="getBrokerEpoch", namesrv_addr=NS, broker_name=A, cluster_name=None,
+                                  interval=None)
+        capsys.readouterr()
+        assert sim.run(admin_cli.COMMANDS["getBrokerEpoch"](admin, args)) == 0
+        epochs = (f"#Epoch: EpochEntry{{epoch=1, startOffset=0, endOffset={switch_offset}}}\n"
+                  f"#Epoch: EpochEntry{{epoch=2, startOffset={switch_offset}, endOffset={end}}}\n")
+        # On the name server's side the master is id 0; the epoch cache carries the broker's brokerId.
+        assert capsys.readouterr().out == (
+            f"\n#clusterName\t{CLUSTER}\n#brokerName\t{A}\n#brokerAddr\t{a}\n#brokerId\t1\n{epochs}"
+            f"\n#clusterName\t{CLUSTER}\n#brokerName\t{A}\n#brokerAddr\t{b}\n#brokerId\t0\n{epochs}")
+        info = sim.run(admin.get_in_sync_state_data(CONTROLLERS[0], [A]))
+        # syncStateSetEpoch: 1 first election, 2 A joins, 3 the admin election resets the set to {2},
+        # 4 A, caught up with B, joins again.
+        assert replica_view(info)[A][:4] == (2, b, 2, 4)
+    finally:
+        sim.close()
