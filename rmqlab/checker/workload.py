@@ -6,7 +6,11 @@ did is in the trace as Jepsen `client` operations (`send`, `pull`) — which is 
     w.setup(cluster, duration_ms=...)      # topic created, producer started
     ...                                    # the nemesis runs its schedule
     w.stop(cluster)                        # the producer stops cleanly (in-flight sends complete)
-    w.drain(cluster)                       # a fresh pull consumer reads everything (simulator)
+    w.drain(cluster)                       # a fresh pull consumer reads everything
+
+The workload runs on the simulator only: the drain drives its pull consumer from inside the
+simulation and the chaos runner's convergence wait reads the components (the checkers themselves
+read only the trace and store files, so they apply to a real-process run's trace as well).
 """
 
 from __future__ import annotations
@@ -19,6 +23,12 @@ from rmqlab.example.benchmark import BenchmarkProducer, ProducerSpec
 
 PRODUCER = "producer"
 READER = "reader"
+
+
+def _require_simulator(cluster) -> None:
+    if cluster.runtime != "sim":
+        raise ValueError(f"QueueWorkload runs on the simulator, not on the {cluster.runtime!r} runtime "
+                         "(see the module docstring)")
 
 
 @dataclass
@@ -37,15 +47,12 @@ class QueueWorkload:
     def setup(self, cluster, duration_ms: float, timeout_ms: float = 30_000) -> None:
         """The topic on every replica (a slave copies it from the master with SlaveSynchronize
         every 10 s; a master elected before that rejects sends to it), then the producer."""
+        _require_simulator(cluster)
         cluster.create_topic(self.topic, queues=self.queues)
-        if cluster.runtime == "sim":
-            cluster.run_until(lambda: all(cluster.components[n].topic_config_manager.select_topic_config(self.topic)
-                                          for n in cluster.brokers), timeout_ms)
+        cluster.run_until(lambda: all(cluster.components[n].topic_config_manager.select_topic_config(self.topic)
+                                      for n in cluster.brokers), timeout_ms)
         spec = ProducerSpec(topic=self.topic, group="chaos_producer", interval_ms=self.interval_ms,
                             duration_ms=duration_ms, body_size=self.body_size)
-        if cluster.runtime != "sim":
-            cluster.add_producer(PRODUCER, spec)
-            return
 
         def producer() -> BenchmarkProducer:
             p = BenchmarkProducer(spec, cluster.namesrv_addr)
@@ -59,10 +66,8 @@ class QueueWorkload:
 
     def drain(self, cluster, timeout_ms: float = 30_000, batch: int = 32) -> int:
         """Read every queue of the topic from offset 0 to its end with a new pull consumer (its
-        pulls are traced); returns how many messages it read. Simulator only (the real runtime
-        would run `rmqlab consumer --consumerType pull --consumeFromWhere CONSUME_FROM_FIRST_OFFSET`)."""
-        if cluster.runtime != "sim":
-            raise NotImplementedError("QueueWorkload.drain runs on the simulator")
+        pulls are traced); returns how many messages it read."""
+        _require_simulator(cluster)
         cluster.add_client(READER, lambda: ClientProcess(consumer=DefaultMQPullConsumer("chaos_reader",
                                                                                         cluster.namesrv_addr)))
         sim = cluster.sim

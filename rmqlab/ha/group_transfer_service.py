@@ -6,7 +6,8 @@ the put needs more than one acknowledgement. A request completes with
 
 * PUT_OK once it is transferred: for ackNums <= 1 (never -1) when push2SlaveMaxOffset >= nextOffset;
   otherwise when 1 (the master) + the number of connections whose slaveAckOffset >= nextOffset
-  reaches ackNums — connections, not distinct slaves (RocketMQ's own TODO says so);
+  reaches ackNums — connections, not distinct slaves, exactly as RocketMQ counts them (its source
+  marks this as a known imprecision; rmqlab keeps RocketMQ's count);
 * FLUSH_SLAVE_TIMEOUT when its deadline passes first.
 
 Requests are served in arrival order, one at a time: Java's thread examines the head until it is

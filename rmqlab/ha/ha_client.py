@@ -17,6 +17,8 @@ traces what it reads.
 
 from __future__ import annotations
 
+import abc
+
 import asyncio
 import logging
 from typing import Any
@@ -34,7 +36,7 @@ RETRY_WAIT_MS = 5000       # waitForRunning(1000 * 5) after a failed connect or 
 READ_SIZE = 4 * 1024 * 1024
 
 
-class HAClient:
+class HAClient(abc.ABC):
     """The slave's end: `protocol` is the mode's ClientProtocol (a ReportingClientProtocol)."""
 
     MACHINE = "HAClient"        # the `state` events' machine and the task's name
@@ -214,13 +216,13 @@ class HAClient:
             self._close_master(reason, wait_ms)
 
     # -- what each mode does with what it reads ----------------------------------------------
+    @abc.abstractmethod
     def _dispatch_read_request(self, peer: str) -> None:
         """Apply every complete frame read; HAProtocolError closes the connection."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _on_dispatch_error(self, e: HAProtocolError) -> tuple[str, float]:
         """Log a dispatch failure; returns the close reason and the wait before reconnecting."""
-        raise NotImplementedError
 
     def _append(self, offset: int, body: bytes) -> None:
         """Append a batch to the local commitlog; it must continue the log."""

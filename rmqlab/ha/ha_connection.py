@@ -16,6 +16,8 @@ MACHINE and net.close with the reason.
 
 from __future__ import annotations
 
+import abc
+
 import asyncio
 import logging
 from typing import Any
@@ -44,7 +46,7 @@ def current_task() -> asyncio.Task | None:
         return None
 
 
-class HAConnection:
+class HAConnection(abc.ABC):
     """The master's end of one slave: `protocol` is the mode's ConnectionProtocol; subclasses
     decode what the slave sends (process_read) and write the stream (_write_loop)."""
 
@@ -128,13 +130,13 @@ class HAConnection:
                         peer=self.client_address)
 
     # -- what each mode does -----------------------------------------------------------------
+    @abc.abstractmethod
     def process_read(self, data: bytes) -> None:
         """Decode and act on bytes the slave sent; HAProtocolError closes the connection."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _write_loop(self) -> str:
         """Write until the connection is closed or the socket is; returns the close reason."""
-        raise NotImplementedError
 
     async def _serve_write(self) -> None:
         """WriteSocketService.run: the loop, then the close, whichever way the loop ended."""

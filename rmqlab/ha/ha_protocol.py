@@ -9,6 +9,8 @@ purpose — the frames, the states, the handshake and truncation decisions — s
 
 from __future__ import annotations
 
+import abc
+
 import struct
 from dataclasses import dataclass
 
@@ -93,7 +95,7 @@ class FrameBuffer:
 
 
 # -- the slave's end: offset reports -------------------------------------------------------------
-class ReportingClientProtocol(ProtocolStateMachine):
+class ReportingClientProtocol(ProtocolStateMachine, abc.ABC):
     """What both slaves' protocol states keep for reporting: the last offset reported and when the
     slave last wrote and read. Times are the caller's clock in ms; as in RocketMQ,
     last_write_timestamp starts at construction, so the first periodic report after the very first
@@ -108,8 +110,9 @@ class ReportingClientProtocol(ProtocolStateMachine):
     def shutdown(self) -> tuple[HAConnectionState, HAConnectionState]:
         return self._move("shutdown")
 
+    @abc.abstractmethod
     def _encode_report(self, offset: int) -> bytes:
-        raise NotImplementedError
+        """The mode's report frame for `offset` (classic: 8 bytes; controller mode: 12)."""
 
     def is_time_to_report(self, now_ms: int, heartbeat_interval_ms: int) -> bool:
         return now_ms - self.last_write_timestamp > heartbeat_interval_ms

@@ -231,7 +231,7 @@ class RegisterBrokerBody:
         for tc in wrapper.topic_config_table.values():
             put(topic_config_encode(tc).encode("utf-8"))
         put(remoting_serializable.encode(list(self.filter_server_list)))
-        # Java always writes the mapping section (an empty one as a placeholder).
+        # Java always writes the mapping section, as a count of 0 when there are no mappings.
         out.write(_INT.pack(len(wrapper.topic_queue_mapping_info_map)))
         for info in wrapper.topic_queue_mapping_info_map.values():
             put(remoting_serializable.encode(info))
