@@ -1,9 +1,10 @@
-"""What ProducerSpec and ConsumerSpec share: validation errors that name the flag, and the plain
+"""What the benchmark producer and consumer share: validation errors that name the flag, the plain
 dict form (``to_dict`` / ``from_dict``) in which a client description is stored and sent to a
-process — later the "client operations" of a recorded workload."""
+process — later the "client operations" of a recorded workload — and an interruptible pause."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any, ClassVar
 
@@ -32,3 +33,16 @@ class SpecDict:
         if unknown:
             raise ValueError(f"unknown {cls.kind} field(s): {', '.join(unknown)}")
         return cls(**data)
+
+
+async def pause(node: Any, stopping: asyncio.Event, ms: float) -> None:
+    """Sleep ``ms`` on the node's clock, or less if ``stopping`` is set meanwhile."""
+    if ms <= 0:
+        return
+    sleep = asyncio.ensure_future(node.sleep(ms))
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait([sleep, stop], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        sleep.cancel()
+        stop.cancel()

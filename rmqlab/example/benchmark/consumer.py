@@ -55,7 +55,7 @@ from rmqlab.client.consumer import (ConsumeConcurrentlyStatus, DefaultMQPullCons
                                     PullStatus)
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
-from rmqlab.example.benchmark.client_spec import SpecDict, check
+from rmqlab.example.benchmark.client_spec import SpecDict, check, pause
 from rmqlab.example.benchmark.message_body import body_matches
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere, build_subscription_data
@@ -228,13 +228,7 @@ class BenchmarkConsumer(ClientProcess):
 
     # -- the pull consumer's loop ------------------------------------------------------------------
     async def _pause(self, ms: float) -> None:
-        sleep = asyncio.ensure_future(self.node.sleep(ms))
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait([sleep, stop], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleep.cancel()
-            stop.cancel()
+        await pause(self.node, self._stopping, ms)
 
     async def _pull_all(self) -> None:
         consumer: DefaultMQPullConsumer = self.clients["consumer"]

@@ -53,7 +53,7 @@ from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.exceptions import outcome_unknown
 from rmqlab.client.producer import DefaultMQProducer
 from rmqlab.common.message.message import Message
-from rmqlab.example.benchmark.client_spec import SpecDict, check
+from rmqlab.example.benchmark.client_spec import SpecDict, check, pause
 from rmqlab.example.benchmark.message_body import build_body
 from rmqlab.runtime.node import Node
 
@@ -233,16 +233,7 @@ class BenchmarkProducer(ClientProcess):
         return msg
 
     async def _pause(self, ms: float) -> None:
-        """Sleep ``ms`` on the node's clock, or less if the process is stopping."""
-        if ms <= 0:
-            return
-        sleep = asyncio.ensure_future(self.node.sleep(ms))
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait([sleep, stop], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleep.cancel()
-            stop.cancel()
+        await pause(self.node, self._stopping, ms)
 
     async def _sender(self) -> None:
         producer: DefaultMQProducer = self.clients["producer"]
