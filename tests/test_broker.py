@@ -428,10 +428,7 @@ def test_delay_level_messages_wait_in_the_schedule_topic_then_arrive():
     sim.run_for(10_000)
     r = c.call(RequestCode.GET_ALL_DELAY_OFFSET, {})
     assert '"offsetTable":{2:1}' in r.body.decode().replace("\n", "").replace("\t", "")
-    # Timer-wheel messages (arbitrary delays) are refused as with timerWheelEnable=false.
-    r = c.send("TopicTest", b"t", props(TIMER_DELAY_SEC="3"))
-    assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR,
-                                  "accurate timer message is not enabled, timerWheelEnable is false")
+    # Timer messages (TIMER_DELAY_SEC ...): tests/test_timer_message.py.
     close(sim)
 
 

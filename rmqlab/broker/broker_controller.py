@@ -38,8 +38,20 @@ ignored. Until the controller has named a master the broker is isolated (``is_is
 NameServer registration) and starts as SLAVE, so its store refuses writes (RocketMQ fences the
 store instead). A slave learns its master's HA address from the NameServer registration.
 
-Not part of this broker: slave acting master (RIP-32) is refused at start; the timer wheel,
-transactions, POP, static topics and the proxy are other issues.
+Timer messages (RIP-43, ``timerWheelEnable``, default true): after the store loads, a
+TimerMessageStore (``rmqlab.store.timer``) rebuilds its schedule from ``config/timercheck``; its
+checkpoint is written every ``timerFlushIntervalMs``; only the master delivers (the special
+services); a clean shutdown stops its delivery first and writes the checkpoint right before the
+store shuts down.
+
+POP consumption (RocketMQ 5: POP_MESSAGE 200050, ACK_MESSAGE 200051, CHANGE_MESSAGE_INVISIBLETIME
+200053): the processors in ``rmqlab.broker.processor``, long polling in
+``rmqlab.broker.longpolling.pop_long_polling_service``, the orderly state in
+``config/consumerOrderInfo.json`` (persisted with the consumer offsets), and on the master the
+revive service (``rmqlab.broker.pop``), every ``reviveInterval``.
+
+Not part of this broker: slave acting master (RIP-32) is refused at start;
+transactions, static topics and the proxy are other issues.
 """
 
 from __future__ import annotations
@@ -52,12 +64,19 @@ from typing import Any
 
 from rmqlab.broker.broker_outer_api import BrokerOuterAPI
 from rmqlab.broker.broker_stats import BrokerStats
+from rmqlab.broker.broker_util import wait_completable
 from rmqlab.broker.client.client_housekeeping_service import (Broker2Client, ClientHousekeepingService,
                                                               DefaultConsumerIdsChangeListener)
 from rmqlab.broker.client.consumer_manager import ConsumerManager
 from rmqlab.broker.client.producer_manager import ProducerManager
 from rmqlab.broker.controller.replicas_manager import ReplicasManager
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
+from rmqlab.broker.offset.consumer_order_info_manager import ConsumerOrderInfoManager
+from rmqlab.broker.pop.pop_revive_service import PopReviveService
+from rmqlab.broker.pop.queue_lock_manager import CLEAN_INTERVAL_MS as POP_LOCK_CLEAN_INTERVAL_MS
+from rmqlab.broker.processor.ack_message_processor import AckMessageProcessor
+from rmqlab.broker.processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
+from rmqlab.broker.processor.pop_message_processor import PopMessageProcessor
 from rmqlab.broker.message_client_id_setter import MessageClientIDSetter
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.processor.admin_broker_processor import AdminBrokerProcessor
@@ -84,6 +103,7 @@ from rmqlab.remoting.request_code import RequestCode
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.node import Node, Timer
 from rmqlab.store.default_message_store import DefaultMessageStore
+from rmqlab.store.timer import TimerCheckpoint, TimerMessageStore
 
 log = logging.getLogger("rmqlab.broker")
 
@@ -128,6 +148,7 @@ class BrokerController(Component):
         self._started = False
         self.node: Node | None = None
         self.message_store: DefaultMessageStore | None = None
+        self.timer_message_store: TimerMessageStore | None = None
         self.ha_service: DefaultHAService | AutoSwitchHAService | None = None
         # Controller mode: the ReplicasManager, and isolation (fenced until it is RUNNING).
         self.replicas_manager: ReplicasManager | None = None
@@ -180,7 +201,8 @@ class BrokerController(Component):
             root, clock, broker_cluster_name=bc.brokerClusterName, broker_name=bc.brokerName,
             auto_create_topic_enable=bc.autoCreateTopicEnable, default_topic_queue_nums=bc.defaultTopicQueueNums,
             cluster_topic_enable=bc.clusterTopicEnable, broker_topic_enable=bc.brokerTopicEnable,
-            state_machine_version=self._state_machine_version)
+            state_machine_version=self._state_machine_version, timer_wheel_enable=msc.timerWheelEnable,
+            revive_queue_num=bc.reviveQueueNum)
         self.consumer_offset_manager = ConsumerOffsetManager(
             root, clock, consumer_offset_update_version_step=bc.consumerOffsetUpdateVersionStep)
         self.subscription_group_manager = SubscriptionGroupManager(
@@ -201,6 +223,13 @@ class BrokerController(Component):
         self.broker2client = Broker2Client(self)
         self.client_housekeeping_service = ClientHousekeepingService(self)
         self.pull_request_hold_service = PullRequestHoldService(self)
+        # POP (RocketMQ 5): processors, orderly state, revive service (rmqlab.broker.pop).
+        self.consumer_order_info_manager = ConsumerOrderInfoManager(root, clock, self)
+        self.consumer_order_info_manager.load()
+        self.pop_message_processor = PopMessageProcessor(self)
+        self.ack_message_processor = AckMessageProcessor(self)
+        self.change_invisible_time_processor = ChangeInvisibleTimeProcessor(self)
+        self.pop_revive_service = PopReviveService(self)
         self.send_message_processor = SendMessageProcessor(self)
         self.pull_message_processor = PullMessageProcessor(self)
         self.consumer_manage_processor = ConsumerManageProcessor(self)
@@ -224,6 +253,16 @@ class BrokerController(Component):
         self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host)
         self.message_store.load()
         correct_delay_offset(self)  # ScheduleMessageService.load: offsets within their queues
+        if msc.timerWheelEnable:
+            self.timer_message_store = TimerMessageStore(
+                self.message_store, msc,
+                TimerCheckpoint(msc.get_timer_check_path(), self.message_store.page_cache), clock=clock,
+                put_message=lambda msg: wait_completable(self.message_store.async_put_message(msg)),
+                state_machine_version=self._state_machine_version)
+            self.timer_message_store.load()
+            self.timer_message_store.start(False)  # dequeue: changeSpecialServiceStatus below
+            self.schedule_at_fixed_rate("TimerFlushService", msc.timerFlushIntervalMs, msc.timerFlushIntervalMs,
+                                        self.timer_message_store.flush)
         for name, interval_ms, step in self.message_store.periodic_services():
             self.schedule_at_fixed_rate(name, interval_ms, interval_ms, step)
 
@@ -246,6 +285,13 @@ class BrokerController(Component):
             await self.replicas_manager.start()
 
         self.pull_request_hold_service.start()
+        self.pop_message_processor.pop_long_polling_service.start()
+        self.schedule_at_fixed_rate("PopReviveService", bc.reviveInterval, bc.reviveInterval,
+                                    self.pop_revive_service.revive)
+        self.schedule_at_fixed_rate("QueueLockManager", POP_LOCK_CLEAN_INTERVAL_MS, POP_LOCK_CLEAN_INTERVAL_MS,
+                                    self.pop_message_processor.queue_lock_manager.clean_unused_lock)
+        self.schedule_at_fixed_rate("ConsumerOrderInfoPersist", FIRST_SCHEDULE_DELAY_MS,
+                                    bc.flushConsumerOffsetInterval, self.consumer_order_info_manager.persist)
         self.client_housekeeping_service.start()
         self.schedule_at_fixed_rate("ConsumerOffsetPersist", FIRST_SCHEDULE_DELAY_MS, bc.flushConsumerOffsetInterval,
                                     self.consumer_offset_manager.persist)
@@ -289,6 +335,10 @@ class BrokerController(Component):
         for code in (RequestCode.GET_CONSUMER_LIST_BY_GROUP, RequestCode.UPDATE_CONSUMER_OFFSET,
                      RequestCode.QUERY_CONSUMER_OFFSET):
             server.register_processor(code, versioned(self.consumer_manage_processor))
+        server.register_processor(RequestCode.POP_MESSAGE, versioned(self.pop_message_processor))
+        server.register_processor(RequestCode.ACK_MESSAGE, versioned(self.ack_message_processor))
+        server.register_processor(RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+                                  versioned(self.change_invisible_time_processor))
         server.register_default_processor(versioned(self.admin_broker_processor))
 
     def _versioned(self, processor: Any) -> Callable:
@@ -304,7 +354,9 @@ class BrokerController(Component):
     def change_special_service_status(self, should_start: bool) -> None:
         """``changeSpecialServiceStatus``: the services only the group's master runs. Of RocketMQ's
         (delayed-message delivery, transaction checks, POP revive, timer wheel) rmqlab has the
-        delayed-message delivery: one DeliverDelayedMessageTimerTask per delay level."""
+        delayed-message delivery: one DeliverDelayedMessageTimerTask per delay level; and the
+        timer messages' dequeue (``TimerMessageStore.set_should_running_dequeue``); and the POP
+        revive service (``rmqlab.broker.pop.pop_revive_service``)."""
         if self.special_service_running == should_start:
             return
         log.info("change special service status to %s", should_start)
@@ -312,6 +364,13 @@ class BrokerController(Component):
         for task in self._deliver_tasks:
             task.started = False
         self._deliver_tasks = []
+        # ackMessageProcessor.setPopReviveServiceStatus(shouldStart)
+        self.pop_revive_service.set_should_run_pop_revive(should_start)
+        tms = self.timer_message_store
+        if tms is not None:  # timerMessageStore.setShouldRunningDequeue(shouldStart)
+            generation = tms.set_should_running_dequeue(should_start)
+            if generation is not None:
+                self.node.spawn(tms.run(generation, self.node.sleep), name="TimerDequeueGetService")
         if should_start:
             sms = self.schedule_message_service
             for level in sorted(sms.delay_level_table):
@@ -449,6 +508,10 @@ class BrokerController(Component):
         self._cancel_timers()
         for task in self._deliver_tasks:
             task.started = False
+        if self.timer_message_store is not None:
+            # "it is better to make sure the timerMessageStore shutdown firstly": the slot being
+            # delivered ends, then the dequeue stops.
+            await self.timer_message_store.stop_dequeue(self.node.sleep)
         if self._started:
             await self.broker_outer_api.unregister_broker_all(bc.brokerClusterName, self.broker_addr,
                                                               bc.brokerName, bc.brokerId)
@@ -456,6 +519,8 @@ class BrokerController(Component):
             await self.remoting_server.shutdown()
         if self._started:
             self.pull_request_hold_service.shutdown()
+            self.pop_message_processor.shutdown()
+            self.consumer_order_info_manager.shutdown()
         if self.replicas_manager is not None:
             self.replicas_manager.shutdown()
         if self.ha_service is not None:
@@ -463,6 +528,10 @@ class BrokerController(Component):
         if self._started:
             self.consumer_offset_manager.persist()
             self.schedule_message_service.persist()
+            self.consumer_order_info_manager.persist()
+        tms = self.timer_message_store
+        if tms is not None and self.message_store is not None and self.message_store.running:
+            tms.shutdown()  # its last checkpoint counts on the store's flush right below
         if self.message_store is not None:
             self.message_store.shutdown()
         if self._started:
@@ -478,5 +547,7 @@ class BrokerController(Component):
             self.replicas_manager.on_crash()
         if self.ha_service is not None:
             self.ha_service.on_crash()
+        if self.timer_message_store is not None:
+            self.timer_message_store.kill()
         if self.message_store is not None:
             self.message_store.kill()

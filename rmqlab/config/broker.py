@@ -132,6 +132,19 @@ class BrokerConfig(BrokerIdentity):
     syncControllerMetadataPeriod: int = long_field(10000, min=1)
     controllerHeartBeatTimeoutMills: int = long_field(10000, min=1)
     brokerElectionPriority: int = int_field(INT32_MAX)  # smaller is preferred
+    # POP consumption (RocketMQ 5; rmqlab.broker.processor.pop_message_processor and rmqlab.broker.pop).
+    reviveQueueNum: int = int_field(8, min=1)
+    reviveInterval: int = long_field(1000, min=1)
+    reviveMaxSlow: int = long_field(3, min=1)
+    reviveScanTime: int = long_field(10000, min=1)
+    popPollingSize: int = int_field(1024, min=0)
+    maxPopPollingSize: int = long_field(100000, min=0)
+    enablePopLog: bool = bool_field(False)
+    popFromRetryProbability: int = int_field(20, min=0, max=100)
+    initPopOffsetByCheckMsgInMem: bool = bool_field(True)
+    popLongPollingForceNotifyInterval: int = long_field(800)
+    enableNotifyAfterPopOrderLockRelease: bool = bool_field(True)
+    popResponseReturnActualRetryTopic: bool = bool_field(False)
 
     def get_namesrv_addr_list(self) -> list[str]:
         """namesrvAddr split on ';' (empty when unset)."""
@@ -211,6 +224,13 @@ class MessageStoreConfig:
     syncFromLastFile: bool = bool_field(False)
     asyncLearner: bool = bool_field(False)
     readUnCommitted: bool = bool_field(False)
+    # RIP-43 timer messages (rmqlab.store.timer): RocketMQ's names and defaults. timerPrecisionMs
+    # is read through get_timer_precision_ms (RocketMQ's setter snaps it to 100/200/500/1000).
+    timerWheelEnable: bool = bool_field(True)
+    timerMaxDelaySec: int = int_field(3600 * 24 * 3)
+    timerPrecisionMs: int = int_field(1000)
+    timerFlushIntervalMs: int = int_field(1000, min=1)
+    timerEnableRetryUntilSuccess: bool = bool_field(False)
 
     # -- derived paths (RocketMQ's getters and StorePathConfigHelper / BrokerPathConfigHelper) --
 
@@ -257,6 +277,10 @@ class MessageStoreConfig:
     def get_delay_offset_store_path(self) -> str:
         return os.path.join(self.get_config_dir(), "delayOffset.json")
 
+    def get_timer_check_path(self) -> str:
+        """BrokerPathConfigHelper.getTimerCheckPath: <root>/config/timercheck."""
+        return os.path.join(self.get_config_dir(), "timercheck")
+
     # -- derived values --
 
     def get_mapped_file_size_consume_queue(self) -> int:
@@ -267,6 +291,15 @@ class MessageStoreConfig:
     def get_ha_listen_port(self, listen_port: int) -> int:
         """The HA port the broker listens on: haListenPort, or listenPort + 1 when it is <= 0."""
         return self.haListenPort if self.haListenPort > 0 else listen_port + 1
+
+    def get_timer_precision_ms(self) -> int:
+        """timerPrecisionMs as RocketMQ's setter stores it: the largest of 100, 200, 500, 1000 not
+        above the value (100 for anything smaller)."""
+        candidates = (100, 200, 500, 1000)
+        for lower, upper in zip(candidates, candidates[1:]):
+            if self.timerPrecisionMs < upper:
+                return lower
+        return candidates[-1]
 
     def get_delay_level_table(self) -> dict[int, int]:
         """messageDelayLevel as {level: delay ms}."""
@@ -280,4 +313,5 @@ class MessageStoreConfig:
             "storePathEpochFile": self.get_store_path_epoch_file(),
             "storePathBrokerIdentity": self.get_store_path_broker_identity(),
             "mappedFileSizeConsumeQueue": self.get_mapped_file_size_consume_queue(),
+            "timerPrecisionMs": self.get_timer_precision_ms(),
         }

@@ -45,7 +45,9 @@ from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMap
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
 from rmqlab.remoting.protocol.header.controller import NotifyBrokerRoleChangedRequestHeader
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
-                                                          GetConsumeStatsRequestHeader, KVTable, MessageQueue,
+                                                          GetConsumeStatsRequestHeader,
+                                                          GetSubscriptionGroupConfigRequestHeader,
+                                                          GetTopicConfigRequestHeader, KVTable, MessageQueue,
                                                           OffsetWrapper, SubscriptionGroupWrapper)
 from rmqlab.remoting.protocol.header.broker.consumer_offset import (GetMaxOffsetRequestHeader,
                                                                     GetMaxOffsetResponseHeader,
@@ -104,6 +106,8 @@ class AdminBrokerProcessor:
         self._handlers: dict[int, Callable[["RemotingChannel", RemotingCommand], Any]] = {
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            RequestCode.GET_TOPIC_CONFIG: self.get_topic_config,
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.get_subscription_group_config,
             RequestCode.GET_MAX_OFFSET: self.get_max_offset,
             RequestCode.GET_MIN_OFFSET: self.get_min_offset,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
@@ -197,6 +201,27 @@ class AdminBrokerProcessor:
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=content.encode("utf-8"))
 
     # -- subscription groups -------------------------------------------------------------------
+    def get_topic_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        """``getTopicConfig``: one topic's config as TopicConfigAndQueueMappingDetail (rmqlab has
+        no static topics, so there is never a mapping detail)."""
+        header = GetTopicConfigRequestHeader.decode(request)
+        topic_config = self.broker.topic_config_manager.select_topic_config(header.topic)
+        if topic_config is None:
+            return RemotingCommand.create_response_command(ResponseCode.TOPIC_NOT_EXIST,
+                                                           f"No topic in this broker. topic: {header.topic}")
+        return RemotingCommand.create_response_command(
+            ResponseCode.SUCCESS, body=remoting_serializable.encode(topic_config.to_json_dict()))
+
+    def get_subscription_group_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+        """``getSubscriptionGroup``: one group's config, SUBSCRIPTION_GROUP_NOT_EXIST when unknown."""
+        header = GetSubscriptionGroupConfigRequestHeader.decode(request)
+        config = self.broker.subscription_group_manager.subscription_group_table.get(header.group)
+        if config is None:
+            return RemotingCommand.create_response_command(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                                           f"The subscription group {header.group} does not exist")
+        return RemotingCommand.create_response_command(
+            ResponseCode.SUCCESS, body=remoting_serializable.encode(config.to_json_dict()))
+
     def update_and_create_subscription_group(self, channel: "RemotingChannel",
                                              request: RemotingCommand) -> RemotingCommand:
         log.info("AdminBrokerProcessor#updateAndCreateSubscriptionGroup called by %s", channel.remote_addr)

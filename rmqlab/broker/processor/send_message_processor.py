@@ -21,8 +21,11 @@ what the C++ producer sends and reads back). In order:
    group and go to ``%DLQ%group`` past maxReconsumeTimes; then the properties string is written
    once, in the order Java's ``HashMap(128)`` iterates the final properties (what a Java broker
    stores, byte for byte);
-6. the store's put hook parks a message with a delay level in SCHEDULE_TOPIC_XXXX
-   (``rmqlab.broker.schedule.deliver_delayed_message_timer_task``), then the store's put, then the
+6. the store's put hook (``rmqlab.broker.util.hook_utils``) parks a message with a delay level in
+   SCHEDULE_TOPIC_XXXX (``rmqlab.broker.schedule.deliver_delayed_message_timer_task``) and a timer
+   message (``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC`` / ``TIMER_DELAY_MS``) in rmq_sys_wheel_timer
+   (``rmqlab.store.timer``; a bad or too distant time -> MESSAGE_ILLEGAL (13) ``timer message
+   illegal, ...``, timerWheelEnable=false -> SYSTEM_ERROR), then the store's put, then the
    status mapping of ``handlePutMessageResult``: PUT_OK -> SUCCESS with
    ext ``msgId`` (offset message id), ``queueId``, ``queueOffset``, ``transactionId`` (UNIQ_KEY), all
    strings on the wire; FLUSH_DISK_TIMEOUT -> 10, FLUSH_SLAVE_TIMEOUT -> 12, SLAVE_NOT_AVAILABLE -> 11
@@ -63,7 +66,6 @@ Not implemented (answered as RocketMQ answers a broker configured without them):
   forbidden``, as with ``rejectTransactionMessage=true``;
 * batch sends (the ``batch`` header field; SEND_BATCH_MESSAGE is unregistered, hence 3):
   SYSTEM_ERROR naming the limitation;
-* timer-wheel messages (``TIMER_DELAY_SEC`` ...): SYSTEM_ERROR, as with ``timerWheelEnable=false``;
 * static topics (RIP-21) and send hooks.
 """
 
@@ -73,9 +75,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from rmqlab.broker.broker_util import PROPERTIES_MAP_CAPACITY, properties_to_java_string, wait_completable
-from rmqlab.broker.schedule.deliver_delayed_message_timer_task import handle_schedule_message
 from rmqlab.broker.topic.topic_config import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, PermName,
                                               TopicConfig, TopicFilterType, TopicValidator)
+from rmqlab.broker.util.hook_utils import handle_schedule_message
 from rmqlab.common.message.message import MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import string_to_message_properties
@@ -303,8 +305,8 @@ class SendMessageProcessor:
         put_result = self.check_store_status()
         if put_result is None:
             # The store's put hook (HookUtils.handleScheduleMessage): delay levels wait in
-            # SCHEDULE_TOPIC_XXXX.
-            put_result = handle_schedule_message(msg, broker.schedule_message_service)
+            # SCHEDULE_TOPIC_XXXX, timer messages in rmq_sys_wheel_timer.
+            put_result = handle_schedule_message(broker, msg)
         if put_result is None:
             put_result = await wait_completable(broker.message_store.async_put_message(msg))
         return self.handle_put_message_result(put_result, response, msg, queue_id)
@@ -386,7 +388,7 @@ class SendMessageProcessor:
 
         put_result = self.check_store_status()
         if put_result is None:
-            put_result = handle_schedule_message(inner, broker.schedule_message_service)
+            put_result = handle_schedule_message(broker, inner)
         if put_result is None:
             put_result = await wait_completable(broker.message_store.async_put_message(inner))
         if put_result is None:
@@ -482,10 +484,22 @@ class SendMessageProcessor:
             response.remark = ("service not available now. It may be caused by one of the following reasons: "
                                "the broker's disk is full [CL: -1.00 CQ: -1.00 INDEX: -1.00], messages are put to "
                                "the slave, message store has been shut down, etc.")
-        elif status is S.WHEEL_TIMER_NOT_ENABLE:
-            # rmqlab has no timer wheel: what RocketMQ answers with timerWheelEnable=false.
+        elif status is S.WHEEL_TIMER_MSG_ILLEGAL:
+            response.code = ResponseCode.MESSAGE_ILLEGAL
+            response.remark = (f"timer message illegal, the delay time should not be bigger than the max delay "
+                               f"{cfg.timerMaxDelaySec * 1000}ms; or if set del msg, the delay time should be "
+                               "bigger than the current time")
+        elif status is S.WHEEL_TIMER_FLOW_CONTROL:
+            # Never produced by rmqlab (no flow control); RocketMQ's remark with its default limit.
+            limit = 2**31 - 1  # timerCongestNumEachSlot
             response.code = ResponseCode.SYSTEM_ERROR
-            response.remark = "accurate timer message is not enabled, timerWheelEnable is false"
+            response.remark = (f"timer message is under flow control, max num limit is {limit * 2} or the current "
+                               f"value is greater than {limit} and less than {limit * 2}, trigger random flow "
+                               "control")
+        elif status is S.WHEEL_TIMER_NOT_ENABLE:
+            response.code = ResponseCode.SYSTEM_ERROR
+            response.remark = ("accurate timer message is not enabled, timerWheelEnable is "
+                               f"{'true' if cfg.timerWheelEnable else 'false'}")
         elif status is S.OS_PAGE_CACHE_BUSY:
             response.code = ResponseCode.SYSTEM_BUSY
             response.remark = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"

@@ -21,9 +21,12 @@ RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/util/HookUtils.java``
 ``DELAY`` and the timer properties, so the delivered message still carries ``DELAY``,
 ``REAL_TOPIC`` and ``REAL_QID`` on disk (consumers see them); only the in-memory map loses them.
 
-Not implemented: the timer wheel (``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC`` / ``TIMER_DELAY_MS``,
-RIP-43): such a message is refused as with ``timerWheelEnable=false`` (WHEEL_TIMER_NOT_ENABLE);
-asynchronous delivery (``enableScheduleAsyncDeliver``, off by default).
+The broker's put hook is ``rmqlab.broker.util.hook_utils.handle_schedule_message``, which also
+parks timer messages (``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC`` / ``TIMER_DELAY_MS``, RIP-43) for
+``rmqlab.store.timer``; ``handle_schedule_message`` below is its form without a timer wheel (such a
+message is refused as with ``timerWheelEnable=false``).
+
+Not implemented: asynchronous delivery (``enableScheduleAsyncDeliver``, off by default).
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ Requests to brokers:
     QUERY_CONSUMER_OFFSET (14)       query_consumer_offset
     UPDATE_CONSUMER_OFFSET (15)      update_consumer_offset  oneway or two-way
     CONSUMER_SEND_MSG_BACK (36)      consumer_send_message_back
+    POP_MESSAGE (200050)             pop_message             PopMessageRequestHeader -> PopResult
+    ACK_MESSAGE (200051)             ack_message             AckMessageRequestHeader -> AckResult
+    CHANGE_MESSAGE_INVISIBLETIME (200053)  change_invisible_time  -> AckResult with the new handle
     GET_MAX_OFFSET (30), GET_MIN_OFFSET (31)
     UPDATE_AND_CREATE_TOPIC (17), GET_BROKER_RUNTIME_INFO (28), GET_CONSUME_STATS (208)  (admin)
 
@@ -94,6 +97,12 @@ from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode
 
 if TYPE_CHECKING:
+    from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
+    from rmqlab.client.consumer.ack_result import AckResult
+    from rmqlab.client.consumer.pop_result import PopResult
+    from rmqlab.remoting.protocol.header.broker.ack_message import AckMessageRequestHeader
+    from rmqlab.remoting.protocol.header.broker.change_invisible_time import ChangeInvisibleTimeRequestHeader
+    from rmqlab.remoting.protocol.header.broker.pop_message import PopMessageRequestHeader
     from rmqlab.runtime.node import Node
 
 log = logging.getLogger("rmqlab.client")
@@ -334,6 +343,122 @@ class MQClientAPIImpl:
             return GetMinOffsetResponseHeader.decode(response).offset
         raise MQBrokerException(response.code, response.remark, addr)
 
+    # -- POP (RocketMQ 5) ----------------------------------------------------------------------------
+    # PullAPIWrapper.popAsync: a long-polling pop waits pollTime on the broker; the client gives the
+    # request 10 s more than that ("fix the too earlier timeout of client when long polling").
+    POP_POLL_TIMEOUT_RESERVE_MS = 10_000
+
+    async def pop_message(self, addr: str, broker_name: str, header: "PopMessageRequestHeader",
+                          timeout_ms: float) -> "PopResult":
+        """POP_MESSAGE (``popMessageAsync`` + ``processPopResponse``): a PopResult whose messages
+        carry their ``POP_CK`` handle, ``1ST_POP_TIME`` and the topic asked for. With
+        ``header.poll_time`` > 0, a missing ``born_time`` is set to this node's clock and the call
+        waits at least poll_time + 10 s. MQBrokerException for any code but SUCCESS, POLLING_FULL,
+        POLLING_TIMEOUT and PULL_NOT_FOUND."""
+        if header.poll_time and header.poll_time > 0:
+            if not header.born_time:
+                header.born_time = self.node.now_ms()
+            timeout_ms = max(timeout_ms, header.poll_time + self.POP_POLL_TIMEOUT_RESERVE_MS)
+        response = await self._invoke_broker(addr, _request(RequestCode.POP_MESSAGE, header), timeout_ms)
+        return self.process_pop_response(broker_name, response, header.topic, header, addr)
+
+    @staticmethod
+    def process_pop_response(broker_name: str, response: RemotingCommand, topic: str, request_header,
+                             addr: str | None = None) -> "PopResult":
+        """``processPopResponse``: status by code, then each message's POP_CK rebuilt from the
+        header's startOffsetInfo / msgOffsetInfo (orderly: reconsumeTimes from orderCountInfo)."""
+        from rmqlab.client.consumer.pop_result import PopResult, PopStatus
+        from rmqlab.common.message.message_decoder import decodes
+        from rmqlab.remoting.protocol.header import extra_info_util as eiu
+        from rmqlab.remoting.protocol.header.broker.pop_message import PopMessageResponseHeader
+
+        msgs: list[MessageExt] = []
+        code = response.code
+        if code == ResponseCode.SUCCESS:
+            status = PopStatus.FOUND
+            msgs = decodes(response.body or b"", check_crc=False)
+        elif code == ResponseCode.POLLING_FULL:
+            status = PopStatus.POLLING_FULL
+        elif code in (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND):
+            status = PopStatus.POLLING_NOT_FOUND
+        else:
+            raise MQBrokerException(code, response.remark, addr)
+        result = PopResult(status, msgs)
+        try:
+            rh = PopMessageResponseHeader.decode(response)
+        except ValueError:
+            if status is PopStatus.FOUND:
+                raise
+            return result  # e.g. "pop message is timeout too much": no header fields
+        result.rest_num = rh.rest_num
+        if status is not PopStatus.FOUND:
+            return result
+        result.invisible_time, result.pop_time = rh.invisible_time, rh.pop_time
+        start_offset_info = eiu.parse_start_offset_info(rh.start_offset_info)
+        msg_offset_info = eiu.parse_msg_offset_info(rh.msg_offset_info)
+        order_count_info = eiu.parse_order_count_info(rh.order_count_info)
+        sort_map: dict[str, list[int]] = {}  # buildQueueOffsetSortedMap
+        for m in msgs:
+            key = eiu.get_start_offset_info_map_key(m.topic, m.queue_id, m.properties.get(MessageConst.PROPERTY_POP_CK))
+            sort_map.setdefault(key, []).append(m.queue_offset)
+        first_of_queue: dict[str, str] = {}
+        is_order = bool(getattr(request_header, "order", False))
+        for m in msgs:
+            props = m.properties
+            if start_offset_info is None:
+                key = f"{m.topic}{m.queue_id}"
+                if key not in first_of_queue:
+                    first_of_queue[key] = eiu.build_extra_info(m.queue_offset, rh.pop_time, rh.invisible_time,
+                                                               rh.revive_qid, m.topic, broker_name, m.queue_id)
+                props[MessageConst.PROPERTY_POP_CK] = f"{first_of_queue[key]} {m.queue_offset}"
+            elif props.get(MessageConst.PROPERTY_POP_CK) is None:
+                queue_id_key = eiu.get_start_offset_info_map_key(m.topic, m.queue_id)
+                queue_offset_key = eiu.get_queue_offset_map_key(m.topic, m.queue_id, m.queue_offset)
+                index = sort_map[queue_id_key].index(m.queue_offset)
+                msg_queue_offset = msg_offset_info[queue_id_key][index]
+                if msg_queue_offset != m.queue_offset:
+                    log.warning("Queue offset[%s] of msg is strange, not equal to the stored in msg, %s",
+                                msg_queue_offset, m)
+                props[MessageConst.PROPERTY_POP_CK] = eiu.build_extra_info(
+                    start_offset_info[queue_id_key], rh.pop_time, rh.invisible_time, rh.revive_qid, m.topic,
+                    broker_name, m.queue_id, msg_queue_offset)
+                if is_order and order_count_info is not None:
+                    count = order_count_info.get(queue_offset_key)
+                    if count is None:
+                        count = order_count_info.get(queue_id_key)
+                    if count is not None and count > 0:
+                        m.reconsume_times = count
+            props.setdefault(MessageConst.PROPERTY_FIRST_POP_TIME, str(rh.pop_time))
+            m.topic = topic
+        return result
+
+    async def ack_message(self, addr: str, header: "AckMessageRequestHeader", timeout_ms: float) -> "AckResult":
+        """ACK_MESSAGE (``ackMessageAsync``): AckResult OK on SUCCESS, else NO_EXIST (the broker's
+        code and remark kept in the result)."""
+        from rmqlab.client.consumer.ack_result import AckResult, AckStatus
+        response = await self._invoke_broker(addr, _request(RequestCode.ACK_MESSAGE, header), timeout_ms)
+        ok = response.code == ResponseCode.SUCCESS
+        return AckResult(AckStatus.OK if ok else AckStatus.NO_EXIST, response_code=response.code,
+                         remark=response.remark)
+
+    async def change_invisible_time(self, addr: str, broker_name: str, header: "ChangeInvisibleTimeRequestHeader",
+                                    timeout_ms: float) -> "AckResult":
+        """CHANGE_MESSAGE_INVISIBLETIME (``changeInvisibleTimeAsync``): on SUCCESS an AckResult OK
+        with ``pop_time`` and the message's new handle ``extra_info`` (built from the broker's
+        popTime, invisibleTime and reviveQid, the header's offset, topic and queue)."""
+        from rmqlab.client.consumer.ack_result import AckResult, AckStatus
+        from rmqlab.remoting.protocol.header import extra_info_util as eiu
+        from rmqlab.remoting.protocol.header.broker.change_invisible_time import ChangeInvisibleTimeResponseHeader
+        response = await self._invoke_broker(addr, _request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header),
+                                             timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            return AckResult(AckStatus.NO_EXIST, response_code=response.code, remark=response.remark)
+        rh = ChangeInvisibleTimeResponseHeader.decode(response)
+        extra_info = eiu.build_extra_info(header.offset, rh.pop_time, rh.invisible_time, rh.revive_qid, header.topic,
+                                          broker_name, header.queue_id) + f" {header.offset}"
+        return AckResult(AckStatus.OK, extra_info=extra_info, pop_time=rh.pop_time, response_code=response.code,
+                         remark=response.remark)
+
     # -- admin -------------------------------------------------------------------------------------
     async def create_topic(self, addr: str, default_topic: str, topic_config: TopicConfig, timeout_ms: float) -> None:
         """UPDATE_AND_CREATE_TOPIC with the config's fields (attributes as "+k=v,..." as mqadmin sends)."""
@@ -359,6 +484,29 @@ class MQClientAPIImpl:
         response = await self._invoke_broker(addr, _request(RequestCode.GET_CONSUME_STATS, header), timeout_ms)
         if response.code == ResponseCode.SUCCESS:
             return ConsumeStats.decode(response.body)
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_topic_config(self, addr: str, topic: str, timeout_ms: float) -> TopicConfig:
+        """GET_TOPIC_CONFIG (351): one topic's config on one broker (the Proxy's message type)."""
+        from rmqlab.remoting.protocol.header.broker.admin import GetTopicConfigRequestHeader
+
+        response = await self._invoke_broker(
+            addr, _request(RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic)), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return TopicConfig.from_json_dict(remoting_serializable.decode_json(response.body, "TopicConfig"),
+                                              "TopicConfig")
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_subscription_group_config(self, addr: str, group: str, timeout_ms: float) -> SubscriptionGroupConfig:
+        """GET_SUBSCRIPTIONGROUP_CONFIG (352)."""
+        from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
+        from rmqlab.remoting.protocol.header.broker.admin import GetSubscriptionGroupConfigRequestHeader
+
+        response = await self._invoke_broker(addr, _request(
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, GetSubscriptionGroupConfigRequestHeader(group)), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return SubscriptionGroupConfig.from_json_dict(
+                remoting_serializable.decode_json(response.body, "SubscriptionGroupConfig"), "SubscriptionGroupConfig")
         raise MQBrokerException(response.code, response.remark, addr)
 
     # -- controllers -------------------------------------------------------------------------------

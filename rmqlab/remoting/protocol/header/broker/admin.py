@@ -211,3 +211,16 @@ class ConsumerOffsetSerializeWrapper:
                           for q, o in check_object(queues, f"offsetTable.{key}").items()}
         version = doc.get("dataVersion")
         return cls(table, DataVersion() if version is None else DataVersion.from_json_dict(version))
+
+
+@dataclass
+class GetTopicConfigRequestHeader(CommandCustomHeader):
+    """GET_TOPIC_CONFIG (351); the Proxy reads a topic's message type with it."""
+    topic: str = header_field("topic", STRING, not_null=True)
+    lo: bool | None = header_field("lo", BOOLEAN)
+
+
+@dataclass
+class GetSubscriptionGroupConfigRequestHeader(CommandCustomHeader):
+    """GET_SUBSCRIPTIONGROUP_CONFIG (352); the Proxy reads a group's consumeMessageOrderly with it."""
+    group: str = header_field("group", STRING, not_null=True)

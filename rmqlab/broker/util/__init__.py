@@ -1,0 +1,1 @@
+"""Broker helpers (RocketMQ ``broker/util``): the put hooks of ``HookUtils``."""
