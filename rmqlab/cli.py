@@ -2,8 +2,9 @@
 
 Every server subcommand takes RocketMQ's start-up flags: `-c FILE` (a .properties file, or
 rmq-proxy.json for the proxy), `-n ADDR` (name server list, "a;b"), and `-p` (print the effective
-configuration and exit, like RocketMQ's `-p`). The servers themselves arrive with the issues that
-build them; until then the subcommands validate and print configuration only.
+configuration and exit, like RocketMQ's `-p`); without `-p` the server runs as this process.
+`broker --enable-proxy` also runs a Proxy in the broker's process (Local mode; `-pc` names its
+rmq-proxy.json).
 
 `producer` and `consumer` are RocketMQ's benchmark clients (benchmark/producer.sh, consumer.sh; see
 rmqlab.example.benchmark): a bad flag value exits with code 2 and a message naming the flag.
@@ -48,8 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-c", "--configFile", dest="config_file", help="configuration file")
         p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", help='name server address list, e.g. "127.0.0.1:9876;127.0.0.1:9877"')
         p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="print the effective configuration and exit")
-        if name == "proxy":
-            p.add_argument("-pc", "--proxyConfigPath", dest="proxy_config_path", help="rmq-proxy.json")
+        if name in ("proxy", "broker"):
+            p.add_argument("-pc", "--proxyConfigPath", dest="proxy_config_path",
+                           help="rmq-proxy.json" + (" (with --enable-proxy)" if name == "broker" else ""))
+        if name == "broker":
+            p.add_argument("--enable-proxy", dest="enable_proxy", action="store_true",
+                           help="Local mode: run a Proxy in this broker's process (mqbroker --enable-proxy)")
     return parser
 
 

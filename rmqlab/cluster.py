@@ -47,6 +47,21 @@ controller serving as leader, both read from the trace (the brokers' and the con
 events), so they work the same on either runtime; `master_changes()` lists every election a
 broker took part in (time, node, epoch), from which a lab measures failover times.
 
+Proxy (seed 000 "Proxy", issue 6), real runtime only (the Proxy serves gRPC through grpcio,
+which needs real sockets), for clients of the 5.x gRPC protocol:
+
+    Cluster("2m-noslave", runtime="real", proxy="cluster")   a node "proxy": `rmqlab proxy -n
+                                       <name servers> -pc rmq-proxy.json` (conf/rmq-proxy.json
+                                       with a free gRPC port)
+    Cluster(..., runtime="real", relay=False, proxy="local")  every broker runs `rmqlab broker
+                                       ... --enable-proxy`, on its node's own loopback address
+                                       (brokerIP1 = bindAddress = 127.0.0.x): a Local-mode route
+                                       names each broker's host with the one gRPC port, as if each
+                                       were a machine of its own
+    Cluster(..., proxy_overrides={"topicRouteServiceCacheRefreshSeconds": 1})   rmq-proxy.json keys
+
+`proxy_endpoints` lists the addresses clients dial ("host:port").
+
 On the real runtime each controller also listens on its peer port + 1000 for Raft (pysyncobj binds
 it itself, see rmqlab.controller.impl.raft_controller): the Cluster picks peer ports whose +1000 is
 free too. That port is not behind the relay, so link faults (partitions, loss, delay) do not reach
@@ -58,6 +73,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
 import socket
 import sys
@@ -66,6 +82,7 @@ import time
 from collections.abc import Callable
 
 from rmqlab.config import load_broker_config, load_controller_config, load_namesrv_config
+from rmqlab.config.jsonconf import parse_json_object
 from rmqlab.example.benchmark import ClientSpec, ConsumerSpec, ProducerSpec, build_client
 from rmqlab.runtime.component import Component
 
@@ -96,13 +113,19 @@ class Cluster:
     def __init__(self, mode: str, runtime: str = "sim", *, seed: int = 0, root_dir: str | None = None,
                  overrides: dict[str, dict[str, object]] | None = None, mapped_file_size: int = 1024 * 1024,
                  relay: bool = True, controllers: int = 3,
-                 controller_overrides: dict[str, object] | None = None):
+                 controller_overrides: dict[str, object] | None = None, proxy: str | None = None,
+                 proxy_overrides: dict[str, object] | None = None):
         """`overrides` maps a node name (or "*" for every broker) to extra broker settings; the
         commitlog file size defaults to 1 MiB so rolling is visible in a lab. `relay=False` (real
         runtime only) connects the processes directly, without the fault relay: kill, crash and
         restart still work, link faults do not (benchmarks use it: an operator has no relay).
         Controller modes only: `controllers` (1, 3 or 5) and `controller_overrides`, settings for
-        every controller (e.g. enableElectUncleanMaster)."""
+        every controller (e.g. enableElectUncleanMaster).
+
+        `proxy` (real runtime only; see the module docstring): "cluster" adds a node "proxy"
+        (`rmqlab proxy -n ... -pc rmq-proxy.json`), "local" runs every broker with
+        `--enable-proxy`; `proxy_overrides` are rmq-proxy.json settings. `proxy_endpoints` lists
+        the gRPC addresses clients use."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         if runtime not in ("sim", "real"):
@@ -114,6 +137,15 @@ class Cluster:
         elif controllers != 3 or controller_overrides:
             raise ValueError(f"controllers / controller_overrides: mode {mode!r} has no controllers "
                              f"(controller modes: {', '.join(CONTROLLER_MODES)})")
+        if proxy not in (None, "cluster", "local"):
+            raise ValueError(f"proxy must be None, 'cluster' or 'local', not {proxy!r}")
+        if proxy is not None and runtime != "real":
+            raise ValueError("the Proxy serves gRPC through grpcio, which needs real sockets: use runtime='real'")
+        if proxy == "local" and relay:
+            raise ValueError("proxy='local' needs relay=False: each broker's Proxy listens on its own host "
+                             "(its node's loopback address) at the one gRPC port, which the relay cannot forward")
+        self.proxy, self.proxy_overrides = proxy, dict(proxy_overrides or {})
+        self.proxy_endpoints: list[str] = []
         self.mode, self.runtime, self.seed = mode, runtime, seed
         self.root_dir = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-{mode}-")
         self.brokers = dict(MODES[mode])
@@ -229,8 +261,9 @@ class Cluster:
         peer_ports = _controller_ports(len(self.controller_nodes))
         raft_ports = {p + _raft_port_offset() for p in peer_ports}
         while True:  # the other ports must not be a controller's Raft port (pysyncobj binds it itself)
-            chosen = free_ports(len(self.namesrvs) + 2 * len(self.brokers))
-            ns_ports, ports = chosen[:len(self.namesrvs)], chosen[len(self.namesrvs):]
+            chosen = free_ports(len(self.namesrvs) + 2 * len(self.brokers) + 1)
+            ns_ports, ports = chosen[:len(self.namesrvs)], chosen[len(self.namesrvs):-1]
+            grpc_port = chosen[-1]
             if not raft_ports & set(chosen) and not set(peer_ports) & set(chosen):
                 break
         peers = {f"n{i}": f"127.0.0.1:{p}" for i, p in enumerate(peer_ports)}
@@ -253,16 +286,37 @@ class Cluster:
             values.update(self._controller_settings(name, peers, real.store_dir(name)))
             conf = _write_properties(os.path.join(conf_dir, f"{name}.conf"), values)
             real.add_node(name, [sys.executable, "-m", "rmqlab.cli", "controller", "-c", conf], ports=[peer_ports[i]])
+        proxy_conf = os.path.join(conf_dir, "rmq-proxy.json")
+        if self.proxy is not None:
+            # rmq-proxy.json (JSON, RocketMQ's key names): the template's keys, the port, the overrides.
+            template = os.path.join(CONF_DIR, "rmq-proxy.json")
+            with open(template) as f:
+                values = {e.key: e.value for e in parse_json_object(f.read(), template)}
+            values.update({"grpcServerPort": grpc_port, **self.proxy_overrides})
+            with open(proxy_conf, "w") as f:
+                json.dump(values, f, indent=2)
         for i, name in enumerate(self.brokers):
             listen, ha = ports[2 * i], ports[2 * i + 1]
-            values = _read_properties(os.path.join(CONF_DIR, self.brokers[name]))
-            values.update({"listenPort": listen, "haListenPort": ha})
-            values.update(self._broker_overrides(name, real.store_dir(name), self.namesrv_addr))
-            conf = _write_properties(os.path.join(conf_dir, f"{name}.properties"), values)
+            conf = os.path.join(conf_dir, f"{name}.properties")
             argv = [sys.executable, "-m", "rmqlab.cli", "broker", "-c", conf]
             if embedded:  # as the start command of conf/README.md: -n "all the name servers"
                 argv += ["-n", self.namesrv_addr]
+            if self.proxy == "local":
+                argv += ["--enable-proxy", "-pc", proxy_conf]
             real.add_node(name, argv, ports=[listen, ha])
+            values = _read_properties(os.path.join(CONF_DIR, self.brokers[name]))
+            values.update({"listenPort": listen, "haListenPort": ha})
+            if self.proxy == "local":  # a host of its own, as on its own machine (see __init__)
+                values.update({"brokerIP1": real.node_ip(name), "bindAddress": real.node_ip(name)})
+                self.proxy_endpoints.append(f"{real.node_ip(name)}:{grpc_port}")
+            values.update(self._broker_overrides(name, real.store_dir(name), self.namesrv_addr))
+            _write_properties(conf, values)
+        if self.proxy == "cluster":
+            # No relay port: clients reach the Proxy directly; its own connections to the brokers
+            # go through the relay like every node's.
+            real.add_node("proxy", [sys.executable, "-m", "rmqlab.cli", "proxy", "-n", self.namesrv_addr,
+                                    "-pc", proxy_conf])
+            self.proxy_endpoints.append(f"127.0.0.1:{grpc_port}")
 
     # -- running -------------------------------------------------------------------------------
     def start(self, timeout_ms: float = 30_000) -> None:
@@ -271,7 +325,7 @@ class Cluster:
         a client that asks for a route earlier gets "no route info"; in controller mode a broker
         registers only once the controllers gave it a role), then start the clients added with
         start=True."""
-        servers = [*self.namesrvs, *self.controllers, *self.brokers]
+        servers = [*self.namesrvs, *self.controllers, *self.brokers, *(["proxy"] if self.proxy == "cluster" else [])]
         if self.runtime == "sim":
             for name in servers:
                 self.sim.start(name)
@@ -399,10 +453,12 @@ class Cluster:
         if name not in self.clients:
             raise ValueError(f"unknown client {name!r} (clients: {', '.join(self.clients) or 'none'})")
 
-    def create_topic(self, topic: str, queues: int = 4, timeout_ms: float = 10_000) -> None:
-        """`mqadmin updateTopic -c <cluster> -t topic -r queues -w queues`, then wait until the name
-        server routes the topic to every master (clients learn of a topic created later only at
-        their next 30 s route refresh)."""
+    def create_topic(self, topic: str, queues: int = 4, timeout_ms: float = 10_000,
+                     message_type: str | None = None) -> None:
+        """`mqadmin updateTopic -c <cluster> -t topic -r queues -w queues [-a +message.type=FIFO]`,
+        then wait until the name server routes the topic to every master (clients learn of a topic
+        created later only at their next 30 s route refresh). `message_type`: NORMAL, FIFO, DELAY
+        or TRANSACTION, what a 5.x Proxy lets clients send to the topic."""
         from rmqlab.broker.topic.topic_config import TopicConfig
         from rmqlab.client import ClientProcess, DefaultMQAdminExt, MQClientException
 
@@ -412,7 +468,8 @@ class Cluster:
 
         async def create(admin: DefaultMQAdminExt, now_ms: Callable[[], float]) -> None:
             for cluster_name in clusters:
-                await admin.create_and_update_topic_config_by_cluster(cluster_name, TopicConfig(topic, queues, queues))
+                await admin.create_and_update_topic_config_by_cluster(cluster_name, TopicConfig(
+                    topic, queues, queues, attributes={"message.type": message_type} if message_type else {}))
             deadline = now_ms() + timeout_ms
             while True:
                 try:

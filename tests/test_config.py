@@ -502,8 +502,10 @@ def test_proxy_json_comments_lines_and_checks(tmp_path):
     assert [(e.key, e.line) for e in parse_json_object('{"a": {"b": 1},\n"c": [1]}')] == [("a", 1), ("c", 2)]
     with pytest.raises(ConfigError, match=r"rmq-proxy\.json:3: grpcServerPort = '1\.5': expected an integer"):
         load_proxy_config(write(tmp_path, "rmq-proxy.json", '{\n"proxyName": "p",\n"grpcServerPort": 1.5}'))
-    with pytest.raises(ConfigError, match="runs the proxy in Cluster mode only"):
+    with pytest.raises(ConfigError, match="runs the proxy in Cluster mode only; .* --enable-proxy"):
         load_proxy_config(write(tmp_path, "rmq-proxy.json", '{"proxyMode": "local"}'))
+    local = load_proxy_config(write(tmp_path, "rmq-proxy.json", '{"proxyMode": "cluster"}'), local=True)
+    assert local.proxyConfig.proxyMode == "LOCAL" and not local.proxyConfig.is_cluster_mode()
     with pytest.raises(ConfigError, match=r"rmq-proxy\.json:2: expected ',' or '}'"):
         load_proxy_config(write(tmp_path, "rmq-proxy.json", '{"proxyName": "p"\n "x": 1}'))
 
@@ -536,13 +538,14 @@ def test_cli_print_config(capsys, monkeypatch):
     assert "namesrvAddr=127.0.0.1:9886\n" in capsys.readouterr().out
 
 
-def test_cli_without_print_reports_ok_and_exit_2(capsys, monkeypatch):
+def test_cli_broker_enable_proxy_prints_both_configurations(capsys, monkeypatch):
     monkeypatch.chdir(REPO)
-    assert main(["proxy", "-pc", "conf/rmq-proxy.json"]) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err == ("rmqlab proxy: configuration OK (conf/rmq-proxy.json); the proxy server is "
-                   "built in a later issue — use -p to print the effective configuration\n")
+    assert main(["broker", "-c", "conf/broker.conf", "-pc", "conf/rmq-proxy.json"]) == 1
+    assert capsys.readouterr().err == ("rmqlab broker: error: -pc names the Local-mode proxy's rmq-proxy.json: "
+                                       "it needs --enable-proxy\n")
+    assert main(["broker", "-c", "conf/broker.conf", "--enable-proxy", "-pc", "conf/rmq-proxy.json", "-p"]) == 0
+    out = capsys.readouterr().out
+    assert "brokerName=broker-a" in out and "proxyMode=LOCAL" in out and "grpcServerPort=8081" in out
 
 
 def test_cli_bad_file_returns_1_with_message(capsys, tmp_path, monkeypatch):

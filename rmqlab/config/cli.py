@@ -3,13 +3,12 @@
 Mirrors RocketMQ's start scripts: ``-c`` names the configuration file (``-pc`` for the proxy's
 rmq-proxy.json), ``-n`` the name server list, and ``-p`` prints the effective configuration and
 exits (BrokerStartup, NamesrvStartup and ControllerStartup all do this with
-MixAll.printObjectProperties). Without ``-p``, ``namesrv``, ``broker`` and ``controller`` run their
-server as this OS process (logs under ``~/logs/rmqlab/`` like RocketMQ's ``~/logs/rocketmqlogs/``,
-a boot line on stdout, clean shutdown on SIGTERM); the proxy arrives with its issue. A standalone
-controller (``mqcontroller -c``) keeps its Raft journal under controllerStorePath.
+MixAll.printObjectProperties). Without ``-p`` the server runs as this OS process (logs under
+``~/logs/rmqlab/`` like RocketMQ's ``~/logs/rocketmqlogs/``, a boot line on stdout, clean shutdown
+on SIGTERM). A standalone controller (``mqcontroller -c``) keeps its Raft journal under
+controllerStorePath. ``broker --enable-proxy`` runs a Local-mode Proxy in the broker's process.
 
-Exit codes: 0 after ``-p`` or a clean shutdown, 1 for a configuration error or a failed server,
-2 when the configuration is fine but that server does not exist yet.
+Exit codes: 0 after ``-p`` or a clean shutdown, 1 for a configuration error or a failed server.
 """
 
 from __future__ import annotations
@@ -31,6 +30,8 @@ from rmqlab.config.loader import (
 
 def _config_path(component: str, args: Namespace) -> str | None:
     path = getattr(args, "config_file", None)
+    if component == "broker" and getattr(args, "proxy_config_path", None) and not getattr(args, "enable_proxy", False):
+        raise ConfigError("-pc names the Local-mode proxy's rmq-proxy.json: it needs --enable-proxy")
     if component == "proxy":
         proxy_path = getattr(args, "proxy_config_path", None)
         if path and proxy_path and path != proxy_path:
@@ -62,8 +63,8 @@ def run_component_command(component: str, args: Namespace) -> int:
     (config_file, namesrv_addr, print_config, and proxy_config_path for the proxy).
 
     Prints warnings to stderr; with ``-p`` prints the configuration to stdout and returns 0;
-    a ConfigError is printed to stderr (no traceback) and returns 1; the name server, broker and
-    controller then run until stopped; the proxy returns 2 (not built yet)."""
+    a ConfigError is printed to stderr (no traceback) and returns 1; the server then runs until
+    stopped."""
     notes: list[str] = []
     try:
         with warnings.catch_warnings():
@@ -76,21 +77,29 @@ def run_component_command(component: str, args: Namespace) -> int:
         return 1
     for message in notes + bundle.warnings:
         print(f"rmqlab {component}: warning: {message}", file=sys.stderr)
+    proxy_bundle = None
+    if component == "broker" and getattr(args, "enable_proxy", False):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConfigWarning)
+                proxy_bundle = load_proxy_config(getattr(args, "proxy_config_path", None), local=True)
+        except ConfigError as e:
+            print(f"rmqlab proxy: error: {e}", file=sys.stderr)
+            return 1
+        for message in proxy_bundle.warnings:
+            print(f"rmqlab proxy: warning: {message}", file=sys.stderr)
     if getattr(args, "print_config", False):
         sys.stdout.write(format_config(bundle))
+        if proxy_bundle is not None:
+            sys.stdout.write(format_config(proxy_bundle))
         return 0
-    if component in ("namesrv", "broker", "controller"):
-        return _serve(component, bundle)
-    source = bundle.configFile or "built-in defaults"
-    print(f"rmqlab {component}: configuration OK ({source}); the {component} server is built in a later issue "
-          "— use -p to print the effective configuration", file=sys.stderr)
-    return 2
+    return _serve(component, bundle, proxy_bundle)
 
 
 DEFAULT_LOGS_DIR = os.path.join("~", "logs", "rmqlab")
 
 
-def _serve(component: str, bundle) -> int:
+def _serve(component: str, bundle, proxy_bundle=None) -> int:
     """Run the server as this process (a RealCluster's RMQLAB_* environment takes precedence)."""
     from rmqlab.runtime.real import ProcessSettings, run_process
 
@@ -111,10 +120,20 @@ def _serve(component: str, bundle) -> int:
         # The Raft journal lives under controllerStorePath (RocketMQ's DLedger store); the node's
         # own store directory (RealCluster's, or the same path) holds nothing else.
         store_dir = settings.store_dir or cc.get_controller_store_path()
+    elif component == "proxy":
+        from rmqlab.proxy.proxy_controller import ProxyController
+
+        controller = ProxyController.from_startup_config(bundle)
+        name = settings.name or "proxy"
+        store_dir = settings.store_dir or os.path.expanduser(os.path.join("~", "rmqlab", "proxy"))
     else:
         from rmqlab.broker import BrokerController
 
         controller = BrokerController(bundle)
+        if proxy_bundle is not None:  # Local mode: the Proxy starts the broker it lives in
+            from rmqlab.proxy.proxy_controller import ProxyController
+
+            controller = ProxyController(proxy_bundle.proxyConfig, broker=controller)
         bc = bundle.brokerConfig
         # A node is named like the conf templates: broker-a, broker-a-s (slave id 1), broker-a-s2, ...
         # In controller mode the role and id come from the controller, so the file's say nothing:

@@ -424,8 +424,9 @@ def load_controller_config(path: str | os.PathLike | None = None, *,
 
 
 def load_proxy_config(path: str | os.PathLike | None = None, *, namesrv_addr: str | None = None,
-                      overrides: Mapping[str, Any] | None = None) -> ProxyStartupConfig:
-    """Load a proxy's configuration like ``mqproxy -pc rmq-proxy.json -n namesrv_addr``.
+                      overrides: Mapping[str, Any] | None = None, local: bool = False) -> ProxyStartupConfig:
+    """Load a proxy's configuration like ``mqproxy -pc rmq-proxy.json -n namesrv_addr``, or with
+    `local` for the Proxy of ``mqbroker --enable-proxy`` (proxyMode becomes LOCAL).
 
     Without a file the defaults are used (RocketMQ would look for
     $ROCKETMQ_HOME/conf/rmq-proxy.json)."""
@@ -437,10 +438,12 @@ def load_proxy_config(path: str | os.PathLike | None = None, *, namesrv_addr: st
     if namesrv_addr is not None and namesrv_addr.strip():
         # ProxyStartup applies -n only when it is not blank.
         applier.apply_command_line("namesrvAddr", namesrv_addr, "-n")
-    if bundle.proxyConfig.proxyMode.upper() == LOCAL_MODE:
-        raise ConfigError(f"{bundle.where('proxyMode')}: proxyMode = '{bundle.proxyConfig.proxyMode}': rmqlab runs the "
-                          f"proxy in Cluster mode only (Local mode embeds it in the broker process, "
-                          f"mqbroker --enable-proxy)")
+    if local:
+        bundle.proxyConfig.proxyMode = LOCAL_MODE
+    elif bundle.proxyConfig.proxyMode.upper() == LOCAL_MODE:
+        raise ConfigError(f"{bundle.where('proxyMode')}: proxyMode = '{bundle.proxyConfig.proxyMode}': `rmqlab proxy` "
+                          f"runs the proxy in Cluster mode only; Local mode embeds it in the broker process: "
+                          f"rmqlab broker ... --enable-proxy")
     bundle.proxyConfig.init_data()
     _finish(bundle)
     return bundle

@@ -62,6 +62,7 @@ class ProxyConfig:
     longPollingReserveTimeInMillis: int = long_field(100, min=0)
     topicRouteServiceCacheExpiredSeconds: int = int_field(300, min=1)
     topicRouteServiceCacheRefreshSeconds: int = int_field(20, min=1)
+    enableProxyAutoRenew: bool = bool_field(True)
     useDelayLevel: bool = bool_field(False)
     messageDelayLevel: str = str_field("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
                                        check=check_delay_levels)
@@ -81,3 +82,12 @@ class ProxyConfig:
 
     def get_delay_level_table(self) -> dict[int, int]:
         return parse_delay_level(self.messageDelayLevel)
+
+    def compute_delay_level(self, time_ms: int, now_ms: int) -> int:
+        """``computeDelayLevel``: the first level (by delay) longer than the time left, else the last."""
+        table = sorted(self.get_delay_level_table().items(), key=lambda e: e[1])
+        interval = time_ms - now_ms
+        for level, delay in table:
+            if delay > interval:
+                return level
+        return table[-1][0]

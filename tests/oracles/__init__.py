@@ -1,10 +1,12 @@
 """Real RocketMQ clients nobody here wrote, run from their own virtualenvs as subprocesses.
 
 reference: ../shared/reference/real-clients.md. The C++ client (PyPI `rocketmq` 0.4.4, which
-bundles librocketmq.so) shares its top-level module name with other clients, so it never enters
-rmqlab's process: `cpp_client_python()` returns the interpreter of a dedicated venv under
-`.venv-oracles/`, created on first use (pinned version, bounded in time, guarded by a file lock so
-parallel test runs create it once).
+bundles librocketmq.so) and the official 5.x gRPC client (PyPI `rocketmq-python-client` 5.1.2)
+share the top-level module name `rocketmq`, and the gRPC client's generated protobuf classes would
+clash with rmqlab's own in one process, so neither ever enters rmqlab's process:
+`cpp_client_python()` and `python5_client_python()` return the interpreter of a dedicated venv
+under `.venv-oracles/`, created on first use (pinned version, bounded in time, guarded by a file
+lock so parallel test runs create it once).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ORACLES = os.path.join(ROOT, ".venv-oracles")
 SCRIPTS = os.path.dirname(os.path.abspath(__file__))
 CPP_CLIENT = "rocketmq==0.4.4"
+PYTHON5_CLIENT = "rocketmq-python-client==5.1.2"
 
 
 def _venv_python(name: str, requirement: str, probe: str) -> str:
@@ -43,4 +46,16 @@ def run_cpp(script: str, *args: str, home: str, timeout: float = 90) -> subproce
     """Run tests/oracles/<script> with the C++ client; HOME is a temp dir (it writes logs there)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
     return subprocess.run([cpp_client_python(), os.path.join(SCRIPTS, script), *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def python5_client_python() -> str:
+    """The interpreter of the venv holding Apache's 5.x gRPC client (PyPI rocketmq-python-client 5.1.2)."""
+    return _venv_python("rocketmq-python-5.1.2", PYTHON5_CLIENT, "from rocketmq import Producer, SimpleConsumer")
+
+
+def run_python5(script: str, *args: str, home: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    """Run tests/oracles/<script> with the 5.x gRPC client; HOME is a temp dir (it logs there at import)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+    return subprocess.run([python5_client_python(), os.path.join(SCRIPTS, script), *args], capture_output=True,
                           text=True, timeout=timeout, env=env)

@@ -1,0 +1,10 @@
+"""The RocketMQ 5.x Proxy (seed 000, "Proxy"; issue 6): gRPC in front, remoting behind.
+
+    proxy_controller.py   the component: Cluster mode (`rmqlab proxy`) or Local mode (in a broker)
+    grpc/grpc_server.py   grpc.aio server: the only module that touches grpcio
+    grpc/v2/              MessagingService: generated classes, the method table, one activity per
+                          group of RPCs, settings, converter, validator, status codes
+    processor/            MessagingProcessor: send, pop, ack, change invisible time over remoting
+    service/              routes (name server or local broker) and metadata (topic message type,
+                          subscription group config)
+"""

@@ -1,0 +1,126 @@
+"""GrpcServer (proxy/grpc/GrpcServer.java): MessagingService on a grpc.aio server, plaintext,
+in the node's asyncio loop. The only module of the Proxy that touches grpcio.
+
+Requests arrive as bytes and are parsed here, so a request that is not valid protobuf is answered
+INVALID_ARGUMENT naming the method, instead of grpcio's generic INTERNAL "Exception deserializing
+request". Every request and response message is traced as frame.recv / frame.send with
+proto "grpc", the method, and for responses the status code name.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from rmqlab.proxy.grpc.v2.client_activity import StreamAbort
+from rmqlab.proxy.grpc.v2.common import code_name
+from rmqlab.proxy.grpc.v2.grpc_messaging_activity import (BIDI_STREAM, SERVER_STREAM, SERVICE_NAME, UNARY,
+                                                          GrpcMessagingActivity, MethodSpec)
+from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext
+
+if TYPE_CHECKING:
+    from rmqlab.runtime.node import Node
+
+log = logging.getLogger("rmqlab.proxy")
+
+
+def _peer(context) -> str:
+    peer = context.peer() or ""  # "ipv4:127.0.0.1:5555"
+    return peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:")) else peer
+
+
+class GrpcServer:
+    def __init__(self, node: "Node", activity: GrpcMessagingActivity, host: str, port: int,
+                 max_inbound_message_size: int):
+        self.node = node
+        self.activity = activity
+        self.host = host
+        self.port = port
+        self.max_inbound_message_size = max_inbound_message_size
+        self._server: grpc.aio.Server | None = None
+
+    async def start(self) -> None:
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", self.max_inbound_message_size),
+                                          ("grpc.so_reuseport", 0)])
+        handlers = {name: self._handler(spec) for name, spec in self.activity.methods.items()}
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        bound = server.add_insecure_port(f"{self.host}:{self.port}")
+        if bound == 0:
+            raise OSError(f"the Proxy cannot listen on {self.host}:{self.port} (gRPC port in use?)")
+        self.port = bound
+        await server.start()
+        self._server = server
+
+    async def shutdown(self, grace_s: float = 1.0) -> None:
+        if self._server is not None:
+            await self._server.stop(grace_s)
+            self._server = None
+
+    # -- per call ---------------------------------------------------------------------------------
+    def _context(self, context) -> ProxyContext:
+        remaining = context.time_remaining()
+        return ProxyContext.from_metadata(context.invocation_metadata(), remote_address=_peer(context),
+                                          local_address=f"{self.host}:{self.port}",
+                                          remaining_ms=None if remaining is None else remaining * 1000)
+
+    def _trace(self, kind: str, spec: MethodSpec, peer: str, size: int, message=None) -> None:
+        fields = {"proto": "grpc", "peer": peer, "size": size, "method": spec.name}
+        if message is not None and _has_status(message):
+            fields["status"] = code_name(message.status.code)
+        self.node.trace(kind, **fields)
+
+    async def _parse(self, spec: MethodSpec, data: bytes, context, peer: str):
+        self._trace("frame.recv", spec, peer, len(data))
+        try:
+            return spec.request.FromString(data)
+        except DecodeError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"{spec.name}: the request is not a valid {spec.request.DESCRIPTOR.full_name}: {e}")
+
+    def _out(self, spec: MethodSpec, peer: str, message) -> bytes:
+        data = message.SerializeToString()
+        self._trace("frame.send", spec, peer, len(data), message)
+        return data
+
+    def _handler(self, spec: MethodSpec):
+        if spec.shape == UNARY:
+            async def unary(data: bytes, context):
+                peer = _peer(context)
+                request = await self._parse(spec, data, context, peer)
+                response = await self.activity.call_unary(spec, self._context(context), request)
+                return self._out(spec, peer, response)
+            return grpc.unary_unary_rpc_method_handler(unary)
+
+        if spec.shape == SERVER_STREAM:
+            async def server_stream(data: bytes, context):
+                peer = _peer(context)
+                request = await self._parse(spec, data, context, peer)
+                async for response in spec.handler(self._context(context), request):
+                    yield self._out(spec, peer, response)
+            return grpc.unary_stream_rpc_method_handler(server_stream)
+
+        assert spec.shape == BIDI_STREAM
+
+        async def bidi(request_iterator, context):
+            peer = _peer(context)
+
+            async def requests():
+                async for data in request_iterator:
+                    yield await self._parse(spec, data, context, peer)
+
+            try:
+                async for response in spec.handler(self._context(context), requests()):
+                    yield self._out(spec, peer, response)
+            except StreamAbort as e:
+                await context.abort(getattr(grpc.StatusCode, e.grpc_code), e.message)
+        return grpc.stream_stream_rpc_method_handler(bidi)
+
+
+def _has_status(message) -> bool:
+    try:
+        return message.HasField("status")
+    except ValueError:  # no such field in this message type
+        return False

@@ -1,0 +1,104 @@
+"""MetadataService (proxy/service/metadata/): a topic's message type and a consumer group's config.
+
+Cluster mode asks a master over remoting (GET_TOPIC_CONFIG 351 on a master of the topic,
+GET_SUBSCRIPTIONGROUP_CONFIG 352 on a master of the Proxy's rocketMQClusterName) and caches the
+answers like RocketMQ's ClusterMetadataService (same refresh period as routes). Local mode reads
+the broker's own managers.
+
+A topic's message type is its `message.type` attribute (TopicAttributes; NORMAL when unset):
+NORMAL, FIFO, DELAY, TRANSACTION or MIXED.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from rmqlab.client.exceptions import MQBrokerException, MQClientException
+from rmqlab.remoting.response_code import ResponseCode
+
+if TYPE_CHECKING:
+    from rmqlab.broker.broker_controller import BrokerController
+    from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
+    from rmqlab.broker.topic.topic_config import TopicConfig
+    from rmqlab.client.impl.mq_client_api_impl import MQClientAPIImpl
+    from rmqlab.proxy.service.topic_route_service import TopicRouteService
+
+MESSAGE_TYPE_ATTRIBUTE = "message.type"
+TOPIC_MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
+TIMEOUT_MS = 3000
+
+
+def topic_message_type(tc: "TopicConfig") -> str:
+    value = tc.attributes.get(MESSAGE_TYPE_ATTRIBUTE, "NORMAL").upper()
+    return value if value in TOPIC_MESSAGE_TYPES else "NORMAL"
+
+
+class LocalMetadataService:
+    def __init__(self, broker: "BrokerController"):
+        self.broker = broker
+
+    async def get_topic_message_type(self, topic: str) -> str:
+        tc = self.broker.topic_config_manager.select_topic_config(topic)
+        if tc is None:
+            raise MQClientException(ResponseCode.TOPIC_NOT_EXIST, f"topic not found: {topic}")
+        return topic_message_type(tc)
+
+    async def get_subscription_group_config(self, group: str) -> "SubscriptionGroupConfig | None":
+        return self.broker.subscription_group_manager.subscription_group_table.get(group)
+
+
+class ClusterMetadataService:
+    def __init__(self, api: "MQClientAPIImpl", routes: "TopicRouteService", cluster_name: str,
+                 now_ms: Callable[[], int], refresh_seconds: int):
+        self.api = api
+        self.routes = routes
+        self.cluster_name = cluster_name
+        self.now_ms = now_ms
+        self.refresh_ms = refresh_seconds * 1000
+        self._topics: dict[str, tuple[str, int]] = {}
+        self._groups: dict[str, tuple["SubscriptionGroupConfig | None", int]] = {}
+
+    def _fresh(self, entry) -> bool:
+        return entry is not None and self.now_ms() - entry[1] < self.refresh_ms
+
+    async def get_topic_message_type(self, topic: str) -> str:
+        entry = self._topics.get(topic)
+        if self._fresh(entry):
+            return entry[0]
+        view = await self.routes.get_all_message_queue_view(topic)
+        error: Exception | None = None
+        for q in view.write_selector.broker_acting_queues or view.read_selector.broker_acting_queues:
+            try:
+                tc = await self.api.get_topic_config(q.broker_addr, topic, TIMEOUT_MS)
+            except Exception as e:  # try the next broker of the topic
+                error = e
+                continue
+            value = topic_message_type(tc)
+            self._topics[topic] = (value, self.now_ms())
+            return value
+        if entry is not None:
+            return entry[0]
+        raise error or MQClientException(ResponseCode.TOPIC_NOT_EXIST, f"topic not found: {topic}")
+
+    async def get_subscription_group_config(self, group: str) -> "SubscriptionGroupConfig | None":
+        entry = self._groups.get(group)
+        if self._fresh(entry):
+            return entry[0]
+        info = await self.api.get_broker_cluster_info(TIMEOUT_MS)
+        names = sorted(info.cluster_addr_table.get(self.cluster_name, ()))
+        for name in names:
+            bd = info.broker_addr_table.get(name)
+            addr = bd.broker_addrs.get(0) if bd is not None else None
+            if addr is None:
+                continue
+            try:
+                config = await self.api.get_subscription_group_config(addr, group, TIMEOUT_MS)
+            except MQBrokerException as e:
+                if e.response_code != ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+                    continue
+                config = None
+            except Exception:
+                continue
+            self._groups[group] = (config, self.now_ms())
+            return config
+        return entry[0] if entry is not None else None
