@@ -15,6 +15,9 @@ broker runs it, --enable-proxy). Each round, alternating so machine noise hits b
             DefaultMQPullConsumer (PULL_MESSAGE, 32 per pull, queue by queue, the offsets kept in
             memory and written once at the end, as a 4.x pull consumer does) in a child process.
 
+A third row sends the same messages as raw SendMessage calls from a plain grpc stub (rmqlab's
+generated classes, a child process), to separate the Proxy's cost from the official client's.
+
 Each side's rate is messages / elapsed time from its first call, excluding client start-up; the
 script prints each round and the medians and the proxy/remoting ratios. One message at a time on
 both sides: these are latency-bound rates (a round trip per send, per ack), not the broker's
@@ -103,6 +106,30 @@ def run_proxy(endpoint: str, topic: str, group: str, messages: int, size: int, h
             "consume": oracle("bench_consume", endpoint, topic, group, str(messages))}
 
 
+def run_raw_grpc(endpoint: str, topic: str, messages: int, size: int) -> dict:
+    """SendMessage requests straight from a grpc stub in a child process, one after another: the
+    Proxy's own cost per send, without the official client's (its threads, retries, metadata
+    signing). rmqlab's generated classes; never the official client's in the same process."""
+    code = (
+        "import sys, time, os, grpc\n"
+        "from rmqlab.proxy.grpc.v2 import definition_pb2 as pb, service_pb2 as spb\n"
+        "ep, topic, n, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])\n"
+        "ch = grpc.insecure_channel(ep); call = ch.unary_unary('/apache.rocketmq.v2.MessagingService/SendMessage')\n"
+        "def req(i): return spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=topic), body=bytes(size),"
+        " system_properties=pb.SystemProperties(message_id='01%032X' % i, message_type=pb.NORMAL))]).SerializeToString()\n"
+        "call(req(0), timeout=10)\n"
+        "t0 = time.perf_counter(); errors = 0\n"
+        "for i in range(1, n + 1):\n"
+        "    r = spb.SendMessageResponse.FromString(call(req(i), timeout=10))\n"
+        "    errors += r.status.code != pb.OK\n"
+        "print('{\"count\": %d, \"elapsed\": %f, \"errors\": %d}' % (n, time.perf_counter() - t0, errors))\n")
+    out = subprocess.run([sys.executable, "-c", code, endpoint, topic, str(messages), str(size)],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def rate(r: dict) -> float:
     return r["count"] / r["elapsed"]
 
@@ -127,6 +154,7 @@ def main() -> int:
     c = Cluster("single-master", runtime="real", relay=False, proxy=args.mode)
     rows: dict[str, dict[str, list[float]]] = {"proxy": {"produce": [], "consume": []},
                                                "remoting": {"produce": [], "consume": []}}
+    raw: list[float] = []
     try:
         c.start()
         for i in range(args.rounds):
@@ -142,12 +170,17 @@ def main() -> int:
                     rows[side][what].append(rate(r[what]))
                 print(f"round {i} {side:8s} produce {rate(r['produce']):8.0f} msg/s   "
                       f"consume {rate(r['consume']):8.0f} msg/s", flush=True)
+            r = run_raw_grpc(c.proxy_endpoints[0], f"BenchProxy{i}", args.messages, args.size)
+            assert not r["errors"], r
+            raw.append(rate(r))
+            print(f"round {i} raw gRPC SendMessage {raw[-1]:8.0f} msg/s", flush=True)
     finally:
         c.close()
     print(f"\n{args.messages} messages of {args.size} B per round, {args.rounds} rounds, proxy {args.mode} mode; medians:")
     for what in ("produce", "consume"):
         p, r = statistics.median(rows["proxy"][what]), statistics.median(rows["remoting"][what])
         print(f"  {what:8s} proxy {p:8.0f} msg/s   remoting {r:8.0f} msg/s   proxy/remoting {p / r:.2f}")
+    print(f"  produce  raw gRPC stub to the Proxy {statistics.median(raw):8.0f} msg/s (no official client)")
     return 0
 
 

@@ -282,3 +282,24 @@ def _duration(seconds: int):
     from google.protobuf.duration_pb2 import Duration
 
     return Duration(seconds=seconds)
+
+
+def test_unknown_group_is_consumer_group_not_found(tmp_path):
+    """With autoCreateSubscriptionGroup=false the broker refuses a pop for a group it does not know
+    (SUBSCRIPTION_GROUP_NOT_EXIST), which the Proxy answers CONSUMER_GROUP_NOT_FOUND."""
+    c = Cluster("single-master", runtime="real", root_dir=str(tmp_path), proxy="cluster",
+                overrides={"*": {"autoCreateSubscriptionGroup": False}})
+    try:
+        c.start()
+        c.create_topic(TOPIC)
+        req = spb.ReceiveMessageRequest(
+            group=pb.Resource(name="GID_nobody"), message_queue=pb.MessageQueue(
+                topic=pb.Resource(name=TOPIC), id=-1, broker=pb.Broker(name="broker-a")),
+            filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"), batch_size=1,
+            invisible_duration=_duration(30), long_polling_timeout=_duration(5))
+        with grpc.insecure_channel(c.proxy_endpoints[0]) as ch:
+            replies = [spb.ReceiveMessageResponse.FromString(d) for d in
+                       ch.unary_stream(SERVICE + "ReceiveMessage")(req.SerializeToString(), timeout=10)]
+        assert replies[0].status.code == pb.CONSUMER_GROUP_NOT_FOUND, replies
+    finally:
+        c.close()

@@ -159,7 +159,7 @@ def bench_produce(endpoint, topic, count, size):
 
 
 def bench_consume(endpoint, topic, group, count):
-    consumer = SimpleConsumer(config(endpoint), group, {topic: FilterExpression("*")}, await_duration=2)
+    consumer = SimpleConsumer(config(endpoint), group, {topic: FilterExpression("*")}, await_duration=5)
     consumer.startup()
     got, errors = 0, 0
     try:
