@@ -460,7 +460,7 @@ class Cluster:
         created later only at their next 30 s route refresh). `message_type`: NORMAL, FIFO, DELAY
         or TRANSACTION, what a 5.x Proxy lets clients send to the topic."""
         from rmqlab.broker.topic.topic_config import TopicConfig
-        from rmqlab.client import ClientProcess, DefaultMQAdminExt, MQClientException
+        from rmqlab.client import DefaultMQAdminExt, MQClientException
 
         # Controller mode: every set has a master once start() returned (the controllers elected it).
         masters = {c.brokerName for c in map(self._template, self.brokers) if c.brokerId == 0 or c.enableControllerMode}
@@ -483,22 +483,42 @@ class Cluster:
                                        f"within {timeout_ms:.0f} ms")
                 await asyncio.sleep(0.05)
 
+        self._admin(create)
+
+    def create_group(self, group: str, orderly: bool = False) -> None:
+        """`mqadmin updateSubGroup -c <cluster> -g group [-o true]` on every master: with `orderly`
+        (consumeMessageOrderly) a 5.x Proxy serves the group as FIFO."""
+        from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
+
+        clusters = sorted({c.brokerClusterName for c in map(self._template, self.brokers)})
+
+        async def create(admin, now_ms) -> None:
+            for cluster_name in clusters:
+                await admin.create_and_update_subscription_group_config_by_cluster(
+                    cluster_name, SubscriptionGroupConfig(group, consume_message_orderly=orderly))
+
+        self._admin(create)
+
+    def _admin(self, work: Callable) -> None:
+        """Run `await work(admin, now_ms)` with a DefaultMQAdminExt: a node of its own on the
+        simulator, an operator's tool run from this process on the real runtime."""
+        from rmqlab.client import ClientProcess, DefaultMQAdminExt
+
         if self.runtime == "sim":
             if ADMIN_NODE not in self.sim.components:
                 self.sim.add_node(ADMIN_NODE, lambda: ClientProcess(admin=DefaultMQAdminExt(self.namesrv_addr)))
                 self.sim.start(ADMIN_NODE)
-            self.sim.run(create(self.sim.components[ADMIN_NODE]["admin"], self.sim.now_ms))
+            self.sim.run(work(self.sim.components[ADMIN_NODE]["admin"], self.sim.now_ms))
             return
 
         async def on_real() -> None:
-            # An operator's tool run from this process (as `rmqlab admin`), outside the cluster map.
             from rmqlab.runtime.real import RealNode
 
             node = RealNode(ADMIN_NODE, tempfile.mkdtemp(prefix="rmqlab-admin-"))
             process = ClientProcess(admin=DefaultMQAdminExt(self.namesrv_addr))
             await process.start(node)
             try:
-                await create(process["admin"], lambda: time.monotonic() * 1000.0)
+                await work(process["admin"], lambda: time.monotonic() * 1000.0)
             finally:
                 await process.shutdown()
                 await node.close()

@@ -28,7 +28,7 @@ from tests.oracles import SCRIPTS, python5_client_python
 # in memory (initPopOffsetByCheckMsgInMem), so it would also see earlier tests' messages.
 TOPIC, FIFO_TOPIC, DELAY_TOPIC, LEAVE_TOPIC = "ProxyTopic", "ProxyFifoTopic", "ProxyDelayTopic", "ProxyLeaveTopic"
 CHANGE_TOPIC, SKIP_TOPIC, PUSH_TOPIC = "ProxyChangeTopic", "ProxySkipTopic", "ProxyPushTopic"
-HOLD_TOPIC = "ProxyHoldTopic"
+HOLD_TOPIC, FIFO_ORDER_TOPIC = "ProxyHoldTopic", "ProxyFifoOrderTopic"
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 
 
@@ -59,6 +59,7 @@ def proxied(request, tmp_path_factory):
         c.create_topic(TOPIC)
         c.create_topic(FIFO_TOPIC, message_type="FIFO")
         c.create_topic(DELAY_TOPIC, message_type="DELAY")
+        c.create_topic(FIFO_ORDER_TOPIC, message_type="FIFO")
         for topic in (LEAVE_TOPIC, CHANGE_TOPIC, SKIP_TOPIC, PUSH_TOPIC, HOLD_TOPIC):
             c.create_topic(topic)
         c.home = str(tmp_path_factory.mktemp("home"))
@@ -103,6 +104,21 @@ def test_fifo_send_keeps_each_group_in_order(proxied):
     for g in ("g0", "g1", "g2"):
         seqs = [int(r["properties"]["seq"]) for r in received if r["group"] == g]
         assert seqs == sorted(seqs) and len(seqs) == 4, (g, seqs)
+
+
+def test_fifo_group_consumes_each_message_group_in_order(proxied):
+    """A FIFO consumer group (consumeMessageOrderly): the settings reply says fifo, QueryAssignment
+    hands out every queue, pops are orderly, and a message that fails is retried in place before
+    the next of its group is delivered."""
+    group = "GID_fifo_push"
+    proxied.create_group(group, orderly=True)
+    sent = py5(proxied.home, "produce", endpoint(proxied), FIFO_ORDER_TOPIC, "12", "o", "fifo")
+    received = py5(proxied.home, "push", endpoint(proxied), FIFO_ORDER_TOPIC, group, "12", "60", "1", timeout=90)
+    check_round_trip(sent, [r for r in received if r["acked"]], "o", 12)
+    for g in ("g0", "g1", "g2"):
+        calls = [(int(r["properties"]["seq"]), r["acked"]) for r in received if r["group"] == g]
+        # each message: a failed attempt, then its success, before the group's next message
+        assert calls == [(seq, ok) for seq in range(int(g[1]), 12, 3) for ok in (False, True)], (g, calls)
 
 
 def test_delay_message_is_invisible_until_its_time(proxied):

@@ -127,6 +127,16 @@ class DefaultMQAdminExt:
     async def create_and_update_topic_config_by_cluster(self, cluster_name: str, config: TopicConfig) -> list[str]:
         """UPDATE_AND_CREATE_TOPIC on the master of every group of ``cluster_name``; the masters'
         addresses, in broker-name order."""
+        return await self._on_masters(cluster_name, lambda addr: self.create_and_update_topic_config(addr, config))
+
+    # -- updateSubGroup --------------------------------------------------------------------------
+    async def create_and_update_subscription_group_config_by_cluster(self, cluster_name: str, config) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (``mqadmin updateSubGroup -c``) on every master of
+        ``cluster_name``, e.g. a FIFO group (consumeMessageOrderly=true) for the 5.x Proxy."""
+        return await self._on_masters(cluster_name, lambda addr: self._api.create_subscription_group(
+            addr, config, self.timeout_millis))
+
+    async def _on_masters(self, cluster_name: str, action) -> list[str]:
         info = await self.examine_broker_cluster_info()
         names = info.cluster_addr_table.get(cluster_name)
         if not names:
@@ -136,7 +146,7 @@ class DefaultMQAdminExt:
             bd = info.broker_addr_table.get(broker_name)
             addr = bd.broker_addrs.get(MASTER_ID) if bd is not None else None
             if addr is not None:
-                await self.create_and_update_topic_config(addr, config)
+                await action(addr)
                 masters.append(addr)
         return masters
 

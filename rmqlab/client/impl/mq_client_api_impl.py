@@ -497,6 +497,14 @@ class MQClientAPIImpl:
                                               "TopicConfig")
         raise MQBrokerException(response.code, response.remark, addr)
 
+    async def create_subscription_group(self, addr: str, config: SubscriptionGroupConfig, timeout_ms: float) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), the group's config as the JSON body."""
+        response = await self._invoke_broker(addr, _request(
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=remoting_serializable.encode(config.to_json_dict())),
+            timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+
     async def get_subscription_group_config(self, addr: str, group: str, timeout_ms: float) -> SubscriptionGroupConfig:
         """GET_SUBSCRIPTIONGROUP_CONFIG (352)."""
         from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig

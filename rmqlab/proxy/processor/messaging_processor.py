@@ -32,6 +32,7 @@ from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import message_properties_to_string
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException
+from rmqlab.proxy.service.metadata_service import message_type_of_properties
 from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader
 
 if TYPE_CHECKING:
@@ -62,18 +63,6 @@ def consistent_hash(input_: int, buckets: int) -> int:
             return candidate
 
 
-def message_type_of_properties(props: dict[str, str]) -> str:
-    """TopicMessageType.parseFromMessageProperty."""
-    if props.get(MC.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
-        return "TRANSACTION"
-    if (props.get(MC.PROPERTY_DELAY_TIME_LEVEL) is not None or props.get(MC.PROPERTY_TIMER_DELIVER_MS) is not None
-            or props.get(MC.PROPERTY_TIMER_DELAY_SEC) is not None or props.get(MC.PROPERTY_TIMER_DELAY_MS) is not None):
-        return "DELAY"
-    if props.get(MC.PROPERTY_SHARDING_KEY) is not None:
-        return "FIFO"
-    return "NORMAL"
-
-
 class MessagingProcessor:
     def __init__(self, api: "MQClientAPIImpl", routes: "TopicRouteService", metadata, now_ms: Callable[[], int]):
         self.api = api
@@ -82,9 +71,9 @@ class MessagingProcessor:
         self.now_ms = now_ms
 
     # -- send -------------------------------------------------------------------------------------
-    async def send_message(self, topic: str, messages: list[Message], sys_flag: int, sharding_key: str | None,
+    async def send_message(self, topic: str, msg: Message, sys_flag: int, sharding_key: str | None,
                            timeout_ms: float = DEFAULT_TIMEOUT_MS):
-        message_type = message_type_of_properties(messages[0].properties)
+        message_type = message_type_of_properties(msg.properties)
         topic_type = await self.metadata.get_topic_message_type(topic)
         if topic_type != "MIXED" and topic_type != message_type:
             # TopicMessageTypeValidator
@@ -99,7 +88,6 @@ class MessagingProcessor:
             mq = view.write_selector.select_one(False)
         if mq is None:
             raise GrpcProxyException(Code.FORBIDDEN, "no writable queue")
-        msg = messages[0]
         header = SendMessageRequestHeader(
             producer_group=topic, topic=topic, default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
             default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS, queue_id=mq.queue_id, sys_flag=sys_flag,
@@ -112,7 +100,7 @@ class MessagingProcessor:
             # rather than at the next refresh. (RocketMQ marks it in its latency fault table.)
             self.routes.invalidate(topic)
             raise
-        return [result]
+        return result
 
     # -- receive ----------------------------------------------------------------------------------
     async def pop_message(self, broker_name: str, group: str, topic: str, max_msg_nums: int, invisible_ms: int,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from rmqlab.client.exceptions import MQBrokerException, MQClientException
+from rmqlab.common.message.message_const import MessageConst as MC
 from rmqlab.remoting.response_code import ResponseCode
 
 if TYPE_CHECKING:
@@ -31,6 +32,18 @@ TIMEOUT_MS = 3000
 def topic_message_type(tc: "TopicConfig") -> str:
     value = tc.attributes.get(MESSAGE_TYPE_ATTRIBUTE, "NORMAL").upper()
     return value if value in TOPIC_MESSAGE_TYPES else "NORMAL"
+
+
+def message_type_of_properties(props: dict[str, str]) -> str:
+    """TopicMessageType.parseFromMessageProperty."""
+    if props.get(MC.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+        return "TRANSACTION"
+    if (props.get(MC.PROPERTY_DELAY_TIME_LEVEL) is not None or props.get(MC.PROPERTY_TIMER_DELIVER_MS) is not None
+            or props.get(MC.PROPERTY_TIMER_DELAY_SEC) is not None or props.get(MC.PROPERTY_TIMER_DELAY_MS) is not None):
+        return "DELAY"
+    if props.get(MC.PROPERTY_SHARDING_KEY) is not None:
+        return "FIFO"
+    return "NORMAL"
 
 
 class LocalMetadataService:

@@ -18,6 +18,7 @@ from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
+from rmqlab.proxy.service.metadata_service import message_type_of_properties
 
 MC = MessageConst
 
@@ -30,17 +31,6 @@ def timestamp_from_millis(ms: int) -> Timestamp:
 
 def host_string(host: tuple[str, int] | None) -> str | None:
     return None if host is None else f"{host[0]}:{host[1]}"
-
-
-def message_type_of(properties: dict[str, str]) -> int:
-    if properties.get(MC.PROPERTY_TRANSACTION_PREPARED) == "true":
-        return pb.TRANSACTION
-    if (properties.get(MC.PROPERTY_DELAY_TIME_LEVEL) is not None or properties.get(MC.PROPERTY_TIMER_DELIVER_MS)
-            is not None or properties.get(MC.PROPERTY_TIMER_DELAY_SEC) is not None):
-        return pb.DELAY
-    if properties.get(MC.PROPERTY_SHARDING_KEY) is not None:
-        return pb.FIFO
-    return pb.NORMAL
 
 
 def build_message(msg: MessageExt, now_ms: int) -> pb.Message:
@@ -60,7 +50,7 @@ def build_message(msg: MessageExt, now_ms: int) -> pb.Message:
     sp.body_digest.type = pb.MD5
     sp.body_digest.checksum = hashlib.md5(body).hexdigest().upper()
     sp.body_encoding = pb.GZIP if msg.sys_flag & MessageSysFlag.COMPRESSED_FLAG else pb.IDENTITY
-    sp.message_type = message_type_of(props)
+    sp.message_type = pb.MessageType.Value(message_type_of_properties(props))
     sp.born_timestamp.CopyFrom(timestamp_from_millis(msg.born_timestamp))
     born_host = props.get(MC.PROPERTY_BORN_HOST) or host_string(msg.born_host)
     if born_host:

@@ -139,7 +139,7 @@ class SendMessageActivity:
         sharding_key = first.system_properties.message_group if len(request.messages) == 1 else None
         for pm, msg in zip(request.messages, messages):
             try:
-                [result] = await self.processor.send_message(topic, [msg], build_sys_flag(pm), sharding_key)
+                result = await self.processor.send_message(topic, msg, build_sys_flag(pm), sharding_key)
             except Exception as e:
                 if len(messages) == 1:
                     raise
