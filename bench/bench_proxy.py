@@ -92,12 +92,11 @@ def run_remoting(namesrv: str, topic: str, group: str, messages: int, size: int)
 
 
 def run_proxy(endpoint: str, topic: str, group: str, messages: int, size: int, home: str) -> dict:
-    from tests.oracles import SCRIPTS, python5_client_python
+    from tests.oracles import SCRIPTS, oracle_env, python5_client_python
 
     def oracle(*args: str) -> dict:
         out = subprocess.run([python5_client_python(), os.path.join(SCRIPTS, "py5_client.py"), *args],
-                             capture_output=True, text=True, timeout=600,
-                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home})
+                             capture_output=True, text=True, timeout=600, env=oracle_env(home))
         if out.returncode != 0:
             raise RuntimeError(out.stderr[-3000:])
         return json.loads(out.stdout.strip().splitlines()[-1])

@@ -22,7 +22,7 @@ import pytest
 from rmqlab.cluster import Cluster
 from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
 from rmqlab.proxy.grpc.v2 import service_pb2 as spb
-from tests.oracles import SCRIPTS, python5_client_python
+from tests.oracles import SCRIPTS, oracle_env, python5_client_python
 
 # One topic per test: a new consumer group starts at the first message of a queue that is still
 # in memory (initPopOffsetByCheckMsgInMem), so it would also see earlier tests' messages.
@@ -35,16 +35,14 @@ SERVICE = "/apache.rocketmq.v2.MessagingService/"
 def py5(home: str, *args: str, timeout: float = 90) -> list[dict]:
     """Run the oracle; its JSON lines (stderr shown when it fails)."""
     proc = subprocess.run([python5_client_python(), os.path.join(SCRIPTS, "py5_client.py"), *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home})
+                          capture_output=True, text=True, timeout=timeout, env=oracle_env(home))
     assert proc.returncode == 0, f"oracle {args[0]} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
 def start_py5(home: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen([python5_client_python(), os.path.join(SCRIPTS, "py5_client.py"), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home})
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=oracle_env(home))
 
 
 @pytest.fixture(scope="module", params=["cluster", "local"])

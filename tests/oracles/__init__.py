@@ -42,20 +42,17 @@ def cpp_client_python() -> str:
     return _venv_python("rocketmq-cpp-0.4.4", CPP_CLIENT, "import rocketmq.client")
 
 
+def oracle_env(home: str) -> dict[str, str]:
+    """An oracle's environment: PATH only, and HOME a temp dir (the clients write logs under it)."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+
+
 def run_cpp(script: str, *args: str, home: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    """Run tests/oracles/<script> with the C++ client; HOME is a temp dir (it writes logs there)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+    """Run tests/oracles/<script> with the C++ client."""
     return subprocess.run([cpp_client_python(), os.path.join(SCRIPTS, script), *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=timeout, env=oracle_env(home))
 
 
 def python5_client_python() -> str:
     """The interpreter of the venv holding Apache's 5.x gRPC client (PyPI rocketmq-python-client 5.1.2)."""
     return _venv_python("rocketmq-python-5.1.2", PYTHON5_CLIENT, "from rocketmq import Producer, SimpleConsumer")
-
-
-def run_python5(script: str, *args: str, home: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    """Run tests/oracles/<script> with the 5.x gRPC client; HOME is a temp dir (it logs there at import)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
-    return subprocess.run([python5_client_python(), os.path.join(SCRIPTS, script), *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)

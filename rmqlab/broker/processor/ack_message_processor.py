@@ -61,6 +61,25 @@ async def lock_queue(lock_manager: QueueLockManager, key: str) -> None:
         await asyncio.sleep(LOCK_RETRY_MS / 1000)
 
 
+def check_topic_and_queue(broker: "BrokerController", header, channel: "RemotingChannel",
+                          response: RemotingCommand) -> bool:
+    """The checks ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME share: the topic exists and the queue
+    id is one of its read queues. False when they pass; else `response` holds the error."""
+    topic_config = broker.topic_config_manager.select_topic_config(header.topic)
+    if topic_config is None:
+        log.error("The topic %s not exist, consumer: %s ", header.topic, channel.remote_addr)
+        response.code = ResponseCode.TOPIC_NOT_EXIST
+        response.remark = f"topic[{header.topic}] not exist, apply first please! {suggest_todo(FAQ_URL)}"
+        return True
+    if header.queue_id >= topic_config.read_queue_nums or header.queue_id < 0:
+        error = (f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
+                 f"[{topic_config.read_queue_nums}] consumer:[/{channel.remote_addr}]")
+        log.warning(error)
+        response.code, response.remark = ResponseCode.MESSAGE_ILLEGAL, error
+        return True
+    return False
+
+
 class AckMessageProcessor:
     def __init__(self, broker: "BrokerController"):
         self.broker = broker
@@ -79,17 +98,7 @@ class AckMessageProcessor:
             return response
         header = AckMessageRequestHeader.decode(request)
         store = self.broker.message_store
-        topic_config = self.broker.topic_config_manager.select_topic_config(header.topic)
-        if topic_config is None:
-            log.error("The topic %s not exist, consumer: %s ", header.topic, channel.remote_addr)
-            response.code = ResponseCode.TOPIC_NOT_EXIST
-            response.remark = f"topic[{header.topic}] not exist, apply first please! {suggest_todo(FAQ_URL)}"
-            return response
-        if header.queue_id >= topic_config.read_queue_nums or header.queue_id < 0:
-            error = (f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                     f"[{topic_config.read_queue_nums}] consumer:[/{channel.remote_addr}]")
-            log.warning(error)
-            response.code, response.remark = ResponseCode.MESSAGE_ILLEGAL, error
+        if check_topic_and_queue(self.broker, header, channel, response):
             return response
         min_offset = store.get_min_offset_in_queue(header.topic, header.queue_id)
         max_offset = store.get_max_offset_in_queue(header.topic, header.queue_id)

@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING
 
 from rmqlab.broker.pop.escape_bridge import is_put_ok, put_message_to_specific_queue
 from rmqlab.broker.pop.queue_lock_manager import QueueLockManager
-from rmqlab.broker.processor.ack_message_processor import lock_queue
+from rmqlab.broker.processor.ack_message_processor import check_topic_and_queue, lock_queue
 from rmqlab.broker.processor.pop_message_processor import build_revive_message, gen_ack_unique_id
-from rmqlab.broker.processor.send_message_processor import FAQ_URL, suggest_todo
 from rmqlab.common import pop_ack_constants as pac
 from rmqlab.remoting.protocol.header import extra_info_util as eiu
 from rmqlab.remoting.protocol.header.broker.change_invisible_time import (ChangeInvisibleTimeRequestHeader,
@@ -68,17 +67,7 @@ class ChangeInvisibleTimeProcessor:
         header = ChangeInvisibleTimeRequestHeader.decode(request)
         response = RemotingCommand.create_response_command(ResponseCode.SUCCESS, None)
         response_header = ChangeInvisibleTimeResponseHeader()
-        topic_config = broker.topic_config_manager.select_topic_config(header.topic)
-        if topic_config is None:
-            log.error("The topic %s not exist, consumer: %s ", header.topic, channel.remote_addr)
-            response.code = ResponseCode.TOPIC_NOT_EXIST
-            response.remark = f"topic[{header.topic}] not exist, apply first please! {suggest_todo(FAQ_URL)}"
-            return response
-        if header.queue_id >= topic_config.read_queue_nums or header.queue_id < 0:
-            error = (f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                     f"[{topic_config.read_queue_nums}] consumer:[/{channel.remote_addr}]")
-            log.warning(error)
-            response.code, response.remark = ResponseCode.MESSAGE_ILLEGAL, error
+        if check_topic_and_queue(broker, header, channel, response):
             return response
         store = broker.message_store
         min_offset = store.get_min_offset_in_queue(header.topic, header.queue_id)
