@@ -27,6 +27,7 @@ from tests.test_cpp_controller_failover import LAB_BROKER, LAB_CONTROLLER, admin
 from tests.test_proxy_grpc import py5, start_py5
 
 TOPIC = "ProxyFailoverTopic"
+RECOVERED_S = 4.0
 
 
 def in_sync_replicas(c: Cluster) -> int:
@@ -57,7 +58,7 @@ def test_official_client_keeps_producing_and_consuming_through_a_master_failover
         assert old_master is not None
         expect_file = str(tmp_path / "expect")
         push = start_py5(home, "push", c.proxy_endpoints[0], TOPIC, "GID_live", "1000000", "120", "0", expect_file)
-        producer = start_py5(home, "produce", c.proxy_endpoints[0], TOPIC, "120", "fo", "normal", "0", "0.04")
+        producer = start_py5(home, "produce", c.proxy_endpoints[0], TOPIC, "200", "fo", "normal", "0", "0.04")
         children += [push, producer]
         time.sleep(2.0)
         c.nemesis.kill(old_master)
@@ -66,10 +67,12 @@ def test_official_client_keeps_producing_and_consuming_through_a_master_failover
         assert producer.returncode == 0, err[-3000:]
         sent = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         acked = {s["message_id"]: s for s in sent if "message_id" in s}
-        after_kill = [s for s in sent if "message_id" in s and s["sent_at"] > killed_at + 1]
-        assert after_kill, ("the producer kept sending after the kill", killed_at,
-                            [(s["i"], round(s["sent_at"] - killed_at, 2), s.get("error")) for s in sent])
-        assert len(acked) >= 100, [s for s in sent if "error" in s]
+        # The outage: sends fail (no writable queue, then the dead address) until the controllers
+        # elected a new master and the Proxy's route shows it (about a second here); after
+        # RECOVERED_S every send must succeed again.
+        late = [s for s in sent if s["sent_at"] > killed_at + RECOVERED_S]
+        assert late and all("message_id" in s for s in late), \
+            [(s["i"], round(s["sent_at"] - killed_at, 2), s.get("error")) for s in sent if "error" in s]
         new_master = c.master()
         assert new_master not in (None, old_master)
         with open(expect_file, "w") as f:

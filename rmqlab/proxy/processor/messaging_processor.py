@@ -87,6 +87,8 @@ class MessagingProcessor:
         else:
             mq = view.write_selector.select_one(False)
         if mq is None:
+            # No master in the route (a failover under way): ask the name server again next time.
+            self.routes.invalidate(topic)
             raise GrpcProxyException(Code.FORBIDDEN, "no writable queue")
         header = SendMessageRequestHeader(
             producer_group=topic, topic=topic, default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -97,7 +99,9 @@ class MessagingProcessor:
             result = await self.api.send_message(mq.broker_addr, mq.broker_name, msg, header, timeout_ms)
         except Exception:
             # A broker that fails may be a dead master: look the route up again at the next send
-            # rather than at the next refresh. (RocketMQ marks it in its latency fault table.)
+            # rather than at the next refresh. Deviation: RocketMQ marks the broker in its latency
+            # fault table and keeps the cached route until topicRouteServiceCacheRefreshSeconds
+            # (20 s), so its Proxy follows a failover only then.
             self.routes.invalidate(topic)
             raise
         return result
