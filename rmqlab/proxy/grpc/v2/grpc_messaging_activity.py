@@ -81,10 +81,3 @@ class GrpcMessagingActivity:
             return await spec.handler(ctx, request)
         except Exception as e:
             return spec.response(status=status_of(e))
-
-    def state(self) -> dict[str, int]:
-        """What the Proxy holds per client, for leak checks: settings, open Telemetry streams and
-        pops still running for a caller."""
-        return {"client_settings": len(self.settings_manager.client_ids()),
-                "telemetry_streams": sum(self.client.telemetry_streams.values()),
-                "inflight_pops": len(self.receive.inflight)}

@@ -47,7 +47,7 @@ class ReceiveMessageActivity:
         self.processor = processor
         self.settings_manager = settings_manager
         self.config = config
-        self.inflight: set[asyncio.Task] = set()  # pops whose caller may have gone (leak checks)
+        self.inflight: set[asyncio.Task] = set()  # pops and nacks running on their own: kept referenced
 
     def _polling_time(self, ctx: ProxyContext, request: spb.ReceiveMessageRequest, settings) -> int:
         c = self.config
