@@ -5,17 +5,22 @@
 * :func:`properties_to_java_string` writes a message's properties string in the order a Java
   broker's ``HashMap(128)`` holds them (``MessageDecoder.string2messageProperties`` creates that
   map, ``messageProperties2String`` iterates it), so rmqlab stores the bytes a Java broker stores;
-* :func:`delete_property` is ``MessageUtils.deleteProperty``.
+* :func:`delete_property` is ``MessageUtils.deleteProperty``;
+* :func:`answer_held_request` runs a long-polling request again when it is woken (pull and pop).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import inspect
+import logging
+from typing import Any, Callable
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message_decoder import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from rmqlab.remoting.remoting_command import java_hash_map_order
+
+log = logging.getLogger("rmqlab.broker")
 
 # The string2messageProperties map: new HashMap<>(128).
 PROPERTIES_MAP_CAPACITY = 128
@@ -53,3 +58,20 @@ def delete_property(properties: str | None, name: str) -> str | None:
             break  # Java drops an unterminated last entry of that name and everything after it
         pos = entry_end
     return "".join(out)
+
+
+def answer_held_request(broker, channel, request, process: Callable[[], Any], task_name: str) -> None:
+    """``executeRequestWhenWakeup``: on a task of the broker's node, run `process()` (the request's
+    processing again; it may return an awaitable) and write its response, if any, to `channel`."""
+    async def run() -> None:
+        try:
+            response = process()
+            if inspect.isawaitable(response):
+                response = await response
+            if response is not None:
+                response.version = broker.remoting_version
+                await channel.write_response(request, response)
+        except Exception:
+            log.exception("executeRequestWhenWakeup run failed: %r", request)
+
+    broker.node.spawn(run(), name=task_name)

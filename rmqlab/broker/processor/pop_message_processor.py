@@ -53,7 +53,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import properties_to_java_string
+from rmqlab.broker.broker_util import answer_held_request, properties_to_java_string
 from rmqlab.broker.filter.expression_message_filter import ExpressionMessageFilter
 from rmqlab.broker.longpolling.pop_long_polling_service import PollingHeader, PollingResult, PopLongPollingService
 from rmqlab.broker.pop.escape_bridge import is_put_ok, put_message_to_specific_queue
@@ -164,16 +164,7 @@ class PopMessageProcessor:
 
     def execute_request_when_wakeup(self, channel: "RemotingChannel", request: RemotingCommand) -> None:
         """PopLongPollingService.wakeUp: run a held request again and answer it."""
-        async def run() -> None:
-            try:
-                response = await self.process_request(channel, request)
-                if response is not None:
-                    response.version = self.broker.remoting_version
-                    await channel.write_response(request, response)
-            except Exception:
-                log.exception("ExecuteRequestWhenWakeup run: %r", request)
-
-        self.broker.node.spawn(run(), name="pop-wakeup")
+        answer_held_request(self.broker, channel, request, lambda: self.process_request(channel, request), "pop-wakeup")
 
     # -- notifications ------------------------------------------------------------------------
     def notify_message_arriving(self, topic: str, queue_id: int, cid: str) -> None:

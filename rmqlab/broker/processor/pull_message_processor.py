@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from rmqlab.broker.broker_util import answer_held_request
 from rmqlab.broker.filter.expression_message_filter import ExpressionMessageFilter
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequest
 from rmqlab.broker.processor.send_message_processor import FAQ_URL, reject_request_response, suggest_todo
@@ -88,16 +89,8 @@ class PullMessageProcessor:
 
     def execute_request_when_wakeup(self, channel: "RemotingChannel", request: RemotingCommand) -> None:
         """Run a held request again, without suspending it this time, and answer it."""
-        async def run() -> None:
-            try:
-                response = self.process_request(channel, request, broker_allow_suspend=False)
-                if response is not None:
-                    response.version = self.broker.remoting_version
-                    await channel.write_response(request, response)
-            except Exception:
-                log.exception("executeRequestWhenWakeup run failed: %r", request)
-
-        self.broker.node.spawn(run(), name="pull-wakeup")
+        answer_held_request(self.broker, channel, request,
+                            lambda: self.process_request(channel, request, broker_allow_suspend=False), "pull-wakeup")
 
     # -- the request ---------------------------------------------------------------------------
     def process_request(self, channel: "RemotingChannel", request: RemotingCommand,
