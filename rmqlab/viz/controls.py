@@ -1,0 +1,114 @@
+"""FaultPanel: the labs' fault buttons — kill, crash, restart, suspend, resume or isolate any node,
+heal the network, let virtual time run — with a role display, all read back from the trace.
+
+A click and a call do the same thing: `panel.act("kill", "broker-a")` injects the fault through
+the cluster's nemesis (the one fault API of rmqlab.runtime.nemesis), lets `step_ms` of virtual time
+pass so the system reacts, then redraws the role display and calls every `on_change` callback
+with the trace. Headless runs (papermill, nbval) call `act`; a student clicks. A fault the
+nemesis refuses (restarting a running node, say) is shown in the status line, not raised, so a
+stray click never breaks the notebook.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable
+
+import ipywidgets as widgets
+
+from rmqlab.viz.trace_views import describe_state, node_states
+
+NODE_ACTIONS = ("kill", "crash", "restart", "suspend", "resume", "partition")
+# What each action is, for the buttons' tooltips (seed 003's OpenChaos faults).
+TOOLTIPS = {
+    "kill": "kill -9 the process: what it wrote survives in the page cache",
+    "crash": "the machine loses power: every byte not flushed to disk is lost",
+    "restart": "start the node's process again, same configuration, same disk",
+    "suspend": "SIGSTOP: frozen, connections stay open",
+    "resume": "SIGCONT",
+    "partition": "cut every link between this node and all the others",
+    "heal": "remove every network fault",
+}
+
+
+class FaultPanel:
+    def __init__(self, cluster, nodes: Iterable[str] | None = None, step_ms: float = 2_000):
+        """`nodes`: the nodes that get buttons (default: every server node, no clients)."""
+        self.cluster, self.step_ms = cluster, step_ms
+        self.nodes = list(nodes) if nodes is not None else self._server_nodes()
+        self._callbacks: list[Callable[[list], None]] = []
+        self.last_action: str | None = None
+        self.roles = widgets.HTML()
+        self.roles.add_class("rmqlab-roles")
+        self.status = widgets.HTML()
+        self.status.add_class("rmqlab-status")
+        rows = [widgets.HBox([widgets.Label(node, layout=widgets.Layout(width="9em"))]
+                             + [self._button(action, node) for action in NODE_ACTIONS]) for node in self.nodes]
+        run_row = widgets.HBox([self._button("heal"), self._button("run", ms=2_000), self._button("run", ms=10_000)])
+        self.widget = widgets.VBox([self.roles, *rows, run_row, self.status])
+        self.refresh()
+
+    def _server_nodes(self) -> list[str]:
+        from rmqlab.cluster import ADMIN_NODE
+
+        names = self.cluster.sim.nodes if self.cluster.runtime == "sim" else self.cluster.real.node_names()
+        return [n for n in names if n not in self.cluster.clients and n != ADMIN_NODE]
+
+    def _button(self, action: str, node: str | None = None, ms: float | None = None) -> widgets.Button:
+        label = f"{action} {node}" if node else (f"run {ms / 1000:g} s" if ms else action)
+        button = widgets.Button(description=label, tooltip=TOOLTIPS.get(action, "let virtual time pass"),
+                                layout=widgets.Layout(width="auto"))
+        if action == "run":
+            button.on_click(lambda _b: self.run(ms))
+        else:
+            button.on_click(lambda _b: self.act(action, node))
+        return button
+
+    def on_change(self, callback: Callable[[list], None]) -> None:
+        """`callback(events)` after every action (redraw a figure from the trace here)."""
+        self._callbacks.append(callback)
+
+    def act(self, action: str, node: str | None = None) -> bool:
+        """Inject `action` on `node` (or "heal"), run `step_ms`, redraw. False if it was refused."""
+        nemesis = self.cluster.nemesis
+        label = f"{action} {node}" if node else action
+        try:
+            if action == "heal":
+                nemesis.heal()
+            elif action == "partition":
+                others = [n for n in nemesis.node_names() if n != node]
+                nemesis.partition([node], others)
+            elif action in NODE_ACTIONS:
+                if node not in self.nodes:
+                    raise ValueError(f"unknown node {node!r} (nodes: {', '.join(self.nodes)})")
+                getattr(nemesis, action)(node)
+            else:
+                raise ValueError(f"unknown action {action!r} (actions: {', '.join(NODE_ACTIONS)}, heal)")
+        except Exception as e:  # shown, not raised: see the module docstring
+            self.last_action = f"{label}: refused ({e})"
+            self.refresh()
+            return False
+        self.last_action = label
+        self.run(self.step_ms)
+        return True
+
+    def run(self, ms: float) -> None:
+        """Let `ms` of (virtual) time pass, then redraw and call back."""
+        self.cluster.run_for(ms)
+        self.refresh()
+        events = self.cluster.events()
+        for callback in self._callbacks:
+            callback(events)
+
+    def refresh(self) -> None:
+        events = self.cluster.events()
+        states = node_states(events)
+        cells = "".join(
+            f"<tr><td style='padding-right:1em'><b>{html.escape(n)}</b></td>"
+            f"<td>{html.escape(describe_state(states[n]) if n in states else 'not started')}</td></tr>"
+            for n in self.nodes)
+        self.roles.value = f"<table class='rmqlab-role-table'>{cells}</table>"
+        now = events[-1].time_ms if events else 0.0
+        clock = f"t = {now / 1000:.1f} s virtual" if self.cluster.runtime == "sim" else "real time"
+        last = f" · last action: {html.escape(self.last_action)}" if self.last_action else ""
+        self.status.value = f"<span>{clock} · {len(events)} trace events{last}</span>"
