@@ -121,10 +121,16 @@ def test_send_pull_and_push_consume_round_trip(tmp_path):
 # -- 2m-2s-async: a master dies ---------------------------------------------------------------------
 
 def stored_messages(store_dir: str, topic: str) -> dict[str, MessageExt]:
-    """`topic`'s messages in a broker's commitlog files, by key, read from disk. A killed broker's
-    files keep what it wrote (rmqlab writes through mmap, like RocketMQ); a running broker's last
-    message may still be in writing, so reading stops at the first record that does not decode."""
-    out: dict[str, MessageExt] = {}
+    """`topic`'s messages in a broker's commitlog files, by key (the last copy of a key)."""
+    return {key: copies[-1] for key, copies in stored_copies(store_dir, topic).items()}
+
+
+def stored_copies(store_dir: str, topic: str) -> dict[str, list[MessageExt]]:
+    """`topic`'s messages in a broker's commitlog files, every copy of each key in log order (a
+    client that resends after an unanswered attempt stores one key twice), read from disk. A killed
+    broker's files keep what it wrote (rmqlab writes through mmap, like RocketMQ); a running broker's
+    last message may still be in writing, so reading stops at the first record that does not decode."""
+    out: dict[str, list[MessageExt]] = {}
     directory = os.path.join(store_dir, "commitlog")
     for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
         with open(os.path.join(directory, name), "rb") as f:
@@ -136,7 +142,7 @@ def stored_messages(store_dir: str, topic: str) -> dict[str, MessageExt]:
             except MessageFormatError:
                 break  # a BLANK filler (the file's end) or a record in writing
             if msg.topic == topic:
-                out[msg.keys] = msg
+                out.setdefault(msg.keys, []).append(msg)
             pos += msg.store_size
     return out
 
