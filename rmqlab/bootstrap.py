@@ -95,6 +95,25 @@ def install(extras: str) -> None:
         f.write(stamp)
 
 
+CHROMIUM = "/usr/bin/chromium"
+
+
+def ensure_chromium() -> None:
+    """The labs' browser test drives Debian's Chromium (issue 7 §6). As root (CI) it is installed
+    with apt-get when missing; otherwise say how."""
+    if os.path.exists(os.environ.get("RMQLAB_CHROMIUM", CHROMIUM)):
+        return
+    apt = shutil.which("apt-get")
+    if os.geteuid() != 0 or apt is None:
+        fail("The labs' browser test needs Chromium at /usr/bin/chromium (or RMQLAB_CHROMIUM set to one):\n"
+             "  Debian/Ubuntu:  sudo apt-get install -y chromium")
+    print("rmqlab bootstrap: installing Debian's chromium for the labs' browser test", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if subprocess.call([apt, "install", "-y", "-q", "chromium"], env=env) != 0:
+        subprocess.run([apt, "update", "-q"], check=True, env=env)  # a fresh image has no package lists
+        subprocess.run([apt, "install", "-y", "-q", "chromium"], check=True, env=env)
+
+
 def main(argv: "list[str]") -> int:
     if not argv or argv[0] not in ("demo", "test"):
         print(__doc__, file=sys.stderr)
@@ -106,6 +125,7 @@ def main(argv: "list[str]") -> int:
         install("")
         return subprocess.call([os.path.join(VENV, "bin", "rmqlab"), "demo", *argv[1:]], cwd=ROOT)
     install("test")
+    ensure_chromium()
     return subprocess.call([VENV_PY, "-m", "pytest", *argv[1:]], cwd=ROOT)
 
 

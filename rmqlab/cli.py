@@ -31,6 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="rmqlab-demo", help="directory for the store files and report.html")
     demo.add_argument("--seed", type=int, default=7, help="seed for the crash points and message contents")
 
+    from rmqlab.lab import launcher
+
+    lab = sub.add_parser("lab", help="open JupyterLab on the lab notebooks (labs/)", description=launcher.__doc__.split("\n\n")[0])
+    launcher.add_arguments(lab)
+
     from rmqlab.admin_cli import add_parser as add_admin_parser
 
     add_admin_parser(sub)
@@ -65,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         from rmqlab.demo import run_demo
 
         return run_demo(out_dir=args.out, seed=args.seed)
+    if args.command == "lab":
+        from rmqlab.lab import launcher
+
+        return launcher.run(args)
     if args.command == "admin":
         from rmqlab.admin_cli import run
 

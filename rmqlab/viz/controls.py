@@ -108,7 +108,6 @@ class FaultPanel:
             f"<td>{html.escape(describe_state(states[n]) if n in states else 'not started')}</td></tr>"
             for n in self.nodes)
         self.roles.value = f"<table class='rmqlab-role-table'>{cells}</table>"
-        now = events[-1].time_ms if events else 0.0
-        clock = f"t = {now / 1000:.1f} s virtual" if self.cluster.runtime == "sim" else "real time"
+        clock = f"t = {self.cluster.sim.now_ms() / 1000:.1f} s virtual" if self.cluster.runtime == "sim" else "real time"
         last = f" · last action: {html.escape(self.last_action)}" if self.last_action else ""
         self.status.value = f"<span>{clock} · {len(events)} trace events{last}</span>"

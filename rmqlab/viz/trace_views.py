@@ -46,8 +46,9 @@ def node_states(events: Iterable[TraceEvent]) -> dict[str, dict]:
 
 
 def describe_state(state: dict) -> str:
-    """One line for a role display: "SYNC_MASTER (epoch 2)", "down: crash (was SLAVE)", ..."""
-    role = state["role"] or "no role yet"
+    """One line for a role display: "SYNC_MASTER (epoch 2)", "down: crash (was SLAVE)", "up" (a
+    node without a role: a name server), ..."""
+    role = state["role"] or "up"
     if state["role"] and state.get("epoch") is not None:
         role += f" (epoch {state['epoch']})"
     elif state["role"] and state.get("term") is not None:
