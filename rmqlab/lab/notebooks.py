@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -23,6 +24,7 @@ import nbformat
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MAX_BYTES = 1024 * 1024  # issue 7 §4: each notebook under 1 MiB
+SEED_FILE = re.compile(r"\b00[0-4]_[0-9a-f]{16}\.txt\b")  # a seed's file name: the notebooks link passages by it
 LAB_TIMEOUT_S = 600      # one cell; the labs' own budget (60 s a notebook) is a benchmark, not a limit here
 
 
@@ -60,8 +62,7 @@ def problems(path: str) -> list[str]:
     first = nb.cells[0] if nb.cells else None
     if first is None or first.cell_type != "markdown" or "learning objectives" not in first.source.lower():
         out.append("the first cell is not markdown with 'Learning objectives'")
-    if not any(c.cell_type == "markdown" and "seed" in c.source and "_" in c.source and ".txt" in c.source
-               for c in nb.cells):
+    if not any(c.cell_type == "markdown" and SEED_FILE.search(c.source) for c in nb.cells):
         out.append("no link to a seed passage (by seed file name and heading)")
     return out
 
