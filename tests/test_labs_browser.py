@@ -57,6 +57,11 @@ def jupyterlab(tmp_path_factory):
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false"}')
+    # Every cell rendered, not only those on screen (JupyterLab's windowing would leave the buttons of
+    # off-screen cells without text).
+    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        '{"windowingMode": "none"}')
     env = {**os.environ, "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
            "JUPYTERLAB_SETTINGS_DIR": str(settings)}
     log = open(tmp / "jupyterlab.log", "w")
@@ -157,7 +162,7 @@ def test_lab_runs_and_its_fault_button_updates_the_widget(notebook, jupyterlab, 
         page.screenshot(path=os.path.join(out, f"{stem}.png"), full_page=True)
 
         buttons = page.locator("button.jupyter-button")
-        labels = buttons.all_inner_texts()
+        labels = buttons.evaluate_all("bs => bs.map(b => b.textContent)")
         choice = next((i for prefix in ("kill broker", "kill ", "deliver next")
                        for i, label in enumerate(labels) if label.strip().startswith(prefix)), None)
         assert choice is not None, f"{notebook}: no fault or stepper button among {labels[:20]}"
