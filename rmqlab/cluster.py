@@ -47,20 +47,35 @@ controller serving as leader, both read from the trace (the brokers' and the con
 events), so they work the same on either runtime; `master_changes()` lists every election a
 broker took part in (time, node, epoch), from which a lab measures failover times.
 
-Proxy (seed 000 "Proxy", issue 6), real runtime only (the Proxy serves gRPC through grpcio,
-which needs real sockets), for clients of the 5.x gRPC protocol:
+Proxy (seed 000 "Proxy", issue 6), for clients of the 5.x protocol, on either runtime:
 
-    Cluster("2m-noslave", runtime="real", proxy="cluster")   a node "proxy": `rmqlab proxy -n
-                                       <name servers> -pc rmq-proxy.json` (conf/rmq-proxy.json
-                                       with a free gRPC port)
-    Cluster(..., runtime="real", relay=False, proxy="local")  every broker runs `rmqlab broker
-                                       ... --enable-proxy`, on its node's own loopback address
-                                       (brokerIP1 = bindAddress = 127.0.0.x): a Local-mode route
-                                       names each broker's host with the one gRPC port, as if each
-                                       were a machine of its own
+    Cluster("2m-noslave", proxy="cluster")   a node "proxy": `rmqlab proxy -n <name servers> -pc
+                                       rmq-proxy.json` (conf/rmq-proxy.json); it survives a broker
+                                       crash and sends to the brokers that are left
+    Cluster("2m-noslave", proxy="local")     every broker runs `rmqlab broker ... --enable-proxy`, on
+                                       a host of its own (brokerIP1 = brokerIP2 = bindAddress =
+                                       127.0.0.x): a Local-mode route names each broker's host with
+                                       the one gRPC port, as if each were a machine of its own; a
+                                       broker's crash takes its Proxy down with it
     Cluster(..., proxy_overrides={"topicRouteServiceCacheRefreshSeconds": 1})   rmq-proxy.json keys
 
-`proxy_endpoints` lists the addresses clients dial ("host:port").
+`proxy_endpoints` lists the addresses clients dial ("host:port"). On the real runtime the Proxy
+serves gRPC (grpcio; proxy="local" needs relay=False, each Proxy on its node's loopback address,
+with a free gRPC port); on the simulator, where grpcio cannot open sockets, it serves the same
+MessagingService over framed RPC on the simulated streams (rmqlab.proxy.grpc.framed, a deviation
+from RocketMQ), at the template's port 8081, local hosts 127.0.0.2, 127.0.0.3, ... in broker order.
+
+rmqlab's 5.x clients (rmqlab.client.grpc: Producer, SimpleConsumer) are described like the others,
+with protocol="grpc"; they connect to `proxy_endpoints` (all of them: the access point), over
+framed RPC on the simulator and gRPC on the real runtime (`rmqlab producer --protocol grpc
+--endpoints ...`):
+
+    c = Cluster("2m-noslave", proxy="cluster", seed=7)
+    c.add_consumer("consumer", topic="TopicTest", group="CG", protocol="grpc", start=False)   # SimpleConsumer
+    c.add_producer("producer", topic="TopicTest", interval_ms=50, duration_ms=20_000, protocol="grpc", start=False)
+    c.start(); c.create_topic("TopicTest"); c.start_client("consumer"); c.start_client("producer")
+
+Their operations are `send`, `receive` and `ack` client events (rmqlab.client.grpc).
 
 On the real runtime each controller also listens on its peer port + 1000 for Raft (pysyncobj binds
 it itself, see rmqlab.controller.impl.raft_controller): the Cluster picks peer ports whose +1000 is
@@ -81,7 +96,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from rmqlab.config import load_broker_config, load_controller_config, load_namesrv_config
+from rmqlab.config import load_broker_config, load_controller_config, load_namesrv_config, load_proxy_config
 from rmqlab.config.jsonconf import parse_json_object
 from rmqlab.example.benchmark import ClientSpec, ConsumerSpec, ProducerSpec, build_client
 from rmqlab.runtime.component import Component
@@ -106,6 +121,7 @@ EMBEDDED_NAMESRV_PORT_STEP = 10  # embedded name server n<i> listens on 9876 + 1
 CONTROLLER_COUNTS = (1, 3, 5)
 ADMIN_NODE = "mqadmin"  # the admin client of create_topic (a node of its own on the simulator)
 MASTER_ROLES = ("SYNC_MASTER", "ASYNC_MASTER")
+SIM_LOCAL_PROXY_NET = "127.0.0"  # simulator, proxy="local": broker i on host 127.0.0.(2 + i)
 _DOWN_KINDS = ("node.kill", "node.crash", "node.stop")
 
 
@@ -122,10 +138,9 @@ class Cluster:
         Controller modes only: `controllers` (1, 3 or 5) and `controller_overrides`, settings for
         every controller (e.g. enableElectUncleanMaster).
 
-        `proxy` (real runtime only; see the module docstring): "cluster" adds a node "proxy"
-        (`rmqlab proxy -n ... -pc rmq-proxy.json`), "local" runs every broker with
-        `--enable-proxy`; `proxy_overrides` are rmq-proxy.json settings. `proxy_endpoints` lists
-        the gRPC addresses clients use."""
+        `proxy` (see the module docstring): "cluster" adds a node "proxy" (`rmqlab proxy -n ...
+        -pc rmq-proxy.json`), "local" runs every broker with `--enable-proxy`; `proxy_overrides`
+        are rmq-proxy.json settings. `proxy_endpoints` lists the addresses clients use."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         if runtime not in ("sim", "real"):
@@ -139,9 +154,7 @@ class Cluster:
                              f"(controller modes: {', '.join(CONTROLLER_MODES)})")
         if proxy not in (None, "cluster", "local"):
             raise ValueError(f"proxy must be None, 'cluster' or 'local', not {proxy!r}")
-        if proxy is not None and runtime != "real":
-            raise ValueError("the Proxy serves gRPC through grpcio, which needs real sockets: use runtime='real'")
-        if proxy == "local" and relay:
+        if proxy == "local" and runtime == "real" and relay:
             raise ValueError("proxy='local' needs relay=False: each broker's Proxy listens on its own host "
                              "(its node's loopback address) at the one gRPC port, which the relay cannot forward")
         self.proxy, self.proxy_overrides = proxy, dict(proxy_overrides or {})
@@ -206,6 +219,9 @@ class Cluster:
                                      "mappedFileSizeCommitLog": self.mapped_file_size}
         if self.controller_nodes:
             values["controllerAddr"] = self.controller_addr
+        if self.proxy == "local" and self.runtime == "sim":  # a host of its own, as on its own machine
+            host = self._sim_local_host(name)
+            values.update({"brokerIP1": host, "brokerIP2": host, "bindAddress": host})
         return {**values, **self.overrides.get("*", {}), **self.overrides.get(name, {})}
 
     def broker_config(self, name: str, store_dir: str, namesrv_addr: str):
@@ -216,6 +232,7 @@ class Cluster:
         from rmqlab.broker import BrokerController
         from rmqlab.controller.controller_manager import ControllerManager
         from rmqlab.namesrv import NamesrvController
+        from rmqlab.proxy.proxy_controller import ProxyController
 
         sim = self.sim
         # The template ports: peer port 9877 + i, embedded name server 9876 + 10 i.
@@ -249,9 +266,33 @@ class Cluster:
             def broker(name: str = name) -> Component:
                 c = BrokerController(self.broker_config(name, sim.store_dir(name), self.namesrv_addr))
                 self.components[name] = c
+                if self.proxy == "local":
+                    return ProxyController(self._sim_proxy_config(), broker=c, transport="framed")
                 return c
 
             sim.add_node(name, broker)
+        if self.proxy == "local":
+            port = self._sim_proxy_config().grpcServerPort
+            self.proxy_endpoints = [f"{self._sim_local_host(name)}:{port}" for name in self.brokers]
+        elif self.proxy == "cluster":
+            def proxy() -> Component:
+                c = ProxyController(self._sim_proxy_config(), transport="framed")
+                self.components["proxy"] = c
+                return c
+
+            sim.add_node("proxy", proxy)
+            config = self._sim_proxy_config()
+            self.proxy_endpoints = [f"{config.localServeAddr}:{config.grpcServerPort}"]
+
+    def _sim_local_host(self, broker: str) -> str:
+        """Simulator, proxy="local": the host of a broker and its Proxy (module docstring)."""
+        return f"{SIM_LOCAL_PROXY_NET}.{2 + list(self.brokers).index(broker)}"
+
+    def _sim_proxy_config(self):
+        """conf/rmq-proxy.json with the overrides and -n, as `rmqlab proxy -n ... -pc` (or the
+        Local-mode Proxy of `rmqlab broker --enable-proxy -pc`) loads it."""
+        return load_proxy_config(os.path.join(CONF_DIR, "rmq-proxy.json"), namesrv_addr=self.namesrv_addr,
+                                 overrides=self.proxy_overrides, local=self.proxy == "local").proxyConfig
 
     def _build_real(self) -> None:
         from rmqlab.runtime.real_cluster import free_ports
@@ -395,8 +436,9 @@ class Cluster:
         if spec is None and not callable(client):
             raise TypeError(f"add_client {name!r}: expected a ProducerSpec, a ConsumerSpec or (on the simulator) "
                             f"a component factory, not {type(client).__name__}")
+        address = self._client_address(name, spec) if spec is not None else None
         if self.runtime == "sim":
-            factory = (lambda: build_client(spec, self.namesrv_addr)) if spec is not None else client
+            factory = (lambda: build_client(spec, address)) if spec is not None else client
 
             def build() -> Component:
                 c = factory()
@@ -412,7 +454,8 @@ class Cluster:
                 raise RuntimeError(f"add_client {name!r}: on the real runtime add clients before Cluster.start() "
                                    "(each process is given the whole cluster map when it spawns); add it with "
                                    "start=False and start it later with start_client")
-            argv = [sys.executable, "-m", "rmqlab.cli", spec.kind, "-n", self.namesrv_addr, *spec.to_argv()]
+            where = "--endpoints" if spec.protocol == "grpc" else "-n"
+            argv = [sys.executable, "-m", "rmqlab.cli", spec.kind, where, address, *spec.to_argv()]
             self.real.add_node(name, argv)
         self.clients[name] = spec
         if start:
@@ -421,14 +464,26 @@ class Cluster:
             else:
                 self._start_with_cluster.append(name)
 
+    def _client_address(self, name: str, spec: ClientSpec) -> str:
+        """Where a described client starts from: the name servers (remoting), or the Proxy
+        endpoints, all of them, as its access point (protocol="grpc")."""
+        if spec.protocol != "grpc":
+            return self.namesrv_addr
+        if self.proxy is None:
+            raise ValueError(f"add_client {name!r}: a protocol='grpc' client talks to a Proxy; build the Cluster "
+                             "with proxy='cluster' or proxy='local'")
+        return ";".join(self.proxy_endpoints)
+
     def add_producer(self, name: str, spec: ProducerSpec | None = None, *, start: bool = True, **fields) -> ProducerSpec:
-        """A benchmark producer (`rmqlab producer`): `spec`, or a ProducerSpec of `fields`."""
+        """A benchmark producer (`rmqlab producer`): `spec`, or a ProducerSpec of `fields`
+        (protocol="grpc": rmqlab's 5.x Producer, through the Proxy)."""
         spec = _spec(ProducerSpec, spec, fields)
         self.add_client(name, spec, start)
         return spec
 
     def add_consumer(self, name: str, spec: ConsumerSpec | None = None, *, start: bool = True, **fields) -> ConsumerSpec:
-        """A benchmark consumer (`rmqlab consumer`): `spec`, or a ConsumerSpec of `fields`."""
+        """A benchmark consumer (`rmqlab consumer`): `spec`, or a ConsumerSpec of `fields`
+        (protocol="grpc": rmqlab's 5.x SimpleConsumer, through the Proxy)."""
         spec = _spec(ConsumerSpec, spec, fields)
         self.add_client(name, spec, start)
         return spec

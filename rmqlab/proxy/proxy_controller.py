@@ -10,6 +10,11 @@ Local mode: the broker starts first, then the Proxy on the broker's host (broker
 grpcServerPort. Routes list every broker at its own host with that same port, because each
 broker runs its own Proxy, so brokers of one cluster need distinct hosts (as on separate
 machines; one machine: distinct loopback addresses).
+
+Transport: gRPC through grpcio (`transport="grpc"`, the real runtime), or, on the simulator where
+grpcio cannot open sockets, the same MessagingService over framed RPC on the simulated streams
+(`transport="framed"`, rmqlab.proxy.grpc.framed: a deviation from RocketMQ, see there). There a
+Local-mode Proxy reaches its broker through an in-process pipe (rmqlab.proxy.in_process).
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from rmqlab.client.impl.mq_client_api_impl import MQClientAPIImpl
 from rmqlab.config.proxy import ProxyConfig
-from rmqlab.proxy.grpc.grpc_server import GrpcServer
 from rmqlab.proxy.grpc.v2.grpc_messaging_activity import GrpcMessagingActivity
 from rmqlab.proxy.processor.messaging_processor import MessagingProcessor
 from rmqlab.proxy.service.metadata_service import ClusterMetadataService, LocalMetadataService
@@ -33,16 +37,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmqlab.proxy")
 
+TRANSPORTS = ("grpc", "framed")
+
 
 class ProxyController(Component):
     component_type = "proxy"
 
-    def __init__(self, proxy_config: ProxyConfig, broker: "BrokerController | None" = None):
+    def __init__(self, proxy_config: ProxyConfig, broker: "BrokerController | None" = None, transport: str = "grpc"):
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.proxy_config = proxy_config
         self.broker = broker  # Local mode: the broker this Proxy lives in
+        self.transport = transport
         self.component_type = "broker" if broker is not None else "proxy"  # node.start names the process
         self.node: "Node | None" = None
-        self.grpc_server: GrpcServer | None = None
+        self.grpc_server = None  # GrpcServer or FramedGrpcServer
         self.activity: GrpcMessagingActivity | None = None
         self.remoting_client: RemotingClient | None = None
 
@@ -72,7 +81,14 @@ class ProxyController(Component):
         else:
             namesrv = [a for a in (pc.namesrvAddr or "").split(";") if a]
             host = pc.localServeAddr
-        self.remoting_client = RemotingClient(node)
+        remoting_node = node
+        if self.broker is not None and self.transport == "framed":
+            # The simulator: the broker in-process, not over a connection to this node itself.
+            from rmqlab.proxy.in_process import InProcessNode
+
+            server = self.broker.remoting_server
+            remoting_node = InProcessNode(node, (self.broker.broker_config.brokerIP1, server.port), server._on_accept)
+        self.remoting_client = RemotingClient(remoting_node)
         api = MQClientAPIImpl(node, self.remoting_client)
         api.update_name_server_address_list(namesrv)
         args = (api, node.now_ms, node.random, pc.topicRouteServiceCacheRefreshSeconds,
@@ -83,10 +99,14 @@ class ProxyController(Component):
         else:
             routes = ClusterTopicRouteService(*args)
             metadata = ClusterMetadataService(api, routes, pc.rocketMQClusterName, node.now_ms,
-                                              pc.topicRouteServiceCacheRefreshSeconds)
+                                              pc.topicRouteServiceCacheRefreshSeconds, node.spawn)
         processor = MessagingProcessor(api, routes, metadata, node.now_ms)
         self.activity = GrpcMessagingActivity(processor, pc)
-        self.grpc_server = GrpcServer(node, self.activity, host, pc.grpcServerPort, pc.grpcMaxInboundMessageSize)
+        if self.transport == "grpc":
+            from rmqlab.proxy.grpc.grpc_server import GrpcServer as server_class  # loads grpcio
+        else:
+            from rmqlab.proxy.grpc.framed_server import FramedGrpcServer as server_class
+        self.grpc_server = server_class(node, self.activity, host, pc.grpcServerPort, pc.grpcMaxInboundMessageSize)
         await self.grpc_server.start()
         tip = self.boot_success_message()
         log.info(tip)

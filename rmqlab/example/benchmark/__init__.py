@@ -6,6 +6,8 @@ client descriptions a lab's Cluster runs on either runtime.
     ConsumerSpec(topic="TopicTest", group="CG")
     build_client(spec, namesrv_addr)                                # the component (a ClientProcess)
     spec.to_argv()                                                  # the same, as command-line flags
+    ProducerSpec(topic="TopicTest", protocol="grpc")                # rmqlab's 5.x Producer, through a Proxy:
+    build_client(spec, proxy_endpoints)                             # built with the Proxy endpoints
 
 On the simulator ``rmqlab.cluster.Cluster`` runs ``build_client(spec, ...)`` on a node; on the
 real runtime it runs ``python -m rmqlab.cli producer|consumer -n ... <spec.to_argv()>`` as a
@@ -32,12 +34,13 @@ def client_spec_from_dict(data: dict[str, Any]) -> ClientSpec:
     return SPEC_KINDS[kind].from_dict(data)
 
 
-def build_client(spec: ClientSpec, namesrv_addr: str) -> BenchmarkProducer | BenchmarkConsumer:
-    """The component that runs ``spec`` (what the command line builds from the same flags)."""
+def build_client(spec: ClientSpec, address: str) -> BenchmarkProducer | BenchmarkConsumer:
+    """The component that runs ``spec`` (what the command line builds from the same flags);
+    `address`: the name servers, or the Proxy endpoints for ``protocol="grpc"``."""
     if isinstance(spec, ProducerSpec):
-        return BenchmarkProducer(spec, namesrv_addr)
+        return BenchmarkProducer(spec, address)
     if isinstance(spec, ConsumerSpec):
-        return BenchmarkConsumer(spec, namesrv_addr)
+        return BenchmarkConsumer(spec, address)
     raise TypeError(f"not a client description: {spec!r}")
 
 

@@ -16,10 +16,15 @@ Flags (RocketMQ's letters where its benchmark has the option):
     -g  consumer group (benchmark_consumer)         -e  tag expression, "*" or "TagA || TagB" ("*")
     --consumerType  push: DefaultMQPushConsumer (rebalancing in the group, offsets committed by
                     the client); pull: DefaultMQPullConsumer, this process pulls every queue of
-                    the topic itself and records its offsets (push)
+                    the topic itself and records its offsets; simple: rmqlab's 5.x SimpleConsumer
+                    (receive, then ack each message; the broker keeps the group's state, POP)
+                    (push; simple with --protocol grpc, the only type it has)
+    --protocol  remoting (push, pull: -n the name servers) or grpc (simple, through a Proxy:
+                    --endpoints its addresses) (remoting)
     --consumeFromWhere  CONSUME_FROM_LAST_OFFSET | CONSUME_FROM_FIRST_OFFSET: where a group
                     without a stored offset starts (CONSUME_FROM_LAST_OFFSET)
-    -r  share of messages answered RECONSUME_LATER (push only), seeded on the simulator (0)
+    -r  share of messages answered RECONSUME_LATER (push), or left unacked to come back after their
+        invisible time (simple), seeded on the simulator (0)
     -w  consume tasks at a time (push: consumeThreadMax) (20)
     -q  messages to consume, then stop (messages already handed out are consumed too: a pull's
         whole batch, the push consume tasks running); 0 = no limit (0)
@@ -35,7 +40,11 @@ prints one line:
 Deviations from RocketMQ's tool, and why: the group is used as given (Java appends a random suffix
 unless ``-p false``: a lab's consumer must find its committed offsets again after a restart); ``-e``
 is the tag expression itself (Java: ``-f TAG -e <file>``; SQL92 filtering is not served by rmqlab's
-broker); ``-q``, ``--duration``, ``--consumerType`` and ``--consumeFromWhere`` are rmqlab's.
+broker); ``-q``, ``--duration``, ``--consumerType``, ``--consumeFromWhere`` and ``--protocol`` are
+rmqlab's. A simple consumer makes one receive call at a time, for up to 16 messages, invisible for
+15 s, waiting up to 5 s for them, on the route's queues in turn (four in a row on each broker of a
+4-queue topic: an idle broker holds it 5 s a call); where a new group starts is the broker's POP
+rule, whatever ``--consumeFromWhere``.
 Clustering consumption only: rmqlab's consumers implement no BROADCASTING (no local offset store).
 The pull consumer takes the topic's queues once, at start (Java's pull applications watch them
 with a MessageQueueListener).
@@ -56,6 +65,7 @@ from rmqlab.client.consumer import (ConsumeConcurrentlyStatus, DefaultMQPullCons
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.example.benchmark.client_spec import SpecDict, check, pause
+from rmqlab.example.benchmark.producer import PROTOCOLS, add_protocol_arguments
 from rmqlab.example.benchmark.message_body import body_matches
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere, build_subscription_data
@@ -63,7 +73,11 @@ from rmqlab.runtime.node import Node
 
 DEFAULT_TOPIC = "BenchmarkTest"
 DEFAULT_CONSUMER_GROUP = "benchmark_consumer"
-CONSUMER_TYPES = ("push", "pull")
+CONSUMER_TYPES = ("push", "pull", "simple")
+PROTOCOL_CONSUMER_TYPES = {"remoting": ("push", "pull"), "grpc": ("simple",)}  # the first: the default
+SIMPLE_BATCH = 16
+SIMPLE_INVISIBLE_MS = 15_000
+SIMPLE_AWAIT_MS = 5_000
 CONSUME_FROM = (ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET.name, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET.name)
 PULL_BATCH_SIZE = 32
 # DefaultMQPushConsumer's pullTimeDelayMillsWhenException: the pause after a failed pull.
@@ -78,18 +92,19 @@ class ConsumerSpec(SpecDict):
     topic: str = DEFAULT_TOPIC
     group: str = DEFAULT_CONSUMER_GROUP
     expression: str = "*"
-    consumer_type: str = "push"
+    consumer_type: str = ""  # "": the protocol's default (push; simple for grpc)
     consume_from_where: str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET.name
     fail_rate: float = 0.0
     threads: int = 20
     count: int = 0
     duration_ms: float = 0
+    protocol: str = "remoting"
 
     kind: ClassVar[str] = "consumer"
     FLAGS: ClassVar[dict[str, str]] = {
         "topic": "-t", "group": "-g", "expression": "-e", "consumer_type": "--consumerType",
         "consume_from_where": "--consumeFromWhere", "fail_rate": "-r", "threads": "-w", "count": "-q",
-        "duration_ms": "--duration",
+        "duration_ms": "--duration", "protocol": "--protocol",
     }
 
     def __post_init__(self) -> None:
@@ -104,15 +119,20 @@ class ConsumerSpec(SpecDict):
             build_subscription_data(self.topic, self.expression)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{f['expression']} (expression): bad tag expression {self.expression!r}: {e}") from None
-        check(self.consumer_type in CONSUMER_TYPES, f"{f['consumer_type']} (consumer_type)",
-               " or ".join(CONSUMER_TYPES), self.consumer_type)
+        check(self.protocol in PROTOCOLS, f"{f['protocol']} (protocol)", " or ".join(PROTOCOLS), self.protocol)
+        types = PROTOCOL_CONSUMER_TYPES[self.protocol]
+        if not self.consumer_type:
+            object.__setattr__(self, "consumer_type", types[0])
+        check(self.consumer_type in types, f"{f['consumer_type']} (consumer_type)",
+               f"{' or '.join(types)} with --protocol {self.protocol}", self.consumer_type)
         check(self.consume_from_where in CONSUME_FROM, f"{f['consume_from_where']} (consume_from_where)",
                " or ".join(CONSUME_FROM), self.consume_from_where)
         check(isinstance(self.fail_rate, (int, float)) and not isinstance(self.fail_rate, bool)
                and 0 <= self.fail_rate < 1, f"{f['fail_rate']} (fail_rate)", "a number in [0, 1)", self.fail_rate)
         if self.fail_rate and self.consumer_type == "pull":
-            raise ValueError(f"{f['fail_rate']} (fail_rate) applies to push consumers only: a pull consumer "
-                             "has no listener to answer RECONSUME_LATER")
+            raise ValueError(f"{f['fail_rate']} (fail_rate) applies to push consumers only (and simple ones, "
+                             "which leave the message unacked): a pull consumer has no listener to answer "
+                             "RECONSUME_LATER")
         check(isinstance(self.threads, int) and not isinstance(self.threads, bool) and self.threads >= 1,
                f"{f['threads']} (threads)", "an integer >= 1", self.threads)
         check(isinstance(self.count, int) and not isinstance(self.count, bool) and self.count >= 0,
@@ -126,7 +146,7 @@ class ConsumerSpec(SpecDict):
         duration = str(int(self.duration_ms)) if float(self.duration_ms).is_integer() else repr(float(self.duration_ms))
         return ["-t", self.topic, "-g", self.group, "-e", self.expression, "--consumerType", self.consumer_type,
                 "--consumeFromWhere", self.consume_from_where, "-r", repr(float(self.fail_rate)),
-                "-w", str(self.threads), "-q", str(self.count), "--duration", duration]
+                "-w", str(self.threads), "-q", str(self.count), "--duration", duration, "--protocol", self.protocol]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -136,8 +156,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--topic", default=d.topic, help=f"topic (default {d.topic})")
     p.add_argument("-g", "--consumerGroup", dest="group", default=d.group, help=f"consumer group (default {d.group})")
     p.add_argument("-e", "--expression", default=d.expression, help='tag expression, "*" or "TagA || TagB" (default *)')
-    p.add_argument("--consumerType", dest="consumer_type", choices=CONSUMER_TYPES, default=d.consumer_type,
-                   help=f"push or pull (default {d.consumer_type})")
+    p.add_argument("--consumerType", dest="consumer_type", choices=CONSUMER_TYPES, default="",
+                   help="push or pull (remoting), simple (grpc) (default push; simple with --protocol grpc)")
     p.add_argument("--consumeFromWhere", dest="consume_from_where", choices=CONSUME_FROM, default=d.consume_from_where,
                    help=f"where a group without a stored offset starts (default {d.consume_from_where})")
     p.add_argument("-r", "--failRate", dest="fail_rate", type=float, default=d.fail_rate,
@@ -148,6 +168,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="messages to consume (at least), then stop; 0: no limit (default 0)")
     p.add_argument("--duration", dest="duration_ms", type=float, default=d.duration_ms,
                    help="ms, then stop; 0: no limit (default 0)")
+    add_protocol_arguments(p)
 
 
 def spec_from_args(args: argparse.Namespace) -> ConsumerSpec:
@@ -172,19 +193,25 @@ class ConsumerStats:
 
 
 class BenchmarkConsumer(ClientProcess):
-    """A ClientProcess with one push or pull consumer that consumes as its ConsumerSpec says,
-    then finishes (ClientProcess.finish)."""
+    """A ClientProcess with one push, pull or simple consumer that consumes as its ConsumerSpec
+    says, then finishes (ClientProcess.finish)."""
 
-    def __init__(self, spec: ConsumerSpec, namesrv_addr: str):
+    def __init__(self, spec: ConsumerSpec, address: str):
+        """`address`: the name servers, or for protocol "grpc" the Proxy endpoints."""
         self.spec = spec
         where = ConsumeFromWhere[spec.consume_from_where]
-        if spec.consumer_type == "push":
-            consumer = DefaultMQPushConsumer(spec.group, namesrv_addr, consume_from_where=where,
+        if spec.consumer_type == "simple":
+            from rmqlab.client.grpc import ClientConfiguration, SimpleConsumer
+
+            consumer = SimpleConsumer(ClientConfiguration(address), spec.group, {spec.topic: spec.expression},
+                                      await_duration_ms=SIMPLE_AWAIT_MS)
+        elif spec.consumer_type == "push":
+            consumer = DefaultMQPushConsumer(spec.group, address, consume_from_where=where,
                                              consume_thread_max=spec.threads)
             consumer.subscribe(spec.topic, spec.expression)
             consumer.register_message_listener(self._listener)
         else:
-            consumer = DefaultMQPullConsumer(spec.group, namesrv_addr)
+            consumer = DefaultMQPullConsumer(spec.group, address)
             consumer.consume_from_where = where
         super().__init__(consumer=consumer)
         self.stats = ConsumerStats()
@@ -198,6 +225,8 @@ class BenchmarkConsumer(ClientProcess):
         await super().start(node)
         if self.spec.consumer_type == "pull":
             self._tasks.append(node.spawn(self._pull_all(), name="benchmark pull consumer"))
+        elif self.spec.consumer_type == "simple":
+            self._tasks.append(node.spawn(self._receive_loop(), name="benchmark simple consumer"))
         if self.spec.duration_ms:
             self._tasks.append(node.spawn(self._stop_after(self.spec.duration_ms), name="benchmark duration"))
 
@@ -279,6 +308,30 @@ class BenchmarkConsumer(ClientProcess):
             if result.pull_status is PullStatus.FOUND:
                 self._counted(len(result.msg_found_list))
 
+    # -- the simple consumer's loop -------------------------------------------------------------------
+    async def _receive_loop(self) -> None:
+        from rmqlab.client.grpc import ClientException
+
+        consumer = self.clients["consumer"]
+        while not self._stopping.is_set():
+            try:
+                views = await consumer.receive(SIMPLE_BATCH, SIMPLE_INVISIBLE_MS)
+            except ClientException as e:
+                self.node.log.warning("receive from %s failed: %s", self.spec.topic, e)
+                await self._pause(PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
+                continue
+            for view in views:
+                self._check_body(view.to_message_ext())
+                if self.spec.fail_rate and self.node.random.random() < self.spec.fail_rate:
+                    self.stats.failed += 1  # not acked: it comes back after its invisible time
+                    continue
+                try:
+                    await consumer.ack(view)
+                except ClientException as e:
+                    self.node.log.warning("ack of %s failed: %s", view.message_id, e)
+                    continue
+                self._counted(1)
+
     async def _stop_after(self, ms: float) -> None:
         await self._pause(ms)
         if not self._stopping.is_set():
@@ -295,7 +348,7 @@ class BenchmarkConsumer(ClientProcess):
             self._stopping.set()
             current = asyncio.current_task()
             waiting = [t for t in self._tasks if t is not current and not t.done()]
-            for t in waiting:  # a pull may be held by the broker for 20 s: do not wait for it
+            for t in waiting:  # a pull (or receive) may be held by the broker: do not wait for it
                 t.cancel()
             await asyncio.gather(*waiting, return_exceptions=True)
         if not self._summarized and self.stats.begin_ms is not None:

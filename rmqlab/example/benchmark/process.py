@@ -32,17 +32,35 @@ def namesrv_addr_from(args: Namespace) -> str:
     return addr
 
 
+def endpoints_from(args: Namespace) -> str:
+    """``--endpoints`` (the Proxy addresses of a ``--protocol grpc`` client); ValueError if missing."""
+    if not args.endpoints or not args.endpoints.strip():
+        raise ValueError('--protocol grpc: give the Proxy endpoints with --endpoints, e.g. --endpoints "127.0.0.1:8081"')
+    expected = check_addr_list(args.endpoints)
+    if expected is not None:
+        raise ValueError(f"--endpoints {args.endpoints!r}: expected {expected}")
+    if args.namesrv_addr is not None:
+        raise ValueError("--protocol grpc: the client talks to the Proxy (--endpoints), not to the name servers (-n)")
+    return args.endpoints
+
+
 def build_client(command: str, args: Namespace):
-    """The component of ``rmqlab <command>`` from its parsed flags; ValueError naming a bad flag."""
-    namesrv_addr = namesrv_addr_from(args)
+    """The component of ``rmqlab <command>`` from its parsed flags, and the address it starts from
+    (the name servers, or the Proxy endpoints with ``--protocol grpc``); ValueError naming a bad flag."""
+    if command not in ("producer", "consumer"):
+        raise ValueError(f"unknown benchmark client {command!r}; expected producer or consumer")
+    if args.protocol == "grpc":
+        address = endpoints_from(args)
+    else:
+        if args.endpoints is not None:
+            raise ValueError("--endpoints names Proxy addresses: it needs --protocol grpc")
+        address = namesrv_addr_from(args)
     if command == "producer":
-        return producer.BenchmarkProducer(producer.spec_from_args(args), namesrv_addr), namesrv_addr
-    if command == "consumer":
-        return consumer.BenchmarkConsumer(consumer.spec_from_args(args), namesrv_addr), namesrv_addr
-    raise ValueError(f"unknown benchmark client {command!r}; expected producer or consumer")
+        return producer.BenchmarkProducer(producer.spec_from_args(args), address), address
+    return consumer.BenchmarkConsumer(consumer.spec_from_args(args), address), address
 
 
-def run_client_command(command: str, client, namesrv_addr: str) -> int:
+def run_client_command(command: str, client, address: str) -> int:
     """Run ``client`` (built by ``build_client``) as this OS process until it finishes or SIGTERM."""
     from rmqlab.runtime.real import ProcessSettings, run_process
 
@@ -54,7 +72,8 @@ def run_client_command(command: str, client, namesrv_addr: str) -> int:
 
     def boot_line() -> str:
         fields = " ".join(f"{k}={v}" for k, v in spec.to_dict().items() if k != "kind")
-        return f"The benchmark {command}[{name}] boot success. namesrv={namesrv_addr} {fields}"
+        where = "endpoints" if spec.protocol == "grpc" else "namesrv"
+        return f"The benchmark {command}[{name}] boot success. {where}={address} {fields}"
 
     code = run_process(client, name, store_dir=store_dir, logs_dir=logs_dir, boot_line=boot_line)
     print(client.summary_line(), flush=True)

@@ -19,6 +19,9 @@ Flags (RocketMQ's letters where its benchmark has the option):
     --duration  ms after which no send starts, 0 = no limit (0)
     -k  key pattern, "{i}" the message's number, "{name}" the client's node name ("{name}-{i}");
         "" sends no keys    -l  tag count: message i gets tag "tag<i mod l>", 0 = no tag (0)
+    --protocol  remoting: DefaultMQProducer, to the brokers (-n the name servers); grpc: rmqlab's
+        5.x Producer (rmqlab.client.grpc), through a Proxy (--endpoints its addresses instead of
+        -n; no producer group, no oneway sends in the 5.x protocol) (remoting)
 
 The process ends after ``-q`` messages or ``--duration`` (whichever comes first: each in-flight
 send completes first), or on SIGTERM, and prints one line:
@@ -33,7 +36,7 @@ Deviations from RocketMQ's tool, and why:
   built from the key (``message_body``), so a consumer can check every body it receives;
 * ``-l`` picks the tag from the message number (Java: from the wall clock), which is repeatable on
   the simulator;
-* ``-i``, ``--duration`` and ``--sendMode`` are rmqlab's (Java has ``-y true`` for async only);
+* ``-i``, ``--duration``, ``--sendMode`` and ``--protocol`` are rmqlab's (Java has ``-y true`` for async only);
   delay levels, properties, ACL and message trace (``-d -e -p -a -m``) are left out;
 * after a failed send a sender pauses 3 s, as Java does after remoting and broker errors, but after
   every failure (a cluster without a route must not make it spin).
@@ -60,6 +63,7 @@ from rmqlab.runtime.node import Node
 DEFAULT_TOPIC = "BenchmarkTest"
 DEFAULT_PRODUCER_GROUP = "benchmark_producer"
 SEND_MODES = ("sync", "async", "oneway")
+PROTOCOLS = ("remoting", "grpc")
 KEY_FIELDS = ("i", "name")
 # Java's benchmark sleeps this long after a RemotingException or MQBrokerException.
 FAILURE_PAUSE_MS = 3000
@@ -96,11 +100,13 @@ class ProducerSpec(SpecDict):
     tag_count: int = 0
     send_mode: str = "sync"
     in_flight: int = 1
+    protocol: str = "remoting"
 
     kind: ClassVar[str] = "producer"
     FLAGS: ClassVar[dict[str, str]] = {
         "topic": "-t", "group": "-g", "count": "-q", "interval_ms": "-i", "duration_ms": "--duration",
         "body_size": "-s", "keys": "-k", "tag_count": "-l", "send_mode": "--sendMode", "in_flight": "-w",
+        "protocol": "--protocol",
     }
 
     def __post_init__(self) -> None:
@@ -124,6 +130,9 @@ class ProducerSpec(SpecDict):
             check(isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
                    f"{f[name]} ({name})", "a number of ms >= 0", value)
         check(self.send_mode in SEND_MODES, f"{f['send_mode']} (send_mode)", " or ".join(SEND_MODES), self.send_mode)
+        check(self.protocol in PROTOCOLS, f"{f['protocol']} (protocol)", " or ".join(PROTOCOLS), self.protocol)
+        if self.protocol == "grpc" and self.send_mode == "oneway":
+            raise ValueError(f"{f['send_mode']} (send_mode): the 5.x protocol (--protocol grpc) has no oneway send")
         check(isinstance(self.keys, str), f"{f['keys']} (keys)", "a str", self.keys)
         check_key_pattern(self.keys, f"{f['keys']} (keys)")
 
@@ -131,7 +140,8 @@ class ProducerSpec(SpecDict):
         """The ``rmqlab producer`` flags of this description (without ``-n``)."""
         return ["-t", self.topic, "-g", self.group, "-q", str(self.count), "-i", _num(self.interval_ms),
                 "--duration", _num(self.duration_ms), "-s", str(self.body_size), "-k", self.keys,
-                "-l", str(self.tag_count), "--sendMode", self.send_mode, "-w", str(self.in_flight)]
+                "-l", str(self.tag_count), "--sendMode", self.send_mode, "-w", str(self.in_flight),
+                "--protocol", self.protocol]
 
 
 def _num(value: float) -> str:
@@ -161,6 +171,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"sync, async or oneway (default {d.send_mode})")
     p.add_argument("-w", "--threadCount", dest="in_flight", type=int, default=d.in_flight,
                    help=f"sends in flight at a time (default {d.in_flight})")
+    add_protocol_arguments(p)
+
+
+def add_protocol_arguments(p: argparse.ArgumentParser) -> None:
+    """--protocol and --endpoints, the same for the producer and the consumer."""
+    p.add_argument("--protocol", dest="protocol", choices=PROTOCOLS, default="remoting",
+                   help="remoting: to the brokers, found through the name servers (-n); grpc: the 5.x protocol, "
+                        "through a Proxy (--endpoints) (default remoting)")
+    p.add_argument("--endpoints", dest="endpoints",
+                   help='--protocol grpc: the Proxy endpoints, e.g. "127.0.0.1:8081" or "127.0.0.2:8081;127.0.0.3:8081"')
 
 
 def spec_from_args(args: argparse.Namespace) -> ProducerSpec:
@@ -197,8 +217,15 @@ class BenchmarkProducer(ClientProcess):
     """A ClientProcess with one DefaultMQProducer that sends as its ProducerSpec says, from
     ``in_flight`` sender tasks, then finishes (ClientProcess.finish)."""
 
-    def __init__(self, spec: ProducerSpec, namesrv_addr: str):
-        super().__init__(producer=DefaultMQProducer(spec.group, namesrv_addr))
+    def __init__(self, spec: ProducerSpec, address: str):
+        """`address`: the name servers, or for protocol "grpc" the Proxy endpoints."""
+        if spec.protocol == "grpc":
+            from rmqlab.client.grpc import ClientConfiguration, Producer
+
+            producer = Producer(ClientConfiguration(address), topics=[spec.topic])
+        else:
+            producer = DefaultMQProducer(spec.group, address)
+        super().__init__(producer=producer)
         self.spec = spec
         self.stats = ProducerStats()
         self._next_seq = 0
@@ -236,7 +263,7 @@ class BenchmarkProducer(ClientProcess):
         await pause(self.node, self._stopping, ms)
 
     async def _sender(self) -> None:
-        producer: DefaultMQProducer = self.clients["producer"]
+        producer = self.clients["producer"]  # DefaultMQProducer, or the 5.x Producer
         spec, stats = self.spec, self.stats
         while (seq := self._take()) is not None:
             if spec.interval_ms:
@@ -256,7 +283,9 @@ class BenchmarkProducer(ClientProcess):
                 raise
             except Exception as e:
                 # The trace has the operation's outcome; these counters mirror it.
-                if getattr(e, "maybe_stored", False) or (spec.send_mode == "oneway" and outcome_unknown(e)):
+                # maybe_stored: the remoting producer's mark; maybe_done: the 5.x producer's.
+                if getattr(e, "maybe_stored", False) or getattr(e, "maybe_done", False) \
+                        or (spec.send_mode == "oneway" and outcome_unknown(e)):
                     stats.unknown += 1
                 else:
                     stats.failed += 1
@@ -287,7 +316,9 @@ class BenchmarkProducer(ClientProcess):
             self._stopping.set()
             task = self._task
             if task is not None and task is not asyncio.current_task() and not task.done():
-                grace_ms = self.clients["producer"].send_msg_timeout + 1000
+                producer = self.clients["producer"]
+                timeout_ms = producer.send_timeout_ms if self.spec.protocol == "grpc" else producer.send_msg_timeout
+                grace_ms = timeout_ms + 1000
                 done, _ = await asyncio.wait([task], timeout=grace_ms / 1000.0)
                 if not done:
                     task.cancel()

@@ -13,12 +13,11 @@ import logging
 from typing import TYPE_CHECKING
 
 import grpc
-from google.protobuf.message import DecodeError
 
 from rmqlab.proxy.grpc.v2.client_activity import StreamAbort
-from rmqlab.proxy.grpc.v2.common import code_name
+from rmqlab.proxy.grpc.v2.common import status_name
 from rmqlab.proxy.grpc.v2.grpc_messaging_activity import (BIDI_STREAM, SERVER_STREAM, SERVICE_NAME, UNARY,
-                                                          GrpcMessagingActivity, MethodSpec)
+                                                          GrpcMessagingActivity, InvalidRequest, MethodSpec)
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext
 
 if TYPE_CHECKING:
@@ -68,17 +67,17 @@ class GrpcServer:
 
     def _trace(self, kind: str, spec: MethodSpec, peer: str, size: int, message=None) -> None:
         fields = {"proto": "grpc", "peer": peer, "size": size, "method": spec.name}
-        if message is not None and _has_status(message):
-            fields["status"] = code_name(message.status.code)
+        status = status_name(message) if message is not None else None
+        if status is not None:
+            fields["status"] = status
         self.node.trace(kind, **fields)
 
     async def _parse(self, spec: MethodSpec, data: bytes, context, peer: str):
         self._trace("frame.recv", spec, peer, len(data))
         try:
-            return spec.request.FromString(data)
-        except DecodeError as e:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"{spec.name}: the request is not a valid {spec.request.DESCRIPTOR.full_name}: {e}")
+            return spec.parse_request(data)
+        except InvalidRequest as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
     def _out(self, spec: MethodSpec, peer: str, message) -> bytes:
         data = message.SerializeToString()
@@ -117,10 +116,3 @@ class GrpcServer:
             except StreamAbort as e:
                 await context.abort(getattr(grpc.StatusCode, e.grpc_code), e.message)
         return grpc.stream_stream_rpc_method_handler(bidi)
-
-
-def _has_status(message) -> bool:
-    try:
-        return message.HasField("status")
-    except ValueError:  # no such field in this message type
-        return False

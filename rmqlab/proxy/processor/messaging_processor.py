@@ -18,11 +18,12 @@ topic, so a restarted Proxy (or another Proxy) acks a handle it never issued.
 
 Deviation: RocketMQ's Local mode calls the broker's processors inside the JVM; rmqlab's goes
 through the broker's own remoting port on loopback (one code path for both modes, at the price of
-a local round trip).
+a local round trip); on the simulator through an in-process pipe (rmqlab.proxy.in_process).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Callable
 
@@ -97,8 +98,9 @@ class MessagingProcessor:
             reconsume_times=0, unit_mode=False, batch=False, broker_name=mq.broker_name)
         try:
             result = await self.api.send_message(mq.broker_addr, mq.broker_name, msg, header, timeout_ms)
-        except Exception:
-            # A broker that fails may be a dead master: look the route up again at the next send
+        except (Exception, asyncio.CancelledError):
+            # A broker that fails, or does not answer before the client gives up (its deadline
+            # cancels the call), may be a dead master: look the route up again at the next send
             # rather than at the next refresh. Deviation: RocketMQ marks the broker in its latency
             # fault table and keeps the cached route until topicRouteServiceCacheRefreshSeconds
             # (20 s), so its Proxy follows a failover only then.

@@ -2,8 +2,10 @@
 
 Cluster mode asks a master over remoting (GET_TOPIC_CONFIG 351 on a master of the topic,
 GET_SUBSCRIPTIONGROUP_CONFIG 352 on a master of the Proxy's rocketMQClusterName) and caches the
-answers like RocketMQ's ClusterMetadataService (same refresh period as routes). Local mode reads
-the broker's own managers.
+answers like RocketMQ's ClusterMetadataService (same refresh period as routes): an answer older
+than that is still used while a background task asks again (Caffeine's refreshAfterWrite), so a
+request never waits for a broker that stopped answering (a crashed master of the topic would hold
+every send for its timeout). Local mode reads the broker's own managers.
 
 A topic's message type is its `message.type` attribute (TopicAttributes; NORMAL when unset):
 NORMAL, FIFO, DELAY, TRANSACTION or MIXED.
@@ -11,7 +13,8 @@ NORMAL, FIFO, DELAY, TRANSACTION or MIXED.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+import asyncio
+from typing import TYPE_CHECKING, Any, Callable
 
 from rmqlab.client.exceptions import MQBrokerException, MQClientException
 from rmqlab.common.message.message_const import MessageConst as MC
@@ -62,22 +65,43 @@ class LocalMetadataService:
 
 class ClusterMetadataService:
     def __init__(self, api: "MQClientAPIImpl", routes: "TopicRouteService", cluster_name: str,
-                 now_ms: Callable[[], int], refresh_seconds: int):
+                 now_ms: Callable[[], int], refresh_seconds: int, spawn: Callable[..., asyncio.Task]):
+        """`spawn(coro, name=...)` runs a background refresh (the node's, so a crash ends it)."""
         self.api = api
         self.routes = routes
         self.cluster_name = cluster_name
         self.now_ms = now_ms
         self.refresh_ms = refresh_seconds * 1000
+        self._spawn = spawn
         self._topics: dict[str, tuple[str, int]] = {}
         self._groups: dict[str, tuple["SubscriptionGroupConfig | None", int]] = {}
+        self._refreshing: set[tuple[str, str]] = set()
 
-    def _fresh(self, entry) -> bool:
-        return entry is not None and self.now_ms() - entry[1] < self.refresh_ms
+    async def _cached(self, table: dict, kind: str, key: str, load: Callable[[str], Any]):
+        """The cached value of `key`; loaded now when there is none, refreshed in the background
+        when it is older than the refresh period (the old value answers meanwhile)."""
+        entry = table.get(key)
+        if entry is None:
+            value = await load(key)
+            table[key] = (value, self.now_ms())
+            return value
+        if self.now_ms() - entry[1] >= self.refresh_ms and (kind, key) not in self._refreshing:
+            self._refreshing.add((kind, key))
+            self._spawn(self._refresh(table, kind, key, load), name=f"proxy metadata refresh {key}")
+        return entry[0]
+
+    async def _refresh(self, table: dict, kind: str, key: str, load: Callable[[str], Any]) -> None:
+        try:
+            table[key] = (await load(key), self.now_ms())
+        except Exception:
+            pass  # the old value stays; the next use tries again
+        finally:
+            self._refreshing.discard((kind, key))
 
     async def get_topic_message_type(self, topic: str) -> str:
-        entry = self._topics.get(topic)
-        if self._fresh(entry):
-            return entry[0]
+        return await self._cached(self._topics, "topic", topic, self._load_topic_message_type)
+
+    async def _load_topic_message_type(self, topic: str) -> str:
         view = await self.routes.get_all_message_queue_view(topic)
         error: Exception | None = None
         for q in view.write_selector.broker_acting_queues or view.read_selector.broker_acting_queues:
@@ -86,17 +110,16 @@ class ClusterMetadataService:
             except Exception as e:  # try the next broker of the topic
                 error = e
                 continue
-            value = topic_message_type(tc)
-            self._topics[topic] = (value, self.now_ms())
-            return value
-        if entry is not None:
-            return entry[0]
+            return topic_message_type(tc)
         raise error or MQClientException(ResponseCode.TOPIC_NOT_EXIST, f"topic not found: {topic}")
 
     async def get_subscription_group_config(self, group: str) -> "SubscriptionGroupConfig | None":
-        entry = self._groups.get(group)
-        if self._fresh(entry):
-            return entry[0]
+        try:
+            return await self._cached(self._groups, "group", group, self._load_subscription_group_config)
+        except _NoAnswer:
+            return None  # RocketMQ's defaults this time; asked again at the next use
+
+    async def _load_subscription_group_config(self, group: str) -> "SubscriptionGroupConfig | None":
         info = await self.api.get_broker_cluster_info(TIMEOUT_MS)
         names = sorted(info.cluster_addr_table.get(self.cluster_name, ()))
         for name in names:
@@ -105,13 +128,14 @@ class ClusterMetadataService:
             if addr is None:
                 continue
             try:
-                config = await self.api.get_subscription_group_config(addr, group, TIMEOUT_MS)
+                return await self.api.get_subscription_group_config(addr, group, TIMEOUT_MS)
             except MQBrokerException as e:
-                if e.response_code != ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
-                    continue
-                config = None
+                if e.response_code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+                    return None
             except Exception:
                 continue
-            self._groups[group] = (config, self.now_ms())
-            return config
-        return entry[0] if entry is not None else None
+        raise _NoAnswer(group)
+
+
+class _NoAnswer(Exception):
+    """No master of the cluster answered for a subscription group."""

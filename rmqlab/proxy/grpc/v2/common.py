@@ -44,6 +44,14 @@ def code_name(code: int) -> str:
     return Code.Name(code)
 
 
+def status_name(message) -> str | None:
+    """The code name of a response message's `status`, for the trace; None when it has none."""
+    try:
+        return code_name(message.status.code) if message.HasField("status") else None
+    except ValueError:  # no such field in this message type
+        return None
+
+
 def build_status(code: int, message: str | None = None) -> pb.Status:
     return pb.Status(code=code, message=message if message is not None else code_name(code))
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from google.protobuf.message import DecodeError
+
 from rmqlab.config.proxy import ProxyConfig
 from rmqlab.proxy.grpc.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.ack_message_activity import AckMessageActivity
@@ -48,6 +50,19 @@ class MethodSpec:
     request: type
     response: type
     handler: Callable[..., Any]
+
+    def parse_request(self, data: bytes):
+        """The request message from its bytes; InvalidRequest (the transport answers
+        INVALID_ARGUMENT with its text) when they are not one."""
+        try:
+            return self.request.FromString(data)
+        except DecodeError as e:
+            raise InvalidRequest(f"{self.name}: the request is not a valid "
+                                 f"{self.request.DESCRIPTOR.full_name}: {e}") from None
+
+
+class InvalidRequest(ValueError):
+    """Request bytes that do not parse as the method's request message."""
 
 
 class GrpcMessagingActivity:

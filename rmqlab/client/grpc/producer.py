@@ -1,0 +1,269 @@
+"""Producer (client-java's impl/producer/ProducerImpl.java): send through a 5.x Proxy.
+
+    producer = Producer(ClientConfiguration("127.0.0.1:8081"), topics=["TopicTest"])
+    ClientProcess(producer=producer)                     # started with its node
+    receipt = await producer.send(Message("TopicTest", b"body"))
+
+rmqlab's own Message is sent (topic, body, TAGS, KEYS, user properties; __SHARDINGKEY becomes the
+message group, a FIFO message; TIMER_DELIVER_MS the delivery timestamp, a DELAY message), the
+official clients have a Message class of their own with the same fields. The message id is a
+MessageIdCodec id, also set as the message's UNIQ_KEY, which the Proxy stores.
+
+Sending (ProducerImpl.send0): the queues are the route's writable queues of master brokers that
+accept the message's type; the candidates are up to max-attempts of them on distinct brokers,
+starting at a round-robin index and skipping isolated endpoints while others are left
+(PublishingLoadBalancer.takeMessageQueues). Attempt i goes to candidate i; a failure isolates that
+endpoint and the next attempt follows at once, or after the retry policy's backoff when the Proxy
+said TOO_MANY_REQUESTS. Max attempts and the backoff come from the Proxy's settings (3 attempts).
+The Proxy picks the queue itself, so a message lands where the Proxy decided, not on the queue the
+client chose; in Local mode that is always a queue of the broker behind the endpoint.
+
+Trace (rmqlab.client.operation_tracer): one `send` operation per send, with every attempt in it.
+The invoke value is the remoting producer's (describe_message: topic, uniq_key, keys, tags,
+body_crc). The ok value: send_status SEND_OK, msg_id, queue_offset, the endpoint that answered
+and every endpoint tried (endpoints_sent). A 5.x send result names no broker or queue (the Proxy
+chose them), so `broker_name` is there only when the endpoint serves one broker in the route (a
+Local-mode Proxy, or a topic on one broker), and `queue_id` never is. Failure: `fail` when no
+attempt can have stored the message (client errors 4xxxx, no connection), else `info` (a timeout,
+a Proxy error, a persistence timeout: stored, not safely).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from rmqlab.client.grpc.client import Client, ClientConfiguration, ClientException, endpoint_of
+from rmqlab.client.grpc.message_id_codec import MessageIdCodec
+from rmqlab.client.grpc.rpc import RpcError, RpcTransport
+from rmqlab.client.operation_tracer import describe_message
+from rmqlab.common.java_compat import java_string_hash_code
+from rmqlab.common.message.message import Message
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
+from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+
+MC = MessageConst
+Code = pb.Code
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SendReceipt:
+    message_id: str
+    offset: int
+    message_queue: pb.MessageQueue  # the queue the client chose (the Proxy may store elsewhere)
+    endpoint: str
+    transaction_id: str = ""
+
+
+@dataclass
+class _Backoff:
+    """ExponentialBackoff of the Proxy's settings (ExponentialBackoffRetryPolicy)."""
+
+    initial_ms: float = 10
+    max_ms: float = 1000
+    multiplier: float = 2
+
+    def delay_ms(self, attempt: int) -> float:
+        """getNextAttemptDelay(attempt): what ProducerImpl waits before attempt `attempt`."""
+        return min(self.initial_ms * self.multiplier ** (attempt - 1), self.max_ms)
+
+
+def message_type(msg: Message) -> int:
+    if msg.properties.get(MC.PROPERTY_TRANSACTION_PREPARED) == "true":
+        raise ClientException(None, "transactional messages are not supported by rmqlab's 5.x producer",
+                              grpc_code="UNIMPLEMENTED", maybe_done=False)
+    if msg.properties.get(MC.PROPERTY_SHARDING_KEY):
+        return pb.FIFO
+    if msg.properties.get(MC.PROPERTY_TIMER_DELIVER_MS):
+        return pb.DELAY
+    return pb.NORMAL
+
+
+class Producer(Client):
+    client_type = pb.PRODUCER
+
+    def __init__(self, configuration: ClientConfiguration, topics: Iterable[str] = (),
+                 transport: RpcTransport | None = None):
+        super().__init__(configuration, transport)
+        self._topics = list(topics)
+        self.max_attempts = DEFAULT_MAX_ATTEMPTS
+        self.backoff = _Backoff()
+        self.max_body_size = DEFAULT_MAX_BODY_SIZE
+        self._index: int | None = None
+        self.message_id_codec: MessageIdCodec | None = None
+
+    def topics(self) -> list[str]:
+        return list(self._topics)
+
+    @property
+    def send_timeout_ms(self) -> float:
+        """The longest a send can take: every attempt timing out."""
+        return self.configuration.request_timeout_ms * self.max_attempts
+
+    async def start(self, node) -> None:
+        self.message_id_codec = MessageIdCodec(node)
+        self._index = node.random.randrange(2 ** 31)
+        await super().start(node)
+
+    def settings(self) -> pb.Settings:
+        s = super().settings()
+        s.publishing.topics.extend(pb.Resource(name=t) for t in self._topics)
+        s.publishing.max_body_size = self.max_body_size
+        s.publishing.validate_message_type = True
+        return s
+
+    def apply_settings(self, settings: pb.Settings) -> None:
+        bp = settings.backoff_policy
+        if bp.max_attempts > 0:
+            self.max_attempts = bp.max_attempts
+        if bp.HasField("exponential_backoff"):
+            eb = bp.exponential_backoff
+            self.backoff = _Backoff(eb.initial.ToMilliseconds(), eb.max.ToMilliseconds(), eb.multiplier or 2)
+        if settings.publishing.max_body_size > 0:
+            self.max_body_size = settings.publishing.max_body_size
+
+    # -- sending -----------------------------------------------------------------------------------
+    def _prepare(self, msg: Message) -> int:
+        if not self.running:
+            raise ClientException(None, "producer is not running", grpc_code="FAILED_PRECONDITION", maybe_done=False)
+        if not msg.body:
+            raise ClientException(Code.MESSAGE_BODY_EMPTY, "message body is empty", maybe_done=False)
+        if len(msg.body) > self.max_body_size:
+            raise ClientException(Code.MESSAGE_BODY_TOO_LARGE, f"message body exceeds {self.max_body_size} bytes",
+                                  maybe_done=False)
+        if not msg.properties.get(MC.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX):
+            msg.put_property(MC.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self.message_id_codec.next_message_id())
+        return message_type(msg)
+
+    async def send(self, msg: Message) -> SendReceipt:
+        """Send and wait for the Proxy's answer; ClientException (with `maybe_done`) on failure."""
+        kind = self._prepare(msg)
+        op = self.tracer.invoke("send", describe_message(msg))
+        return await self._traced(op, msg, kind)
+
+    def send_async(self, msg: Message) -> "asyncio.Future[SendReceipt]":
+        """Start a send (traced from now on) and return its future."""
+        kind = self._prepare(msg)
+        op = self.tracer.invoke("send", describe_message(msg))
+        future: asyncio.Future[SendReceipt] = asyncio.get_running_loop().create_future()
+
+        async def run() -> None:
+            try:
+                receipt = await self._traced(op, msg, kind)
+            except ClientException as e:
+                if not future.done():
+                    future.set_exception(e)
+                return
+            if not future.done():
+                future.set_result(receipt)
+
+        self.node.spawn(run(), name="grpc send")
+        return future
+
+    async def _traced(self, op, msg: Message, kind: int) -> SendReceipt:
+        endpoints_sent: list[str] = []
+        try:
+            receipt = await self._send(msg, kind, endpoints_sent)
+        except ClientException as e:
+            value = {"endpoints_sent": endpoints_sent}
+            (op.info if e.maybe_done else op.fail)(value, str(e))
+            raise
+        value = {"send_status": "SEND_OK", "msg_id": receipt.message_id, "queue_offset": receipt.offset,
+                 "endpoint": receipt.endpoint, "endpoints_sent": endpoints_sent}
+        broker = self._only_broker_behind(msg.topic, receipt.endpoint)
+        if broker is not None:
+            value["broker_name"] = broker
+        op.ok(value)
+        return receipt
+
+    def _only_broker_behind(self, topic: str, endpoint: str) -> str | None:
+        brokers = {q.broker.name for q in self.routes.get(topic, ()) if endpoint_of(q.broker.endpoints) == endpoint}
+        return brokers.pop() if len(brokers) == 1 else None
+
+    async def _publishing_queues(self, topic: str, kind: int) -> list[pb.MessageQueue]:
+        queues = [q for q in await self.route(topic)
+                  if q.broker.id == 0 and q.permission in (pb.WRITE, pb.READ_WRITE)]
+        if not queues:
+            raise ClientException(Code.FORBIDDEN, f"no writable queue of topic {topic} in the route",
+                                  maybe_done=False)
+        accepted = [q for q in queues if kind in q.accept_message_types]
+        if not accepted:
+            raise ClientException(Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                                  f"topic {topic} does not accept {pb.MessageType.Name(kind)} messages",
+                                  maybe_done=False)
+        return accepted
+
+    def _candidates(self, queues: list[pb.MessageQueue], msg: Message) -> list[pb.MessageQueue]:
+        group = msg.properties.get(MC.PROPERTY_SHARDING_KEY)
+        if group:
+            # Deviation: Java picks by SipHash-2-4 of the group; any fixed choice does, since the
+            # Proxy puts the message by its own hash of the group.
+            return [queues[java_string_hash_code(group) % len(queues)]]
+        start = self._index
+        self._index += 1
+        order = [queues[(start + i) % len(queues)] for i in range(len(queues))]
+        candidates: list[pb.MessageQueue] = []
+        for skip_isolated in (True, False):
+            brokers: set[str] = set()
+            for q in order:
+                if q.broker.name in brokers or (skip_isolated and endpoint_of(q.broker.endpoints) in self.isolated):
+                    continue
+                brokers.add(q.broker.name)
+                candidates.append(q)
+                if len(candidates) >= self.max_attempts:
+                    return candidates
+            if candidates:
+                return candidates
+        return candidates
+
+    def _request(self, msg: Message, kind: int) -> spb.SendMessageRequest:
+        props = msg.properties
+        sp = pb.SystemProperties(message_id=props[MC.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX], message_type=kind,
+                                 body_encoding=pb.IDENTITY)
+        born = Timestamp()
+        born.FromMilliseconds(self.node.now_ms())
+        sp.born_timestamp.CopyFrom(born)
+        if msg.tags:
+            sp.tag = msg.tags
+        if msg.keys:
+            sp.keys.extend(k for k in msg.keys.split(MC.KEY_SEPARATOR) if k)
+        if props.get(MC.PROPERTY_SHARDING_KEY):
+            sp.message_group = props[MC.PROPERTY_SHARDING_KEY]
+        if props.get(MC.PROPERTY_TIMER_DELIVER_MS):
+            sp.delivery_timestamp.FromMilliseconds(int(props[MC.PROPERTY_TIMER_DELIVER_MS]))
+        user = {k: v for k, v in props.items() if k not in MC.STRING_HASH_SET}
+        return spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=msg.topic), user_properties=user,
+                                                           system_properties=sp, body=msg.body)])
+
+    async def _send(self, msg: Message, kind: int, endpoints_sent: list[str]) -> SendReceipt:
+        candidates = self._candidates(await self._publishing_queues(msg.topic, kind), msg)
+        request = self._request(msg, kind)
+        maybe_done = False
+        error: ClientException | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            mq = candidates[(attempt - 1) % len(candidates)]
+            endpoint = endpoint_of(mq.broker.endpoints)
+            endpoints_sent.append(endpoint)
+            try:
+                response = await self.call(endpoint, "SendMessage", request, spb.SendMessageResponse)
+            except RpcError as e:
+                error = ClientException.from_rpc(e)
+            else:
+                status = response.status
+                if status.code == Code.OK and len(response.entries) == 1:
+                    entry = response.entries[0]
+                    return SendReceipt(entry.message_id, entry.offset, mq, endpoint, entry.transaction_id)
+                error = ClientException.from_status(status if status.code != Code.OK else pb.Status(
+                    code=Code.INTERNAL_ERROR, message=f"{len(response.entries)} result entries for one message"))
+            maybe_done = maybe_done or error.maybe_done
+            self.isolated.add(endpoint)
+            if attempt < self.max_attempts and error.code == Code.TOO_MANY_REQUESTS:
+                await self.node.sleep(self.backoff.delay_ms(attempt + 1))
+        error.maybe_done = maybe_done
+        raise error
