@@ -334,6 +334,23 @@ _kind("raft", "A Raft node's view changed: a new term, or a new (or no) leader."
                 ("leader", "str|null", "the leader this node knows of; null when none")],
       optional=[("group", "str", "the Raft group (for example the controller cluster)"),
                 ("commit_index", "int", "the commit index")])
+_CONTROLLER_ENTRIES = ("ApplyBrokerIdEvent", "ElectMasterEvent", "AlterSyncStateSetEvent", "CleanBrokerDataEvent",
+                       "UpdateBrokerAddressEvent", "OpenTerm")
+_kind("controller.event", "A controller applied an entry of its replicated event log (RIP-44 events, through "
+                          "Raft) to its metadata state machine; `node` is the applying controller. Every replica "
+                          "emits one per event it applies, a restarted one again as it replays its journal.",
+      required=[("event", "str", "the event type (RocketMQ's EventType names); OpenTerm: the entry a new leader "
+                                 "commits before it serves (DLedger's empty entry), or a read's barrier with "
+                                 "processReadEvent", _CONTROLLER_ENTRIES),
+                ("index", "int", "the Raft log index of the entry"),
+                ("term", "int", "the Raft term of the leader that computed the entry"),
+                ("writer", "str", "that leader (its controllerDLegerSelfId)"),
+                ("applied", "bool", "false: the entry was fenced (its writer is no longer the current one) and "
+                                    "changed nothing")],
+      optional=[("broker_set", "str", "the broker set (brokerName) the event is about"),
+                ("body", "dict", "the event as stored in the log (its JSON, with RocketMQ's field names)"),
+                ("position", "int", "the event's place among the events of its entry (one request's events "
+                                    "share an entry), from 0")])
 _kind("log", "A notable log line.",
       required=[("level", "str", "severity", ("DEBUG", "INFO", "WARN", "ERROR")),
                 ("message", "str", "the text")],

@@ -25,16 +25,22 @@ rebuilds its state from the dump and the journal's later entries before it hears
 
 Thread safety: on the real runtime pysyncobj applies entries on its own thread while the
 controller computes on the asyncio loop, so both hold :attr:`lock`.
+
+Trace: with :attr:`trace` set (the controller's ``node.trace``), every applied entry emits a
+``controller.event`` per event (or one OpenTerm) with its Raft index, the writer and its term,
+and whether it was fenced: the replicated log as the labs read it (``rmqlab.viz.controller``).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pysyncobj import SyncObjConsumer, replicated
 
+from rmqlab.controller.impl.event.event_message import EventMessage
 from rmqlab.controller.impl.event.list_event_serializer import ListEventSerializer
 from rmqlab.controller.impl.heartbeat.default_broker_heartbeat_manager import CONTROLLER_LOGGER_NAME
 from rmqlab.controller.impl.manager.replicas_info_manager import ReplicasInfoManager
@@ -52,12 +58,15 @@ class ControllerStateMachine(SyncObjConsumer):
         self.applied_batches = 0
         self.lock = threading.RLock()
         self.log = logger or logging.getLogger(CONTROLLER_LOGGER_NAME)
+        # node.trace of the controller, set once it runs (None: no trace, e.g. in unit tests).
+        self.trace: Callable[..., None] | None = None
 
     @replicated
     def open_term(self, writer: str, term: int) -> bool:
         """A new leader's first entry: from here on only its batches are applied."""
         with self.lock:
             self.writer = (writer, term)
+        self._trace_entry(writer, term, True, None)
         return True
 
     @replicated
@@ -67,10 +76,27 @@ class ControllerStateMachine(SyncObjConsumer):
             if self.writer != (writer, term):
                 self.log.warning("Ignore the events of %s (term %s): the current writer is %s", writer, term,
                                  self.writer)
+                if self.trace is not None:
+                    self._trace_entry(writer, term, False, ListEventSerializer.deserialize(data))
                 return False
-            self.replicas_info_manager.apply_events(ListEventSerializer.deserialize(data))
+            events = ListEventSerializer.deserialize(data)
+            self.replicas_info_manager.apply_events(events)
             self.applied_batches += 1
+        self._trace_entry(writer, term, True, events)
         return True
+
+    def _trace_entry(self, writer: str, term: int, applied: bool, events: list[EventMessage] | None) -> None:
+        """One ``controller.event`` per event of the entry being applied (OpenTerm for none)."""
+        if self.trace is None:
+            return
+        # pysyncobj counts an entry as applied only after its command returns: this one is next.
+        index = self._syncObj.raftLastApplied + 1
+        if events is None:
+            self.trace("controller.event", event="OpenTerm", index=index, term=term, writer=writer, applied=applied)
+            return
+        for position, event in enumerate(events):
+            self.trace("controller.event", event=event.event_type.event_name, index=index, term=term, writer=writer,
+                       applied=applied, broker_set=event.broker_name, body=event.to_json_dict(), position=position)
 
     # -- pysyncobj snapshots ------------------------------------------------------------------
     def _serialize(self) -> dict[str, Any]:

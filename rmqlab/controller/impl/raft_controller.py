@@ -141,6 +141,7 @@ class RaftController:
     async def startup(self, node: Node) -> None:
         self.node = node
         self._lock = asyncio.Lock()
+        self.state_machine.trace = node.trace
         await self.raft.start(node)
 
     async def shutdown(self) -> None:
@@ -190,7 +191,10 @@ class RaftController:
         def done(f: asyncio.Future) -> None:
             if self._opening_term == term:
                 self._opening_term = None
-            if self._stopped or f.cancelled() or f.exception() is not None:
+            # f.exception() first: it marks the exception retrieved even when stopped (asyncio would
+            # otherwise log "Future exception was never retrieved" when a crashed controller's
+            # future is collected).
+            if f.cancelled() or f.exception() is not None or self._stopped:
                 if not self._stopped:
                     self.node.call_later(0, self._check_role)  # still leader? try again
                 return
@@ -226,6 +230,9 @@ class RaftController:
             for broker_name in need:
                 self.log.warning("The master of broker-set %s is inactive while replicas are alive: re-elect",
                                  broker_name)
+                # Seed 003 trigger a.ii, in the trace (worded apart from the heartbeat trigger's line).
+                self._trace_log("WARN", f"scanNeedReelectBrokerSets: broker-set {broker_name} has no live master "
+                                        f"while replicas are alive: re-elect")
                 self._notify_listeners(None, broker_name, None)
         except Exception:
             self.log.exception("scanInactiveMasterAndTriggerReelect exception")
