@@ -22,8 +22,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.ha.default_ha_protocol import ClientProtocol, HAProtocolError
+from rmqlab.ha.default_ha_protocol import ClientProtocol, HAProtocolError, encode_transfer_header
 from rmqlab.ha.ha_client import CONNECT_TIMEOUT_MS, READ_SIZE, RETRY_WAIT_MS, HAClient
+from rmqlab.ha.ha_protocol import HEX_BODY_PREVIEW
 
 if TYPE_CHECKING:
     from rmqlab.ha.default_ha_service import DefaultHAService
@@ -51,7 +52,9 @@ class DefaultHAClient(HAClient):
         while (frame := self.protocol.next_frame(store.get_max_phy_offset())) is not None:
             node.trace("frame.recv", proto="ha", peer=peer, size=frame.wire_size,
                        name="heartbeat" if frame.is_heartbeat else "transfer", offset=frame.offset,
-                       body_size=len(frame.body))
+                       body_size=len(frame.body),
+                       hex=(encode_transfer_header(frame.offset, len(frame.body))
+                            + frame.body[:HEX_BODY_PREVIEW]).hex())
             if frame.body:
                 self._append(frame.offset, frame.body)
             self._report_max_offset()

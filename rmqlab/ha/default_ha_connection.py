@@ -23,8 +23,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from rmqlab.ha.default_ha_protocol import REPORT_HEADER_SIZE, ConnectionProtocol
+from rmqlab.ha.default_ha_protocol import REPORT_HEADER_SIZE, ConnectionProtocol, encode_report
 from rmqlab.ha.ha_connection import IDLE_WAIT_MS, READ_MAX_BUFFER_SIZE, HAConnection, ReadSocketService
+from rmqlab.ha.ha_protocol import HEX_BODY_PREVIEW
 
 if TYPE_CHECKING:
     from rmqlab.ha.default_ha_service import DefaultHAService
@@ -55,7 +56,7 @@ class DefaultHAConnection(HAConnection):
         reports = self.protocol.feed_reports(data, ha.store.get_max_phy_offset())
         for offset in reports:
             self.node.trace("frame.recv", proto="ha", peer=self.client_address, size=REPORT_HEADER_SIZE,
-                            name="report", offset=offset)
+                            name="report", offset=offset, hex=encode_report(offset).hex())
         if reports:
             if not self.first_report.is_set():
                 log.info("slave[%s] request offset %d", self.client_address, self.slave_request_offset)
@@ -82,7 +83,7 @@ class WriteSocketService:
         # monitor, so maxHaTransferByteInSecond barely limits anything.
         conn.flow_monitor.add_byte_count_transferred(len(header))
         self.node.trace("frame.send", proto="ha", peer=conn.client_address, size=len(header) + len(body),
-                        name=name, offset=offset, body_size=len(body))
+                        name=name, offset=offset, body_size=len(body), hex=(header + body[:HEX_BODY_PREVIEW]).hex())
 
     async def run(self) -> str:
         """The loop; returns why it stopped (the connection's write task then closes it)."""

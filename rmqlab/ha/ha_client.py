@@ -234,7 +234,7 @@ class HAClient(abc.ABC):
     def _send_report(self, frame: bytes) -> None:
         self._writer.write(frame)
         self.node.trace("frame.send", proto="ha", peer=self.master_ha_address or "?", size=len(frame),
-                        name=self.REPORT_FRAME, offset=self.protocol.current_reported_offset)
+                        name=self.REPORT_FRAME, offset=self.protocol.current_reported_offset, hex=frame.hex())
 
     def _report_max_offset(self) -> None:
         """reportSlaveMaxOffsetPlus: report when the local log grew."""

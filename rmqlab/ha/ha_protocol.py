@@ -40,6 +40,17 @@ class HAProtocolError(Exception):
     """The peer broke the protocol; the connection it came on must be closed (and only that one)."""
 
 
+# The `hex` field of HA frame.send / frame.recv events (datasets/README.md): the frame's header
+# and at most this many bytes after it — a transfer's commitlog bytes only as a preview, the
+# labs' frame inspector (rmqlab.viz.frames) decodes the header from it.
+HEX_BODY_PREVIEW = 16
+HEX_EPOCH_ENTRIES = 20  # a master handshake's epoch list is traced whole up to this many entries
+
+
+def hex_preview(frame: bytes, header_size: int, body_preview: int = HEX_BODY_PREVIEW) -> str:
+    return frame[:header_size + body_preview].hex()
+
+
 # -- state machines ------------------------------------------------------------------------------
 def transition(table: Transitions, state: HAConnectionState, event: str, machine: str) -> HAConnectionState:
     """`machine` only names the protocol in the error (each module's next_state passes its own)."""

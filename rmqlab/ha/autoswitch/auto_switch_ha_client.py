@@ -27,10 +27,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (SLAVE_HANDSHAKE_SIZE, ClientProtocol, HAProtocolError,
-                                                          MasterHandshake, do_truncate)
+from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (EPOCH_ENTRY_SIZE, MASTER_HANDSHAKE_HEADER_SIZE,
+                                                          MASTER_TRANSFER_HEADER, SLAVE_HANDSHAKE_SIZE,
+                                                          ClientProtocol, HAProtocolError, MasterHandshake,
+                                                          do_truncate, encode_master_handshake)
 from rmqlab.ha.ha_client import CONNECT_TIMEOUT_MS, READ_SIZE, RETRY_WAIT_MS, HAClient
 from rmqlab.ha.ha_connection_state import HAConnectionState
+from rmqlab.ha.ha_protocol import HEX_BODY_PREVIEW, HEX_EPOCH_ENTRIES, hex_preview
 from rmqlab.ha.wait_notify_object import wait_at_most
 
 if TYPE_CHECKING:
@@ -123,14 +126,23 @@ class AutoSwitchHAClient(HAClient):
     def _dispatch_read_request(self, peer: str) -> None:
         store, node = self.store, self.node
         while (frame := self.protocol.next_frame()) is not None:
+            # The decoders check every field, so re-encoding gives back the bytes read.
             if isinstance(frame, MasterHandshake):
                 node.trace("frame.recv", proto="ha", peer=peer, size=frame.wire_size, name="handshake",
-                           offset=frame.max_phy_offset, epoch=frame.last_epoch, entries=len(frame.entries))
+                           offset=frame.max_phy_offset, epoch=frame.last_epoch, entries=len(frame.entries),
+                           epoch_entries=[[e.epoch, e.start_offset] for e in frame.entries],
+                           hex=hex_preview(encode_master_handshake(frame.max_phy_offset, frame.last_epoch,
+                                                                   frame.entries),
+                                           MASTER_HANDSHAKE_HEADER_SIZE, EPOCH_ENTRY_SIZE * HEX_EPOCH_ENTRIES))
                 self._handshake(frame)
                 continue
             node.trace("frame.recv", proto="ha", peer=peer, size=frame.wire_size, name=frame.name,
                        offset=frame.offset, body_size=len(frame.body), epoch=frame.epoch,
-                       epoch_start_offset=frame.epoch_start_offset, confirm_offset=frame.confirm_offset)
+                       epoch_start_offset=frame.epoch_start_offset, confirm_offset=frame.confirm_offset,
+                       hex=(MASTER_TRANSFER_HEADER.codec.pack(HAConnectionState.TRANSFER.value, len(frame.body),
+                                                              frame.offset, frame.epoch, frame.epoch_start_offset,
+                                                              frame.confirm_offset)
+                            + frame.body[:HEX_BODY_PREVIEW]).hex())
             new_epoch = self.protocol.check_transfer(frame, store.get_max_phy_offset())
             if new_epoch is not None:
                 self.ha_service.append_epoch_entry(new_epoch)  # a rejection (not newer) is ignored
@@ -171,7 +183,7 @@ class AutoSwitchHAClient(HAClient):
         self._writer.write(frame)
         self.node.trace("frame.send", proto="ha", peer=self.master_ha_address or "?", size=SLAVE_HANDSHAKE_SIZE,
                         name="handshake", slave_broker_id=self.broker_id, is_sync_from_last_file=cfg.syncFromLastFile,
-                        is_async_learner=cfg.asyncLearner)
+                        is_async_learner=cfg.asyncLearner, hex=frame.hex())
         self._timers["handshake"] = self.node.call_later(HANDSHAKE_RESEND_MS, self._on_handshake_timer)
 
     def _on_handshake_timer(self) -> None:

@@ -23,11 +23,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (MASTER_HANDSHAKE_HEADER_SIZE, MASTER_TRANSFER_HEADER,
-                                                          MASTER_TRANSFER_HEADER_SIZE, ConnectionProtocol,
-                                                          SlaveHandshake, plan_batch)
+from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (EPOCH_ENTRY_SIZE, MASTER_HANDSHAKE_HEADER_SIZE,
+                                                          MASTER_TRANSFER_HEADER, MASTER_TRANSFER_HEADER_SIZE,
+                                                          ConnectionProtocol, SlaveHandshake, encode_slave_ack,
+                                                          encode_slave_handshake, plan_batch)
 from rmqlab.ha.ha_connection import IDLE_WAIT_MS, READ_MAX_BUFFER_SIZE, HAConnection
 from rmqlab.ha.ha_connection_state import HAConnectionState
+from rmqlab.ha.ha_protocol import HEX_BODY_PREVIEW, HEX_EPOCH_ENTRIES, hex_preview
 from rmqlab.ha.wait_notify_object import wait_at_most
 
 if TYPE_CHECKING:
@@ -81,15 +83,19 @@ class AutoSwitchHAConnection(HAConnection):
         while (decoded := proto.next_frame(ha.store.get_max_phy_offset())) is not None:
             frame, moved = decoded
             if isinstance(frame, SlaveHandshake):
+                # The decoders check every field, so re-encoding gives back the bytes read.
                 self.node.trace("frame.recv", proto="ha", peer=self.client_address, size=frame.wire_size,
                                 name="handshake", slave_broker_id=frame.slave_broker_id,
                                 is_sync_from_last_file=frame.is_sync_from_last_file,
-                                is_async_learner=frame.is_async_learner)
+                                is_async_learner=frame.is_async_learner,
+                                hex=encode_slave_handshake(frame.is_sync_from_last_file, frame.is_async_learner,
+                                                           frame.slave_broker_id).hex())
                 log.info("Receive slave handshake, slaveBrokerId:%d, isSyncFromLastFile:%s, isAsyncLearner:%s",
                          frame.slave_broker_id, frame.is_sync_from_last_file, frame.is_async_learner)
             else:
                 self.node.trace("frame.recv", proto="ha", peer=self.client_address, size=frame.wire_size,
-                                name="ack", offset=frame.slave_max_offset)
+                                name="ack", offset=frame.slave_max_offset,
+                                hex=encode_slave_ack(frame.slave_max_offset).hex())
             if moved is not None:
                 log.warning("Master change state from %s to %s", moved[0].name, moved[1].name)
                 self._trace_state(moved[0], moved[1], f"slave sent {frame.name}")
@@ -112,8 +118,9 @@ class AutoSwitchHAConnection(HAConnection):
         self.writer.write(data)
         self.last_write_timestamp = self.node.now_ms()
         self.flow_monitor.add_byte_count_transferred(len(data))
+        preview = EPOCH_ENTRY_SIZE * HEX_EPOCH_ENTRIES if name == "handshake" else HEX_BODY_PREVIEW
         self.node.trace("frame.send", proto="ha", peer=self.client_address, size=len(data), name=name,
-                        body_size=len(data) - header_size, **fields)
+                        body_size=len(data) - header_size, hex=hex_preview(data, header_size, preview), **fields)
 
     def _heartbeat_if_needed(self) -> None:
         ha, proto = self.ha_service, self.protocol
@@ -122,9 +129,9 @@ class AutoSwitchHAConnection(HAConnection):
         entries = ha.epoch_cache.get_all_entries()
         frame = proto.heartbeat(entries, ha.get_confirm_offset())
         if frame is not None:
-            _, _, offset, epoch, _, confirm = MASTER_TRANSFER_HEADER.codec.unpack_from(frame)
+            _, _, offset, epoch, epoch_start, confirm = MASTER_TRANSFER_HEADER.codec.unpack_from(frame)
             self._send(frame, "heartbeat", MASTER_TRANSFER_HEADER_SIZE, offset=offset, epoch=epoch,
-                       confirm_offset=confirm)
+                       epoch_start_offset=epoch_start, confirm_offset=confirm)
 
     def _notify_writer(self) -> None:
         self._notified = True
@@ -158,7 +165,8 @@ class AutoSwitchHAConnection(HAConnection):
                 entries = ha.epoch_cache.get_all_entries()
                 frame = proto.master_handshake(store.get_max_phy_offset(), entries)
                 self._send(frame, "handshake", MASTER_HANDSHAKE_HEADER_SIZE, offset=store.get_max_phy_offset(),
-                           epoch=entries[-1].epoch if entries else -1, entries=len(entries))
+                           epoch=entries[-1].epoch if entries else -1, entries=len(entries),
+                           epoch_entries=[[e.epoch, e.start_offset] for e in entries])
                 await self.writer.drain()
                 continue
             if proto.slave_request_offset < 0:

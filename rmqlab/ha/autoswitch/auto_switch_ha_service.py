@@ -331,23 +331,48 @@ class AutoSwitchHAService(HAService):
         leader = self.epoch_cache.last_entry()
         if leader is None or not self._is_master:  # only the master proposes
             return
+        pending = self._pending_proposal()
         proposed = self.sync_state.maybe_expand(slave_id, slave_max_offset, self.get_confirm_offset(),
                                                 leader.start_offset)
         if proposed is not None:
             log.info("The slave %d has caught up, slaveMaxOffset: %d, confirmOffset: %d, epoch: %d",
                      slave_id, slave_max_offset, self.get_confirm_offset(), leader.epoch)
+            self._trace_proposal("expand", proposed, pending,
+                                 f"The slave {slave_id} has caught up, slaveMaxOffset: {slave_max_offset}, "
+                                 f"confirmOffset: {self.get_confirm_offset()}, epoch: {leader.epoch}")
             self.notify_sync_state_set_changed(proposed)
 
     def maybe_shrink_sync_state_set(self) -> set[int]:
         """Run by the broker every checkSyncStateSetPeriod; returns the set it wants."""
-        return self.sync_state.maybe_shrink(self.node.now_ms(), self.config.haMaxTimeSlaveNotCatchup)
+        pending, local = self._pending_proposal(), self.sync_state.get_local_sync_state_set()
+        new_set = self.sync_state.maybe_shrink(self.node.now_ms(), self.config.haMaxTimeSlaveNotCatchup)
+        if new_set != local:
+            self._trace_proposal("shrink", new_set, pending,
+                                 f"Slaves {sorted(local - new_set)} have not caught up for "
+                                 f"{self.config.haMaxTimeSlaveNotCatchup} ms (or never connected)")
+        return new_set
+
+    def _pending_proposal(self) -> set[int] | None:
+        return set(self.sync_state.remote) if self.sync_state.is_synchronizing else None
+
+    def _trace_proposal(self, change: str, proposed: set[int], pending: set[int] | None, why: str) -> None:
+        """A SyncStateSet change the master proposes (the controller confirms it, or not, as an
+        AlterSyncStateSetEvent), traced once: until the controller answers, an expand is proposed
+        again on every ack and a shrink on every check."""
+        if proposed != pending and not self.crashed:
+            self.node.trace("log", level="INFO", logger="rmqlab.ha",
+                            message=f"{why}: propose SyncStateSet {sorted(proposed)}", change=change,
+                            sync_state_set=sorted(proposed), broker_id=self.sync_state.local_broker_id)
 
     # -- connections -------------------------------------------------------------------------
     def remove_connection(self, conn: AutoSwitchHAConnection) -> None:
         """removeConnection: a member that disconnects is proposed out of the SyncStateSet."""
         if not self.stopped and self._is_master:  # only the master proposes
+            pending = self._pending_proposal()
             proposed = self.sync_state.on_connection_removed(conn.slave_id)
             if proposed is not None:
+                self._trace_proposal("shrink", proposed, pending,
+                                     f"The connection of slave {conn.slave_id} closed ({conn.close_reason})")
                 self.notify_sync_state_set_changed(proposed)
         super().remove_connection(conn)
 
