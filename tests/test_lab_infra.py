@@ -36,10 +36,11 @@ def _lab_notebook() -> nbformat.NotebookNode:
     widget = new_output("display_data", data={WIDGET_VIEW: {"model_id": "x", "version_major": 2, "version_minor": 0},
                                               "text/plain": "VBox()"})
     text = new_output("stream", name="stdout", text="hello\n")
+    more = new_output("stream", name="stdout", text="world\n")
     nb = new_notebook(cells=[
         new_markdown_cell("# Lab\n\n## Learning objectives\n\nSeed `000_b706e6b38166b767.txt`, heading 「部署方式」."),
         new_code_cell("seed = 7\ngrading = False", metadata={"tags": ["parameters"]}),
-        new_code_cell("w", outputs=[widget, text], metadata={"execution": {"iopub.status.busy": "2026"}}),
+        new_code_cell("w", outputs=[widget, text, more], metadata={"execution": {"iopub.status.busy": "2026"}}),
     ])
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": {}}}}
     return nb
@@ -55,7 +56,7 @@ def test_strip_drops_widget_state_and_outputs_and_keeps_the_rest(tmp_path):
     nbformat.write(strip(nb), path)
     assert problems(str(path)) == []
     cell = nbformat.read(path, as_version=4).cells[2]
-    assert [o.get("text") for o in cell.outputs] == ["hello\n"] and "execution" not in cell.metadata
+    assert [o.get("text") for o in cell.outputs] == ["hello\nworld\n"] and "execution" not in cell.metadata
 
 
 def test_problems_name_what_is_missing(tmp_path):

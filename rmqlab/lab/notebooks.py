@@ -29,12 +29,22 @@ LAB_TIMEOUT_S = 600      # one cell; the labs' own budget (60 s a notebook) is a
 
 
 def strip(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Drop widget state and widget outputs, in place; returns `nb`."""
+    """Drop widget state and widget outputs, join consecutive stream outputs, in place; returns `nb`."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        cell.outputs = [o for o in cell.outputs if WIDGET_VIEW not in o.get("data", {})]
+        outputs = []
+        for o in cell.outputs:
+            if WIDGET_VIEW in o.get("data", {}):
+                continue
+            # One stream output per run of prints: how the kernel happened to batch them is noise.
+            if outputs and o.output_type == "stream" and outputs[-1].output_type == "stream" \
+                    and outputs[-1].name == o.name:
+                outputs[-1].text += o.text
+                continue
+            outputs.append(o)
+        cell.outputs = outputs
         cell.metadata.pop("execution", None)
     return nb
 

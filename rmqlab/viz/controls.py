@@ -42,8 +42,9 @@ class FaultPanel:
         self.roles.add_class("rmqlab-roles")
         self.status = widgets.HTML()
         self.status.add_class("rmqlab-status")
-        rows = [widgets.HBox([widgets.Label(node, layout=widgets.Layout(width="9em"))]
-                             + [self._button(action, node) for action in NODE_ACTIONS]) for node in self.nodes]
+        rows = [widgets.HBox([widgets.Label(node, layout=widgets.Layout(width="10em", flex="0 0 auto"))]
+                             + [self._button(action, node) for action in NODE_ACTIONS],
+                             layout=widgets.Layout(overflow="auto hidden")) for node in self.nodes]
         run_row = widgets.HBox([self._button("heal"), self._button("run", ms=2_000), self._button("run", ms=10_000)])
         self.widget = widgets.VBox([self.roles, *rows, run_row, self.status])
         self.refresh()
@@ -56,8 +57,9 @@ class FaultPanel:
 
     def _button(self, action: str, node: str | None = None, ms: float | None = None) -> widgets.Button:
         label = f"{action} {node}" if node else (f"run {ms / 1000:g} s" if ms else action)
+        # flex 0 0 auto: a row wider than the notebook scrolls instead of cutting the labels short.
         button = widgets.Button(description=label, tooltip=TOOLTIPS.get(action, "let virtual time pass"),
-                                layout=widgets.Layout(width="auto"))
+                                layout=widgets.Layout(width="auto", flex="0 0 auto"))
         if action == "run":
             button.on_click(lambda _b: self.run(ms))
         else:
