@@ -8,18 +8,19 @@ invariant panel and the grading pipeline on any recorded trace.
     report.valid, report.results["total-queue"].first
 
 Pieces: `random_schedule` / `run_schedule` (schedule), `QueueWorkload` (workload),
-`check_total_queue`, `check_replicas`, `check_single_master` (checkers, returning `CheckResult`
+`check_total_queue`, `check_replicas`, `check_single_master`, `check_elections` (the elected master
+was in the SyncStateSet), `check_truncations` (every cut at the consistent point) (checkers, returning `CheckResult`
 with `Violation`s), `run_chaos` / `check_all` / `run_and_check` (chaos).
 """
 
 from rmqlab.checker.chaos import ChaosReport, ChaosRun, check_all, converged, run_and_check, run_chaos
-from rmqlab.checker.checkers import (check_replicas, check_single_master, check_total_queue, read_commitlog,
-                                     read_epochs, send_acknowledged)
+from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
+                                     check_truncations, read_commitlog, read_epochs, send_acknowledged)
 from rmqlab.checker.result import CheckResult, Violation
 from rmqlab.checker.schedule import FAULTS, FaultOp, FaultSchedule, apply_op, random_schedule, run_schedule
 from rmqlab.checker.workload import QueueWorkload
 
 __all__ = ["ChaosReport", "ChaosRun", "check_all", "converged", "run_and_check", "run_chaos",
-           "check_replicas", "check_single_master", "check_total_queue", "read_commitlog", "read_epochs",
+           "check_elections", "check_replicas", "check_single_master", "check_total_queue", "check_truncations", "read_commitlog", "read_epochs",
            "send_acknowledged", "CheckResult", "Violation", "FAULTS", "FaultOp", "FaultSchedule", "apply_op",
            "random_schedule", "run_schedule", "QueueWorkload"]

@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqlab.checker.checkers import check_replicas, check_single_master, check_total_queue
+from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
+                                     check_truncations)
 from rmqlab.checker.result import CheckResult
 from rmqlab.checker.schedule import FaultSchedule, random_schedule, run_schedule
 from rmqlab.checker.workload import QueueWorkload
@@ -134,7 +135,10 @@ def check_all(run: ChaosRun) -> dict[str, CheckResult]:
     """Every checker on the run's history."""
     return {"total-queue": check_total_queue(run.events),
             "replicas": check_replicas(run.events, run.stores),
-            "single-master": check_single_master(run.events)}
+            "single-master": check_single_master(run.events),
+            "elections": check_elections(run.events, unclean_allowed=bool(
+                run.meta.get("controller_overrides", {}).get("enableElectUncleanMaster"))),
+            "truncations": check_truncations(run.events)}
 
 
 @dataclass

@@ -4,6 +4,9 @@ replica checker, the store files the brokers left — and returns a CheckResult.
     check_total_queue(events)              Jepsen's total-queue: every acknowledged send is read
     check_replicas(events, stores)         replicas equal byte for byte on the committed prefix
     check_single_master(events)            at most one master per broker set and epoch
+    check_elections(events)                every elected master came from the SyncStateSet (else: unclean)
+    check_truncations(events)              each returning slave cut its log at the consistent point,
+                                           never below what it had confirmed
 
 They know nothing of the workload or the faults that produced the history (Maelstrom: workload,
 nemesis and checker meet only at the history), so a lab's invariant panel and the grading pipeline
@@ -13,7 +16,9 @@ run them on any recorded trace.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from rmqlab.checker.result import CheckResult, Violation, result
 from rmqlab.trace import ClientOp, TraceEvent, client_ops
@@ -75,7 +80,7 @@ def check_total_queue(events: Iterable[TraceEvent], *, topic: str | None = None,
     for op in ops:
         if op.type != "ok":
             continue
-        if op.f == "pull" and isinstance(op.value, dict):
+        if op.f in ("pull", "receive") and isinstance(op.value, dict):  # remoting pulls, 5.x receives
             found = op.value.get("messages") or []
         elif op.f == "consume" and isinstance(op.invoke_value, dict):
             found = [op.invoke_value]
@@ -243,3 +248,277 @@ def check_replicas(events: Iterable[TraceEvent], stores: Mapping[str, str]) -> C
                     f"(committed prefix {committed})", n, None, end_ms,
                     {"broker_set": set_name, "reference": ref, "epochs": epochs[n], "reference_epochs": epochs[ref]}))
     return result("replicas", violations, stats)
+
+
+def commitlog_end(store_root: str) -> int:
+    """Where a store's commit log ends: the offset after its last whole, CRC-valid record (what
+    recovery would find; a torn or zero tail is not data). Files are walked in offset order; a
+    BLANK filler moves on to the next file."""
+    from rmqlab.common.message.message_decoder import MessageFormatError, decode
+    from rmqlab.common.message.message_version import BLANK_MAGIC_CODE
+
+    d = os.path.join(store_root, "commitlog")
+    names = sorted(n for n in os.listdir(d) if n.isdigit()) if os.path.isdir(d) else []
+    end = int(names[0]) if names else 0  # expired files may have gone: the log starts at the first left
+    for name in names:
+        if int(name) != end:
+            break  # a gap: nothing after it is reachable
+        with open(os.path.join(d, name), "rb") as f:
+            data = f.read()
+        pos = 0
+        while pos + 8 <= len(data):
+            if int.from_bytes(data[pos + 4:pos + 8], "big", signed=True) == BLANK_MAGIC_CODE:
+                break  # the rest of the file is filler: the log goes on in the next one
+            try:
+                pos += decode(data, pos).store_size
+            except MessageFormatError:
+                return end + pos
+        else:
+            if pos < len(data):
+                return end + pos  # a tail too short to be a record
+        end += len(data)
+    return end
+
+
+# --- the controllers' replicated log: elections ---------------------------------------------------------
+def controller_log(events: Iterable[TraceEvent]) -> list[TraceEvent]:
+    """The controllers' replicated event log, once: of the `controller.event`s every controller
+    emits as it applies an entry, the first per (Raft index, position in the entry), in log order;
+    fenced entries (applied false) and OpenTerm barriers are left out."""
+    first: dict[tuple[int, int], TraceEvent] = {}
+    for e in events:
+        if e.kind == "controller.event" and e.fields.get("applied") and e.fields.get("event") != "OpenTerm":
+            first.setdefault((e.fields["index"], e.fields.get("position", 0)), e)
+    return [first[key] for key in sorted(first)]
+
+
+def broker_id_nodes(events: Iterable[TraceEvent]) -> dict[tuple[str, int], str]:
+    """(broker set, controller-assigned broker id) -> broker node, from the brokerId (or
+    appliedBrokerId) a broker puts beside its brokerName in its requests to the controllers."""
+    brokers: set[str] = set()
+    found: list[tuple[str, str, int]] = []  # (node, broker set, id), the node not yet known as a broker
+    for e in events:
+        if e.kind == "node.start":
+            if e.fields.get("component") == "broker":
+                brokers.add(e.node)
+        elif e.kind == "frame.send" and e.fields.get("ext_fields"):
+            ext = e.fields["ext_fields"]
+            broker_id = ext.get("brokerId", ext.get("appliedBrokerId"))
+            if ext.get("brokerName") and broker_id is not None and str(broker_id).lstrip("-").isdigit():
+                found.append((e.node, ext["brokerName"], int(broker_id)))
+    return {(name, broker_id): node for node, name, broker_id in found if node in brokers}
+
+
+def check_elections(events: Iterable[TraceEvent], *, unclean_allowed: bool = False) -> CheckResult:
+    """Each master the controllers elect is a member of its broker set's SyncStateSet as their
+    replicated log has it at that point (AlterSyncStateSetEvent sets it, an ElectMasterEvent
+    resets it to {the new master}); a set's first election, before any SyncStateSet, may pick any
+    replica. An election from outside is unclean (enableElectUncleanMaster, seed 000: "可能会选取
+    数据落后的副本作为 Master 而丢失消息"): violation `unclean-election` at the event, naming the
+    elected broker — unless `unclean_allowed` (the trace does not carry the controllers'
+    configuration; a lab that enabled it says so), when it is listed in the stats only."""
+    events = list(events)
+    nodes = broker_id_nodes(events)
+    elections, unclean, violations = 0, [], []
+    for e, broker_set, epoch, before, new in _replay_sync_state_sets(events):
+        if new is None:
+            continue  # no candidate: the set has no master in this epoch
+        elections += 1
+        if not before or new in before:
+            continue
+        node = nodes.get((broker_set, new))
+        entry = {"broker_set": broker_set, "broker_id": new, "node": node, "epoch": epoch,
+                 "sync_state_set": sorted(before), "seq": e.seq, "time_ms": e.time_ms}
+        unclean.append(entry)
+        if not unclean_allowed:
+            who = f"{node} (id {new})" if node else f"broker id {new}"
+            violations.append(Violation(
+                "unclean-election", f"{who} elected master of {broker_set} in epoch {epoch} from outside its "
+                f"SyncStateSet {sorted(before)}", node or e.node, e.seq, e.time_ms, entry))
+    return result("elections", violations, {"elections": elections, "unclean": unclean,
+                                            "unclean_allowed": unclean_allowed})
+
+
+def _replay_sync_state_sets(events: list[TraceEvent], sets: dict[str, set[int]] | None = None):
+    """Apply the controllers' log to `sets` (broker set -> SyncStateSet) as ReplicasInfoManager
+    does (reference §4.2); yield (event, broker set, master epoch, set before, new master id or
+    None) for each ElectMasterEvent."""
+    sets = {} if sets is None else sets
+    epochs: dict[str, int] = {}
+    for e in controller_log(events):
+        body = e.fields.get("body") or {}
+        broker_set = e.fields.get("broker_set") or body.get("brokerName")
+        kind = e.fields["event"]
+        if kind == "AlterSyncStateSetEvent":
+            sets[broker_set] = set(body.get("newSyncStateSet") or ())
+        elif kind == "CleanBrokerDataEvent":
+            ids = body.get("brokerIdSetToClean")
+            if ids:
+                sets.get(broker_set, set()).difference_update(ids)
+            else:  # the whole set forgotten: it starts afresh, as its first replica registers
+                sets.pop(broker_set, None)
+                epochs.pop(broker_set, None)
+        elif kind == "ElectMasterEvent":
+            epochs[broker_set] = epochs.get(broker_set, 0) + 1
+            before = set(sets.get(broker_set) or ())
+            new = body.get("newMasterBrokerId") if body.get("newMasterElected") else None
+            if new is not None:
+                sets[broker_set] = {new}
+            yield e, broker_set, epochs[broker_set], before, new
+
+
+def sync_state_sets(events: Iterable[TraceEvent]) -> dict[str, list[int]]:
+    """broker set -> its SyncStateSet (controller-assigned broker ids, sorted) as the controllers'
+    replicated log has it at the end of `events`."""
+    sets: dict[str, set[int]] = {}
+    for _ in _replay_sync_state_sets(list(events), sets):
+        pass
+    return {name: sorted(ids) for name, ids in sorted(sets.items())}
+
+
+# --- the slaves' truncations ------------------------------------------------------------------------------
+_TRUNCATE_TO = re.compile(r"consistent epoch (\d+): truncate to (\d+) \(local max (\d+), master max (\d+)\)")
+_NO_DATA = re.compile(r"the local epochs hold no data \(local max (\d+)\)")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """One handshake decision of a slave (AutoSwitchHAClient.doTruncate, reference §2.4), from its
+    `log` line "doTruncate: ..." and the master's handshake frame just before it. `point`: where
+    the slave cuts its log (None: nothing to cut); `local_entries`: the slave's epoch file then, as
+    the `epoch` events and earlier truncations left it; `master_entries`: the master's, from the
+    handshake frame's `epoch_entries` (else replayed from the master's own `epoch` events)."""
+
+    seq: int
+    time_ms: float
+    node: str
+    ok: bool
+    point: int | None
+    epoch: int | None
+    local_max: int | None
+    master_max: int | None
+    master: str | None
+    local_entries: tuple[tuple[int, int], ...]
+    master_entries: tuple[tuple[int, int], ...] | None
+    reason: str
+
+
+def truncations(events: Iterable[TraceEvent]) -> list[Truncation]:
+    """Every handshake decision of the trace, in order, each with both epoch files as they were."""
+    return _walk_epoch_files(events)[1]
+
+
+def replay_epochs(events: Iterable[TraceEvent], until_seq: int | None = None) -> dict[str, list[tuple[int, int]]]:
+    """node -> its epoch file, (epoch, start offset) ascending, as the `epoch` events and the
+    handshake truncations of the trace (up to `until_seq`) leave it. What the trace does not show
+    (a torn tail cut at start-up, reference §2.13) is not replayed; the store's file
+    (read_epochs) is the authority after a run."""
+    return _walk_epoch_files(e for e in events if until_seq is None or e.seq <= until_seq)[0]
+
+
+def _walk_epoch_files(events: Iterable[TraceEvent]) -> tuple[dict[str, list[tuple[int, int]]], list[Truncation]]:
+    files: dict[str, list[tuple[int, int]]] = {}
+    listening: dict[str, str] = {}  # host:port -> the node that accepted connections there
+    handshake: dict[str, TraceEvent] = {}  # node -> the master handshake it received last
+    out: list[Truncation] = []
+    for e in events:
+        if e.kind == "epoch":
+            epoch, start = e.fields["epoch"], e.fields["start_offset"]
+            # An append needs a greater epoch and start: whatever stood in its way was cut first.
+            files[e.node] = [x for x in files.get(e.node, []) if x[0] < epoch and x[1] < start] + [(epoch, start)]
+        elif e.kind == "net.accept" and e.fields.get("local"):
+            listening[e.fields["local"]] = e.node
+        elif e.kind == "frame.recv" and e.fields.get("proto") == "ha" and e.fields.get("name") == "handshake" \
+                and "slave_broker_id" not in e.fields:
+            handshake[e.node] = e
+        elif e.kind == "log" and e.fields.get("message", "").startswith("doTruncate: "):
+            reason = e.fields["message"][len("doTruncate: "):]
+            frame = handshake.get(e.node)
+            master = listening.get(frame.fields.get("peer")) if frame is not None else None
+            if frame is not None and frame.fields.get("epoch_entries") is not None:
+                master_entries = tuple(tuple(x) for x in frame.fields["epoch_entries"])
+            else:
+                master_entries = tuple(files.get(master, ())) if master else None
+            point = epoch = local_max = master_max = None
+            if m := _TRUNCATE_TO.search(reason):
+                epoch, point, local_max, master_max = map(int, m.groups())
+            elif m := _NO_DATA.search(reason):
+                point = local_max = int(m.group(1))
+            ok = e.fields.get("level") != "ERROR"
+            out.append(Truncation(e.seq, e.time_ms, e.node, ok, point, epoch, local_max, master_max, master,
+                                  tuple(files.get(e.node, ())), master_entries, reason))
+            if point is not None:  # EpochFileCache.truncate_suffix_by_offset
+                files[e.node] = [x for x in files.get(e.node, []) if x[1] < point]
+    return files, out
+
+
+def consistent_point(local: list[tuple[int, int]], local_max: int, master: list[tuple[int, int]], master_max: int):
+    """The slave's handshake decision on these epoch files and log ends (rmqlab's doTruncate, a
+    TruncateDecision: ok, truncate_offset, reason)."""
+    from rmqlab.ha.autoswitch.auto_switch_ha_protocol import do_truncate
+    from rmqlab.store.epoch_file_cache import EpochEntry
+
+    return do_truncate([EpochEntry(e, s) for e, s in local], local_max,
+                       [EpochEntry(e, s) for e, s in master], master_max)
+
+
+def check_truncations(events: Iterable[TraceEvent]) -> CheckResult:
+    """Each slave's handshake truncation (reference §2.4, seed 000 「截断算法」): the point it chose
+    is the consistent point of its epoch file and the master's (recomputed from the trace), its
+    log was cut exactly there, and the cut spared what it had confirmed (the highest confirm offset
+    it traced since its previous cut, capped by its log end): cutting below that discards committed
+    messages, which a clean election never asks of a replica. Violations: `wrong-truncation-point`,
+    `not-truncated`, `cut-committed`. A refusal (no consistent point: the slave keeps its log and
+    waits for an operator) is counted, not a violation."""
+    events = list(events)
+    by_node: dict[str, list[TraceEvent]] = {}
+    for e in events:
+        by_node.setdefault(e.node, []).append(e)
+    position = {e.seq: i for node_events in by_node.values() for i, e in enumerate(node_events)}
+    # The most a node confirmed since its last cut: a restart reloads an older confirm offset from
+    # the checkpoint (written at flushes), which says nothing about what was committed before.
+    confirmed: dict[str, int] = {}
+    confirms_at: dict[int, int | None] = {}  # truncation seq -> the slave's confirm offset before it
+    found = {t.seq: t for t in truncations(events)}
+    for e in events:
+        if e.kind == "offset" and e.fields.get("which") == "confirmed":
+            confirmed[e.node] = max(confirmed.get(e.node, 0), e.fields["value"])
+        elif e.seq in found:
+            confirms_at[e.seq] = confirmed.get(e.node)
+            if found[e.seq].point is not None and e.node in confirmed:
+                confirmed[e.node] = min(confirmed[e.node], found[e.seq].point)
+    violations: list[Violation] = []
+    cut = refused = 0
+    for t in found.values():
+        where = f"{t.node}'s handshake" + (f" with {t.master}" if t.master else "")
+        if not t.ok:
+            refused += 1
+            continue
+        if t.master_entries is not None and t.local_max is not None and t.local_entries:
+            decision = consistent_point(list(t.local_entries), t.local_max, list(t.master_entries),
+                                        t.master_max if t.master_max is not None else 0)
+            if decision.truncate_offset != t.point:
+                violations.append(Violation(
+                    "wrong-truncation-point", f"{where} truncated to {t.point}, but its epochs "
+                    f"{list(t.local_entries)} (max {t.local_max}) and the master's {list(t.master_entries)} "
+                    f"(max {t.master_max}) agree up to {decision.truncate_offset}", t.node, t.seq, t.time_ms,
+                    {"point": t.point, "consistent_point": decision.truncate_offset, "master": t.master}))
+        if t.point is None:
+            continue
+        cut += 1
+        # The cut shows as the slave's next `written` offset (before its HA state moves on).
+        after = next((e for e in by_node[t.node][position[t.seq] + 1:]
+                      if (e.kind == "offset" and e.fields.get("which") == "written")
+                      or e.kind in ("state", "net.close", "node.kill", "node.crash", "node.stop")), None)
+        if after is not None and after.kind == "offset" and after.fields.get("value") != t.point:
+            violations.append(Violation(
+                "not-truncated", f"{where} decided to truncate to {t.point} but its log then ended at "
+                f"{after.fields.get('value')}", t.node, after.seq, after.time_ms, {"point": t.point}))
+        confirm = confirms_at.get(t.seq)
+        if confirm is not None and t.local_max is not None and t.point < min(confirm, t.local_max):
+            committed = min(confirm, t.local_max)
+            violations.append(Violation(
+                "cut-committed", f"{where} cut its log to {t.point}, below the {committed} bytes it had confirmed: "
+                f"{committed - t.point} committed bytes discarded", t.node, t.seq, t.time_ms,
+                {"point": t.point, "confirmed": committed, "master": t.master, "epoch": t.epoch}))
+    return result("truncation", violations, {"handshakes": len(found), "truncated": cut, "refused": refused})
