@@ -1,140 +1,641 @@
-"""The deployment-mode comparison of `rmqlab demo`: seed 000's pros and cons, measured.
+"""The deployment-mode comparison of lab 01 and `rmqlab demo`: seed 000's pros and cons, measured.
 
-Every classic mode (single master, 2m-noslave, 2m-2s-async, 2m-2s-sync) runs the same workload on
-the simulator — one producer sending a message every 20 ms for 10 s — and suffers the same fault:
-broker-a's machine loses power at t = 4 s. While it is down a consumer tries to read broker-a's
-messages; then its machine comes back (recovering what was flushed) and a consumer reads back
-everything, so "lost" means acknowledged and gone for good. Every number comes from the event trace (sends are `client` operations; the crash is a
-`node.crash` event), never from component internals.
+Every mode of seed 000 runs the same recorded workload on the simulator and suffers the same fault:
+
+    warm-up     the cluster starts; the topic is created on every broker (`mqadmin updateTopic`)
+                and WARMUP_MS pass (slaves connect to their masters)
+    workload    a producer sends message i at i * SEND_EVERY_MS, open loop (whatever became of the
+                earlier sends); a consumer group pulls everything as it arrives
+    crash       CRASH_AT_MS into the workload the machine under broker set broker-a's master loses
+                power (`node.crash`: what was not flushed is gone); it stays down OUTAGE_MS, longer
+                than the name server's 120 s broker expiry, so every consequence of the crash shows
+    reader      READ_AT_MS after the crash a new consumer group reads every queue from the start:
+                what a consumer can still get of broker-a's messages while its master is down
+    restart     the machine comes back (recovering what was flushed); the workload goes on AFTER_MS
+    read-back   a last new group reads everything: an acknowledged message it cannot read and the
+                outage reader did not get either is on no broker any more: lost
+
+Every number comes from the event trace (sends and pulls are `client` operations, the crash a
+`node.crash` event, roles `role` events, broker addresses the brokers' own REGISTER_BROKER frames),
+never from component internals, so `judge` works on any recorded trace of this schedule; `claims`
+sets seed 000's words next to the numbers.
+
+Modes are a registry (`MODES`, `register_mode`): a `ModeSpec` says how to build the cluster, which
+node to crash, what the seed says, and how to add the workload's clients. The Proxy rows (seed 000
+"Local模式部署" / "Cluster模式部署") are 2m-noslave behind a Proxy with rmqlab's 5.x producer.
+
+Lab settings, where RocketMQ's defaults only add waiting or wall time (each explained where set):
+the clients refresh their routes every second (LAB_POLL_NAME_SERVER_INTERVAL_MS; RocketMQ: 30 s),
+so the waiting that stays is the servers' own (the name server's 120 s expiry, the controllers'
+10 s heartbeat timeout), which is what the modes differ in; the producer avoids a broker that
+failed (sendLatencyFaultEnable); brokers skip services the workload never uses
+(LAB_BROKER_SETTINGS); the topic goes to the slaves at once (`_create_topic_everywhere`).
 """
 
 from __future__ import annotations
 
+import html
+import logging
 import statistics
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
+from rmqlab.checker.checkers import send_acknowledged
 from rmqlab.broker.topic.topic_config import TopicConfig
 from rmqlab.client import ClientProcess, DefaultMQAdminExt, DefaultMQProducer, DefaultMQPullConsumer
-from rmqlab.cluster import Cluster
+from rmqlab.cluster import MASTER_ROLES, Cluster
 from rmqlab.common.message.message import Message
-from rmqlab.trace import client_ops
+from rmqlab.example.benchmark import ConsumerSpec, build_client
+from rmqlab.trace import TraceEvent, client_ops
+from rmqlab.viz import LOGGERS
+from rmqlab.viz.sends import Roles, broker_nodes_by_addr, register_frames
 
 TOPIC = "DemoModes"
-SEND_EVERY_MS = 20
-SENDS = 500          # 10 s of sends
-CRASH_AT_MS = 4_000  # after the workload starts
-SETTLE_MS = 160_000  # the name server's 120 s live timeout, then a client route refresh
+SEND_EVERY_MS = 200
+WARMUP_MS = 12_000
+CRASH_AT_MS = 8_000          # into the workload
+OUTAGE_MS = 130_000          # the name server expires a silent broker after 120 s (scanned every 5 s)
+READ_AT_MS = 122_000         # after the crash: once the name server has dropped the crashed master
+AFTER_MS = 10_000            # workload after the restart
+SENDS = (CRASH_AT_MS + OUTAGE_MS + AFTER_MS) // SEND_EVERY_MS
+LIVE_SENDS = 10 ** 6         # a live section's producer: as long as anyone clicks
+# RocketMQ's clients poll the name server every 30 s; the lab's every second (module docstring).
+LAB_POLL_NAME_SERVER_INTERVAL_MS = 1_000
+# Every broker: slaves serve reads (conf/README.md), and two services this workload never uses are
+# quieted, since on the simulator they only cost wall time: the timer wheel (no timer messages are
+# sent) and the 5 s persisting of consumer offsets (fsyncs of metadata files nothing here reads
+# back; they are still written at every clean shutdown).
+LAB_BROKER_SETTINGS = {"slaveReadEnable": True, "timerWheelEnable": False, "flushConsumerOffsetInterval": 60_000,
+                       "flushDelayOffsetInterval": 60_000}
+BROKER_SET = "broker-a"      # the broker set whose master's machine crashes
+PRODUCER, CONSUMER, OUTAGE_READER, FINAL_READER = "producer", "consumer", "reader-outage", "reader-after"
+ADMIN = "lab-admin"
+# Latencies are taken from the sends of the steady state: after the first seconds (the first
+# sends of a fresh cluster also wait for routes and connections) and before the crash.
+LATENCY_FROM_MS = 2_000
 
-# What seed 000 says of each mode (pros / cons), to set beside the measurements.
-SEED_CLAIMS = {
-    "single-master": "risky: one broker; a restart or crash makes the whole service unavailable",
-    "2m-noslave": "one master down does not stop the application; its unconsumed messages wait for it; "
-                  "async flush may lose a few messages on a machine crash",
-    "2m-2s-async": "consumers continue from the slave; a master disk failure may lose a few messages",
-    "2m-2s-sync": "no single point of failure for data; about 10% slower; the slave does not take over",
-}
+
+# --- the workload --------------------------------------------------------------------------------------
+class WorkloadProducer(ClientProcess):
+    """The recorded workload's producer, open loop: message i is sent at start + i * SEND_EVERY_MS
+    whatever became of the earlier ones (each send is its own client operation), so every mode is
+    offered exactly the same sends at the same virtual times. `send(client, i)` sends message i
+    with the wrapped client (rmqlab's DefaultMQProducer here; a Proxy row wraps a gRPC producer)."""
+
+    def __init__(self, client, send: Callable[[object, int], Awaitable[object]], count: int):
+        super().__init__(producer=client)
+        self._send, self.count = send, count
+
+    async def start(self, node) -> None:
+        await super().start(node)
+        node.spawn(self._run(), name="workload producer")
+
+    async def _run(self) -> None:
+        begin = self.node.now_ms()
+        for i in range(self.count):
+            await self.node.sleep(max(0.0, begin + i * SEND_EVERY_MS - self.node.now_ms()))
+            self.node.spawn(self._one(i), name=f"send {i}")
+
+    async def _one(self, i: int) -> None:
+        try:
+            await self._send(self.clients["producer"], i)
+        except Exception:  # traced as a failed or unknown send; the workload goes on, as a client would
+            pass
 
 
+def _lab_client_config(client) -> None:
+    """The lab's client settings (module docstring): route refresh every second, and the producer's
+    sendLatencyFaultEnable, so a dead master is taken out of the round robin for 10 s after a
+    failed send instead of being tried first by every send."""
+    client.client_config.poll_name_server_interval = LAB_POLL_NAME_SERVER_INTERVAL_MS
+    client.client_config.send_latency_enable = True
+
+
+def _send_message(producer, i: int) -> Awaitable[object]:
+    """Message i of the workload, with either producer (both send rmqlab's Message)."""
+    msg = Message(TOPIC, f"message-{i}".encode())
+    msg.keys = f"message-{i}"
+    return producer.send(msg)
+
+
+def add_remoting_clients(cluster: Cluster, sends: int = SENDS) -> None:
+    """The workload's clients over remoting: the open-loop producer (rmqlab's DefaultMQProducer)
+    and a consumer group pulling everything as it arrives (the benchmark pull consumer)."""
+    def producer() -> ClientProcess:
+        # No retries: a send here fails by timing out, after which RocketMQ's producer has no time
+        # left to retry (its 3 s budget is spent). rmqlab's producer would retry with 0 ms left, each
+        # retry failing at once and, with fault avoidance, isolating the healthy broker it picked.
+        client = DefaultMQProducer("mode_producer", cluster.namesrv_addr, retry_times_when_send_failed=0)
+        _lab_client_config(client)
+        return WorkloadProducer(client, _send_message, sends)
+
+    cluster.add_client(PRODUCER, producer)
+    _add_consumer(cluster)
+
+
+def _add_consumer(cluster: Cluster) -> None:
+    """The consumer group that pulls everything as it arrives (the benchmark pull consumer)."""
+    def consumer() -> ClientProcess:
+        process = build_client(ConsumerSpec(topic=TOPIC, group="mode_consumer", consumer_type="pull",
+                                            consume_from_where="CONSUME_FROM_FIRST_OFFSET"), cluster.namesrv_addr)
+        _lab_client_config(process["consumer"])
+        return process
+
+    cluster.add_client(CONSUMER, consumer)
+
+
+def add_grpc_clients(cluster: Cluster, sends: int = SENDS) -> None:
+    """The Proxy rows' clients: the open-loop producer is rmqlab's 5.x Producer, sending through
+    the Proxy endpoints (all of them: the client's access point); the consumer group stays the
+    remoting pull consumer (what is stored is read back from the brokers either way)."""
+    from rmqlab.client.grpc import ClientConfiguration, Producer
+
+    def producer() -> ClientProcess:
+        client = Producer(ClientConfiguration(";".join(cluster.proxy_endpoints)), topics=[TOPIC])
+        return WorkloadProducer(client, _send_message, sends)
+
+    cluster.add_client(PRODUCER, producer)
+    _add_consumer(cluster)
+
+
+# --- the modes ------------------------------------------------------------------------------------------
+def classic_victim(cluster: Cluster) -> str:
+    """The classic modes: broker-a, the master of set broker-a (brokerId 0 in its template)."""
+    return "broker-a"
+
+
+def elected_victim(cluster: Cluster) -> str:
+    """Controller mode: whichever replica of broker-a the controllers made master."""
+    master = cluster.master(BROKER_SET)
+    if master is None:
+        raise RuntimeError("no master of broker-a to crash: the controllers elected none")
+    return master
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    """One row of the comparison: a deployment of seed 000 and how to run the workload on it."""
+
+    name: str
+    heading: str                   # seed 000's heading for the mode
+    seed_says: str                 # its pros and cons, in short
+    cluster_mode: str              # rmqlab.cluster mode
+    cluster_kwargs: dict = field(default_factory=dict)
+    victim: Callable[[Cluster], str] = classic_victim
+    # Adds the nodes PRODUCER (`sends` messages, open loop) and CONSUMER.
+    add_clients: Callable[..., None] = add_remoting_clients
+
+    def build(self, seed: int) -> Cluster:
+        return Cluster(self.cluster_mode, seed=seed, overrides={"*": dict(LAB_BROKER_SETTINGS)}, **self.cluster_kwargs)
+
+
+MODES: dict[str, ModeSpec] = {}
+
+
+def register_mode(spec: ModeSpec) -> ModeSpec:
+    """Add a row to the comparison (the Proxy rows come this way)."""
+    MODES[spec.name] = spec
+    return spec
+
+
+register_mode(ModeSpec(
+    "single-master", "单组节点单副本模式",
+    "risky: one broker; a restart or crash makes the whole service unavailable", "single-master"))
+register_mode(ModeSpec(
+    "2m-noslave", "多组节点(集群)单副本模式",
+    "one master down does not stop the application; its unconsumed messages wait for it; "
+    "async flush may lose a few messages on a machine crash", "2m-noslave"))
+register_mode(ModeSpec(
+    "2m-2s-async", "多节点(集群)多副本模式-异步复制",
+    "consumers continue from the slave; about as fast as 2m-noslave; a master disk failure may lose "
+    "a few messages", "2m-2s-async"))
+register_mode(ModeSpec(
+    "2m-2s-sync", "多节点(集群)多副本模式-同步双写",
+    "no single point of failure for data; about 10% slower; the slave does not take over", "2m-2s-sync"))
+register_mode(ModeSpec(
+    "controller-embedded", "Controller 嵌入 NameServer 部署",
+    "the controllers (inside the name servers) elect a new master from the SyncStateSet; with "
+    "allAckInSyncStateSet nothing acknowledged is lost", "controller-embedded", victim=elected_victim))
+register_mode(ModeSpec(
+    "controller-standalone", "Controller 独立部署",
+    "the same failover with the controllers as processes of their own (a name server is still "
+    "needed for routes)", "controller-standalone", victim=elected_victim))
+
+register_mode(ModeSpec(
+    "proxy-local", "Local模式部署",
+    "the Proxy runs inside each broker's process (mqbroker --enable-proxy): it goes down with its broker; "
+    "clients continue through the other brokers' Proxies", "2m-noslave", {"proxy": "local"},
+    add_clients=add_grpc_clients))
+register_mode(ModeSpec(
+    "proxy-cluster", "Cluster模式部署",
+    "the Proxy is deployed apart from the brokers (mqproxy): it survives a broker's crash and sends to the "
+    "brokers that are left; one more hop per send", "2m-noslave", {"proxy": "cluster"},
+    add_clients=add_grpc_clients))
+
+
+# --- the result -----------------------------------------------------------------------------------------
 @dataclass
 class ModeResult:
     mode: str
     sent: int
-    acknowledged: int
+    acknowledged: int             # SEND_OK: stored as the mode promises (replicated, in sync modes)
     failed: int
-    indeterminate: int
-    acknowledged_lost: int        # acknowledged, and on no broker: not on the slave, not after recovery
-    missing_after_recovery: int   # acknowledged, not readable once broker-a is back (it reads its own disk)
+    indeterminate: int            # unknown outcome: timed out, or stored without the promised replication
+    acknowledged_lost: int        # acknowledged, and on no broker: not on a replica, not after recovery
+    missing_after_recovery: int   # acknowledged, not readable once broker-a's master is back
     acked_during_outage: int
     sends_during_outage: int
-    p50_ms: float
+    p50_ms: float                 # send latency before the crash (virtual ms)
     p99_ms: float
-    readable_during_outage: int   # of broker-a's acknowledged messages
-    on_broker_a: int
+    readable_during_outage: int   # of on_broker_a: what a fresh consumer group read while the master was down
+    on_broker_a: int              # acknowledged by broker set broker-a before the crash
     seed_says: str
+    victim: str = ""              # the node whose machine crashed
+    read_from: str = "none"       # where the outage reader got broker-a's messages: "slave broker-a-s", ...
+    first_ack_after_crash_ms: float | None = None   # the application writes again (any broker)
+    set_writable_after_ms: float | None = None      # broker-a's set takes writes again
+    new_master: str | None = None                   # a replica elected master during the outage
+    failover_ms: float | None = None                # crash -> that election
+    route_dropped_after_ms: float | None = None     # crash -> the name server expired the master
+    endpoints_during_outage: str = ""               # Proxy rows: the endpoints that acknowledged sends then
+
+    @property
+    def lost_if_disk_destroyed(self) -> int:
+        """Acknowledged by broker-a before the crash and on no other replica: what the master's
+        disk alone held (seed 000: "磁盘损坏情况下会丢失少量消息")."""
+        return self.on_broker_a - self.readable_during_outage
+
+
+@dataclass
+class ModeRun:
+    """A mode's result with the trace it was judged from (for figures)."""
+
+    result: ModeResult
+    events: list[TraceEvent]
+    crash_at_ms: float
+    restart_at_ms: float
+    workload_start_ms: float
+
+
+# --- running ------------------------------------------------------------------------------------------
+def simulate_mode(mode: str, seed: int) -> ModeRun:
+    """Run the schedule of the module docstring on `mode` (a key of MODES); the trace and the result."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    spec = MODES[mode]
+    cluster = _warmed_up(spec, seed)
+    try:
+        victim = spec.victim(cluster)
+        sim = cluster.sim
+        spec.add_clients(cluster)
+        start = sim.now_ms()
+        crash_at, restart_at = start + CRASH_AT_MS, start + CRASH_AT_MS + OUTAGE_MS
+        sim.at(crash_at, lambda: cluster.nemesis.crash(victim))
+        cluster.run_for(CRASH_AT_MS + READ_AT_MS)
+        _read_back(cluster, OUTAGE_READER, deadline_ms=restart_at)
+        cluster.run_for(restart_at - sim.now_ms())
+        cluster.nemesis.restart(victim)
+        cluster.run_for(AFTER_MS + 2_000)  # the producer's last sends complete
+        _read_back(cluster, FINAL_READER)
+        events = list(cluster.events())
+    finally:
+        cluster.close()
+    return ModeRun(judge(mode, events, victim, start, crash_at, restart_at), events, crash_at, restart_at, start)
+
+
+def start_live(mode: str, seed: int) -> Cluster:
+    """`mode` running on the simulator with the workload's clients, warmed up like the comparison's
+    runs, for a lab's live section: the producer goes on sending every SEND_EVERY_MS for as long as
+    virtual time runs (the caller closes the cluster)."""
+    spec = MODES[mode]
+    cluster = _warmed_up(spec, seed)
+    try:
+        spec.add_clients(cluster, sends=LIVE_SENDS)
+        cluster.run_for(2_000)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
+def _warmed_up(spec: ModeSpec, seed: int) -> Cluster:
+    """The mode's cluster started, the topic on every broker, WARMUP_MS later."""
+    cluster = spec.build(seed)
+    try:
+        cluster.start(60_000)
+        _create_topic_everywhere(cluster)
+        cluster.run_for(WARMUP_MS)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
 
 
 def run_mode(mode: str, seed: int) -> ModeResult:
-    cluster = Cluster(mode, seed=seed, overrides={"*": {"slaveReadEnable": True}})
-    try:
-        cluster.start()
-        cluster.add_client("producer", lambda: ClientProcess(producer=DefaultMQProducer("PG", cluster.namesrv_addr),
-                                                             admin=DefaultMQAdminExt(cluster.namesrv_addr)))
-        sim = cluster.sim
-        producer = sim.components["producer"]["producer"]
-        node = sim.nodes["producer"]
-        # As an operator would: the topic on every master (mqadmin updateTopic -c), then one
-        # SlaveSynchronize period (60 s) so the slaves know it too.
-        admin = sim.components["producer"]["admin"]
-        sim.run(admin.create_and_update_topic_config_by_cluster("DefaultCluster", TopicConfig(TOPIC, 4, 4)))
-        cluster.run_for(65_000)
-        start = sim.now_ms()
-        sim.at(start + CRASH_AT_MS, lambda: cluster.nemesis.crash("broker-a"))
-
-        async def workload():
-            for i in range(SENDS):
-                try:
-                    await producer.send(Message(TOPIC, f"{mode}-{i}".encode()))
-                except Exception:  # traced as a failed send; the workload goes on, as a client would
-                    pass
-                await node.sleep(SEND_EVERY_MS)
-
-        sim.run(workload())
-        cluster.run_for(SETTLE_MS)
-        during_outage = _read_back(cluster, "reader-outage")
-        cluster.nemesis.restart("broker-a")
-        cluster.run_for(40_000)  # re-registration, then the clients' 30 s route refresh
-        after = _read_back(cluster, "reader-after")
-        return _judge(mode, cluster, start, during_outage, after)
-    finally:
-        cluster.close()
+    return simulate_mode(mode, seed).result
 
 
-def _read_back(cluster: Cluster, name: str) -> set[str]:
-    """The UNIQ_KEYs a fresh pull consumer can read now."""
-    cluster.add_client(name, lambda: ClientProcess(consumer=DefaultMQPullConsumer(name, cluster.namesrv_addr)))
+def simulate_modes(seed: int, modes: list[str] | None = None, workers: int = 1) -> dict[str, ModeRun]:
+    """`simulate_mode` for each of `modes` (default: every registered one), in that order. With
+    `workers` > 1 the modes run in that many worker processes at once (each run is seeded and
+    self-contained, so the results are the same; a notebook on 2 cores halves its wait)."""
+    names = list(modes or MODES)
+    if workers <= 1 or len(names) == 1:
+        return {name: simulate_mode(name, seed) for name in names}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # forkserver: workers start from a clean process, not a fork of a kernel's threads. They log
+    # at the levels set here (a lab's notebook_setup quiets rmqlab: a worker's stderr would land
+    # in the notebook).
+    levels = {name: logging.getLogger(name).level for name in LOGGERS}
+    with ProcessPoolExecutor(min(workers, len(names)), mp_context=multiprocessing.get_context("forkserver"),
+                             initializer=_set_log_levels, initargs=(levels,)) as pool:
+        runs = pool.map(simulate_mode, names, [seed] * len(names))
+        return dict(zip(names, runs))
+
+
+def _set_log_levels(levels: dict[str, int]) -> None:
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+def run_comparison(seed: int, modes: list[str] | None = None, workers: int = 1) -> list[ModeResult]:
+    return [run.result for run in simulate_modes(seed, modes, workers).values()]
+
+
+def _create_topic_everywhere(cluster: Cluster) -> None:
+    """`mqadmin updateTopic -c` (every master), then `updateTopic -b` on every other broker too:
+    a slave copies a new topic from its master only at its SlaveSynchronize run, a minute after it
+    started (seed 004), and a slave without the topic answers pulls with TOPIC_NOT_EXIST. A
+    long-running cluster's slaves would have it; the lab skips that minute."""
+    cluster.create_topic(TOPIC)
+    addrs = sorted({f["ext_fields"]["brokerAddr"] for f in register_frames(cluster.events())})
+    cluster.add_client(ADMIN, lambda: ClientProcess(admin=DefaultMQAdminExt(cluster.namesrv_addr)))
+    admin = cluster.sim.components[ADMIN]["admin"]
+
+    async def create() -> None:
+        for addr in addrs:
+            await admin.create_and_update_topic_config(addr, TopicConfig(TOPIC, 4, 4))
+
+    cluster.sim.run(create())
+    cluster.stop_client(ADMIN)
+
+
+def _read_back(cluster: Cluster, name: str, deadline_ms: float | None = None) -> None:
+    """A fresh pull consumer group reads every queue of TOPIC from offset 0 until a pull finds
+    nothing (its pulls are in the trace). Stops at `deadline_ms` (virtual) if given."""
+    def reader() -> ClientProcess:
+        client = DefaultMQPullConsumer(name, cluster.namesrv_addr)
+        _lab_client_config(client)
+        return ClientProcess(consumer=client)
+
+    cluster.add_client(name, reader)
     consumer = cluster.sim.components[name]["consumer"]
+    sim = cluster.sim
 
-    async def read():
-        keys = set()
+    async def read() -> None:
         try:
             queues = await consumer.fetch_subscribe_message_queues(TOPIC)
         except Exception:  # no route at all: every broker of the topic is down
-            return keys
+            return
         for mq in queues:
             offset = 0
-            while True:
+            while deadline_ms is None or sim.now_ms() < deadline_ms:
                 try:
                     r = await consumer.pull(mq, "*", offset, 32)
-                except Exception:  # the group has no live member
+                except Exception:  # traced as a failed pull: this queue cannot be read now
                     break
                 if not r.msg_found_list:
                     break
-                keys.update(m.get_property("UNIQ_KEY") for m in r.msg_found_list)
                 offset = r.next_begin_offset
-        return keys
 
-    return cluster.sim.run(read())
+    sim.run(read())
+    cluster.stop_client(name)
 
 
-def _judge(mode: str, cluster: Cluster, start: float, during_outage: set[str], after: set[str]) -> ModeResult:
-    ops = [op for op in client_ops(cluster.events()) if op.f == "send" and start <= op.invoke_time_ms]
-    ops = [op for op in ops if op.invoke_value["topic"] == TOPIC]
-    acked = [op for op in ops if op.type == "ok"]
-    latencies = sorted(op.complete_time_ms - op.invoke_time_ms for op in acked)
-    crash_at = start + CRASH_AT_MS
-    during = [op for op in ops if crash_at <= op.invoke_time_ms < crash_at + 4_000]
-    on_a = {op.invoke_value["uniq_key"] for op in acked if op.value.get("broker_name") == "broker-a"}
+# --- judging, from the trace alone ---------------------------------------------------------------------
+def judge(mode: str, events: list[TraceEvent], victim: str, start: float, crash_at: float,
+          restart_at: float) -> ModeResult:
+    ops = client_ops(events)
+    sends = [op for op in ops if op.node == PRODUCER and op.f == "send" and op.invoke_value.get("topic") == TOPIC]
+    acked = [op for op in sends if send_acknowledged(op)]
+    latencies = sorted(op.complete_time_ms - op.invoke_time_ms for op in acked
+                       if start + LATENCY_FROM_MS <= op.invoke_time_ms < crash_at)
+    during = [op for op in sends if crash_at <= op.invoke_time_ms < restart_at]
     acked_keys = {op.invoke_value["uniq_key"] for op in acked}
-    lost = acked_keys - after - during_outage
+    # Where a message was stored: its send's result names the broker set, except through a Cluster
+    # mode Proxy (the Proxy picked it); then any pull that returned it does.
+    stored_in = {m["uniq_key"]: m.get("broker_name") for op in ops if op.f == "pull" and op.type == "ok"
+                 for m in op.value["messages"]}
+    on_a = {op.invoke_value["uniq_key"] for op in acked if op.complete_time_ms < crash_at
+            and op.value.get("broker_name", stored_in.get(op.invoke_value["uniq_key"])) == BROKER_SET}
+
+    by_addr, roles = broker_nodes_by_addr(events), Roles(events)
+    reads: dict[str, set[str]] = {OUTAGE_READER: set(), FINAL_READER: set()}
+    sources: dict[str, int] = {}
+    for op in ops:
+        if op.node not in reads or op.f != "pull" or op.type != "ok":
+            continue
+        keys = {m["uniq_key"] for m in op.value["messages"]}
+        reads[op.node] |= keys
+        if op.node == OUTAGE_READER and keys & on_a:
+            node = by_addr.get(op.value.get("broker_addr"), op.value.get("broker_addr"))
+            role = roles.at(node, op.complete_time_ms)
+            where = f"{'master' if role in MASTER_ROLES else 'slave'} {node}"
+            sources[where] = sources.get(where, 0) + len(keys & on_a)
+    during_outage, after = reads[OUTAGE_READER], reads[FINAL_READER]
+
+    acks_after = sorted(op.complete_time_ms for op in acked if op.complete_time_ms >= crash_at)
+    set_acks_after = sorted(op.complete_time_ms for op in acked if op.complete_time_ms >= crash_at
+                            and op.value.get("broker_name", stored_in.get(op.invoke_value["uniq_key"])) == BROKER_SET)
+    endpoints: dict[str, int] = {}
+    for op in during:
+        if send_acknowledged(op) and op.value.get("endpoint"):
+            endpoints[op.value["endpoint"]] = endpoints.get(op.value["endpoint"], 0) + 1
+    elected = [e for e in events if e.kind == "role" and crash_at <= e.time_ms < restart_at
+               and e.fields.get("component", "broker") == "broker" and e.fields.get("to") in MASTER_ROLES
+               and e.node != victim]
     return ModeResult(
-        mode=mode, sent=len(ops), acknowledged=len(acked), failed=sum(op.type == "fail" for op in ops),
-        indeterminate=sum(op.type == "info" for op in ops), acknowledged_lost=len(lost),
+        mode=mode, sent=len(sends), acknowledged=len(acked), failed=sum(op.type == "fail" for op in sends),
+        indeterminate=len(sends) - len(acked) - sum(op.type == "fail" for op in sends),
+        acknowledged_lost=len(acked_keys - after - during_outage),
         missing_after_recovery=len(acked_keys - after),
-        acked_during_outage=sum(op.type == "ok" for op in during), sends_during_outage=len(during),
+        acked_during_outage=sum(send_acknowledged(op) for op in during), sends_during_outage=len(during),
         p50_ms=statistics.median(latencies) if latencies else 0.0,
         p99_ms=latencies[int(0.99 * (len(latencies) - 1))] if latencies else 0.0,
-        readable_during_outage=len(on_a & during_outage), on_broker_a=len(on_a), seed_says=SEED_CLAIMS[mode])
+        readable_during_outage=len(on_a & during_outage), on_broker_a=len(on_a),
+        seed_says=MODES[mode].seed_says if mode in MODES else "", victim=victim,
+        read_from=", ".join(f"{where} ({n})" for where, n in sorted(sources.items())) or "none",
+        first_ack_after_crash_ms=acks_after[0] - crash_at if acks_after else None,
+        set_writable_after_ms=set_acks_after[0] - crash_at if set_acks_after else None,
+        new_master=elected[0].node if elected else None,
+        failover_ms=elected[0].time_ms - crash_at if elected else None,
+        route_dropped_after_ms=_route_dropped(events, victim, crash_at, restart_at),
+        endpoints_during_outage=", ".join(f"{e} ({n})" for e, n in sorted(endpoints.items())))
 
 
-def run_comparison(seed: int) -> list[ModeResult]:
-    return [run_mode(mode, seed) for mode in SEED_CLAIMS]
+def _route_dropped(events: list[TraceEvent], victim: str, crash_at: float, restart_at: float) -> float | None:
+    """Crash -> the first name server's log line that it expired or dropped the victim's address."""
+    addrs = {f.get("ext_fields", {}).get("brokerAddr") for f in register_frames(events, victim)}
+    addrs.discard(None)
+    for e in events:
+        if crash_at <= e.time_ms < restart_at and e.kind == "log":
+            message = e.fields.get("message", "")
+            if (message.startswith("The broker channel expired") or message.startswith("the broker's channel destroyed")) \
+                    and any(a in message for a in addrs):
+                return e.time_ms - crash_at
+    return None
+
+
+# --- seed 000's claims, next to what was measured ------------------------------------------------------
+@dataclass(frozen=True)
+class Claim:
+    mode: str
+    quote: str        # seed 000, verbatim
+    gloss: str        # in English
+    measured: str     # what this run shows
+    holds: bool       # whether the measurement bears the claim out (for a machine crash, as run here)
+
+
+def _s(ms: float | None) -> str:
+    return "— (not during the run)" if ms is None else f"{ms / 1000:.1f} s"
+
+
+def claims(results: dict[str, ModeResult] | list[ModeResult]) -> list[Claim]:
+    """Seed 000's pros and cons of every mode that ran, each with the measurement that tests it.
+    Claims comparing two modes need both."""
+    r = results if isinstance(results, dict) else {m.mode: m for m in results}
+    out: list[Claim] = []
+
+    def claim(mode: str, quote: str, gloss: str, measured: str, holds: bool) -> None:
+        out.append(Claim(mode, quote, gloss, measured, bool(holds)))
+
+    if "single-master" in r:
+        m = r["single-master"]
+        claim(m.mode, "一旦Broker重启或者宕机时,会导致整个服务不可用",
+              "once the broker restarts or goes down, the whole service is unavailable",
+              f"{m.acked_during_outage} of {m.sends_during_outage} sends acknowledged during the outage; "
+              f"writes again after {_s(m.set_writable_after_ms)}, once the broker was back",
+              m.acked_during_outage == 0 and m.sends_during_outage > 0)
+    if "2m-noslave" in r:
+        m = r["2m-noslave"]
+        claim(m.mode, "单个Master宕机或重启维护对应用无影响",
+              "one master down or restarting does not affect the application",
+              f"{m.acked_during_outage} of {m.sends_during_outage} sends acknowledged during the outage "
+              f"(by broker-b; the others were in flight to broker-a when it died, or retried it)",
+              m.acked_during_outage >= 0.8 * m.sends_during_outage)
+        claim(m.mode, "单台机器宕机期间,这台机器上未被消费的消息在机器恢复之前不可订阅",
+              "while a machine is down, its unconsumed messages cannot be consumed until it recovers",
+              f"a new consumer group read {m.readable_during_outage} of broker-a's {m.on_broker_a} messages "
+              "during the outage", m.readable_during_outage == 0 and m.on_broker_a > 0)
+        claim(m.mode, "异步刷盘丢失少量消息",
+              "with asynchronous flush a few messages are lost (when the machine goes down)",
+              f"{m.acknowledged_lost} acknowledged messages lost for good: broker-a had not flushed them "
+              f"(of {m.on_broker_a} it acknowledged before the crash)", m.acknowledged_lost > 0)
+    if "2m-2s-async" in r:
+        m = r["2m-2s-async"]
+        claim(m.mode, "Master宕机后,消费者仍然可以从Slave消费,而且此过程对应用透明,不需要人工干预",
+              "after the master goes down, consumers still consume from the slave, transparently",
+              f"a new consumer group read {m.readable_during_outage} of broker-a's {m.on_broker_a} messages from "
+              f"{m.read_from}, after the name server dropped the dead master "
+              f"({_s(m.route_dropped_after_ms)} after the crash)",
+              m.on_broker_a > 0 and m.readable_during_outage == m.on_broker_a and "slave" in m.read_from)
+        if "2m-noslave" in r:
+            n = r["2m-noslave"]
+            claim(m.mode, "性能同多Master模式几乎一样", "performance almost the same as multi-master without slaves",
+                  f"median send latency {m.p50_ms:.2f} ms, 2m-noslave {n.p50_ms:.2f} ms",
+                  m.p50_ms <= 1.25 * n.p50_ms)
+        claim(m.mode, "Master宕机,磁盘损坏情况下会丢失少量消息",
+              "if the master goes down and its disk is damaged, a few messages are lost",
+              f"{m.lost_if_disk_destroyed} of broker-a's {m.on_broker_a} acknowledged messages were on its disk "
+              f"alone when it crashed; {m.acknowledged_lost} lost with the disk intact",
+              m.acknowledged_lost == 0 and m.lost_if_disk_destroyed <= max(1, 0.05 * m.on_broker_a))
+    if "2m-2s-sync" in r:
+        m = r["2m-2s-sync"]
+        claim(m.mode, "数据与服务都无单点故障,Master宕机情况下,消息无延迟",
+              "no single point of failure for data or service; with the master down, messages are not delayed",
+              f"{m.acknowledged_lost} acknowledged messages lost; {m.readable_during_outage} of broker-a's "
+              f"{m.on_broker_a} readable from {m.read_from}, but only once the name server dropped the dead "
+              f"master, {_s(m.route_dropped_after_ms)} after the crash",
+              m.acknowledged_lost == 0 and m.readable_during_outage == m.on_broker_a
+              and m.route_dropped_after_ms is not None and m.route_dropped_after_ms < 5_000)
+        if "2m-2s-async" in r:
+            a = r["2m-2s-async"]
+            claim(m.mode, "性能比异步复制模式略低(大约低10%左右),发送单个消息的RT会略高",
+                  "a little slower than asynchronous replication (about 10%); a single send's RT is a little higher",
+                  f"median send latency {m.p50_ms:.2f} ms, 2m-2s-async {a.p50_ms:.2f} ms "
+                  f"({m.p50_ms / a.p50_ms:.1f}x: each send also waits for the slave's ack)", m.p50_ms > a.p50_ms)
+        claim(m.mode, "目前版本在主节点宕机后,备机不能自动切换为主机",
+              "in this version the slave cannot become master automatically when the master goes down",
+              "no broker of broker-a became master during the outage; broker-a took writes again: "
+              + (f"{_s(m.set_writable_after_ms)} after the crash" if m.set_writable_after_ms is not None else
+                 "not during the run (its restarted master had lost its unflushed tail, its slave was ahead "
+                 "of it and was refused, so no sync send could complete)"),
+              m.new_master is None and (m.set_writable_after_ms is None or m.set_writable_after_ms >= OUTAGE_MS))
+    for mode in ("controller-embedded", "controller-standalone"):
+        if mode not in r:
+            continue
+        m = r[mode]
+        claim(mode, "Controller 组件提供选主能力" if mode == "controller-embedded" else
+              "配置参数与内嵌模式相同",
+              "the controller elects a new master" if mode == "controller-embedded" else
+              "standalone controllers, the same parameters as embedded ones: the same failover",
+              f"{m.new_master} became master {_s(m.failover_ms)} after the crash; broker-a took writes again after "
+              f"{_s(m.set_writable_after_ms)}",
+              m.new_master is not None and m.set_writable_after_ms is not None and m.set_writable_after_ms < OUTAGE_MS)
+        claim(mode, "allAckInSyncStateSet:若该值为 true,则一条消息需要复制到 SyncStateSet 中的每一个副本才会向客户端"
+              "返回成功,可以保证消息不丢失",
+              "allAckInSyncStateSet=true: a message is acknowledged once every SyncStateSet replica has it, so no "
+              "message is lost",
+              f"{m.acknowledged_lost} acknowledged messages lost; {m.missing_after_recovery} missing once the old "
+              f"master had rejoined (of {m.acknowledged})",
+              m.acknowledged_lost == 0 and m.missing_after_recovery == 0)
+    if "proxy-local" in r:
+        m = r["proxy-local"]
+        claim(m.mode, "在 Local 模式下,Broker 和 Proxy 是同进程部署",
+              "in Local mode the Proxy runs in the broker's process: it goes down with broker-a's machine, and "
+              "clients continue through the other brokers' Proxies",
+              f"{m.acked_during_outage} of {m.sends_during_outage} sends acknowledged during the outage, through "
+              f"{m.endpoints_during_outage or 'no endpoint'}",
+              m.acked_during_outage >= 0.8 * m.sends_during_outage and m.endpoints_during_outage.count("(") == 1)
+    if "proxy-cluster" in r:
+        m = r["proxy-cluster"]
+        local = r.get("proxy-local")
+        claim(m.mode, "在 Cluster 模式下,Broker 和 Proxy 分别部署",
+              "in Cluster mode the Proxy is deployed apart: it outlives broker-a and sends to the brokers that are "
+              "left; every send takes one more hop",
+              f"{m.acked_during_outage} of {m.sends_during_outage} sends acknowledged during the outage through "
+              f"{m.endpoints_during_outage or 'no endpoint'}"
+              + (f"; median send latency {m.p50_ms:.2f} ms, Local mode {local.p50_ms:.2f} ms" if local else ""),
+              m.acked_during_outage >= 0.8 * m.sends_during_outage and (local is None or m.p50_ms > local.p50_ms))
+    return out
+
+
+def _html_table(headers: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def claims_html(items: list[Claim]) -> str:
+    """The claims as an HTML table: mode, seed 000's words, what they mean, what was measured."""
+    return _html_table(["mode", "seed 000 says", "", "measured here", "holds?"], [
+        [html.escape(c.mode), html.escape(c.quote), html.escape(c.gloss), html.escape(c.measured),
+         "✔ yes" if c.holds else "✘ no"] for c in items])
+
+
+def results_html(results: list[ModeResult]) -> str:
+    """The comparison's numbers, one row per mode."""
+    def ms(v: float | None) -> str:
+        return "—" if v is None else f"{v / 1000:.1f} s"
+
+    return _html_table(
+        ["mode", "acknowledged / sent", "acknowledged during the outage", "broker-a writable again after",
+         "new master (after)", "broker-a's messages read during the outage", "lost", "missing after recovery",
+         "p50 / p99 send ms"],
+        [[html.escape(m.mode), f"{m.acknowledged} / {m.sent}", f"{m.acked_during_outage} / {m.sends_during_outage}",
+          ms(m.set_writable_after_ms), "—" if m.new_master is None else f"{m.new_master} ({ms(m.failover_ms)})",
+          f"{m.readable_during_outage} / {m.on_broker_a}" + (f" from {html.escape(m.read_from)}" if m.readable_during_outage
+                                                             else ""), str(m.acknowledged_lost),
+          str(m.missing_after_recovery), f"{m.p50_ms:.2f} / {m.p99_ms:.2f}"] for m in results])
