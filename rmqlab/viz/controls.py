@@ -52,8 +52,7 @@ class FaultPanel:
     def _server_nodes(self) -> list[str]:
         from rmqlab.cluster import ADMIN_NODE
 
-        names = self.cluster.sim.nodes if self.cluster.runtime == "sim" else self.cluster.real.node_names()
-        return [n for n in names if n not in self.cluster.clients and n != ADMIN_NODE]
+        return [n for n in self.cluster.nemesis.node_names() if n not in self.cluster.clients and n != ADMIN_NODE]
 
     def _button(self, action: str, node: str | None = None, ms: float | None = None) -> widgets.Button:
         label = f"{action} {node}" if node else (f"run {ms / 1000:g} s" if ms else action)
