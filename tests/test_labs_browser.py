@@ -120,6 +120,31 @@ def _roles(page) -> str:
     return "\n".join(page.locator(".rmqlab-roles").all_inner_texts())
 
 
+def _fault_button(labels: list[str], roles: str) -> int | None:
+    """The button to click: "kill <the master>" (a node the role display shows up and a master),
+    else "kill" of any node shown up, else the stepper's "deliver next". The notebook's own cells
+    may already have killed some nodes: killing those again would change nothing."""
+    states = dict(line.split("\t", 1) for line in roles.splitlines() if "\t" in line)
+    up = {node for node, state in states.items() if not state.startswith("down")}
+    kills = [(i, label.removeprefix("kill ")) for i, label in enumerate(labels) if label.startswith("kill ")]
+    for wanted in (lambda n: n in up and "MASTER" in states[n], lambda n: n in up):
+        found = next((i for i, node in kills if wanted(node)), None)
+        if found is not None:
+            return found
+    return next((i for i, label in enumerate(labels) if label == "deliver next"), None)
+
+
+def _stop_kernels(base: str, token: str) -> None:
+    """Shut down the kernels a notebook started (the next one gets the machine to itself)."""
+    import json
+
+    with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=10) as r:
+        kernels = json.load(r)
+    for k in kernels:
+        request = urllib.request.Request(f"{base}/api/kernels/{k['id']}?token={token}", method="DELETE")
+        urllib.request.urlopen(request, timeout=30).close()
+
+
 def _wait(predicate, timeout_s: float, what: str, page) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -141,7 +166,8 @@ def test_lab_runs_and_its_fault_button_updates_the_widget(notebook, jupyterlab, 
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        page.goto(f"{base}/lab/tree/{notebook}?token={token}")
+        # A workspace of its own, reset: no tab of an earlier notebook comes back.
+        page.goto(f"{base}/lab/workspaces/{stem}/tree/{notebook}?token={token}&reset")
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=60_000)
         # JupyterLab may ask which kernel to start (the notebook's own, preselected): accept it.
         select = page.locator(".jp-Dialog button", has_text=re.compile(r"^Select$"))
@@ -162,9 +188,8 @@ def test_lab_runs_and_its_fault_button_updates_the_widget(notebook, jupyterlab, 
         page.screenshot(path=os.path.join(out, f"{stem}.png"), full_page=True)
 
         buttons = page.locator("button.jupyter-button")
-        labels = buttons.evaluate_all("bs => bs.map(b => b.textContent)")
-        choice = next((i for prefix in ("kill broker", "kill ", "deliver next")
-                       for i, label in enumerate(labels) if label.strip().startswith(prefix)), None)
+        labels = [label.strip() for label in buttons.evaluate_all("bs => bs.map(b => b.textContent)")]
+        choice = _fault_button(labels, _roles(page))
         assert choice is not None, f"{notebook}: no fault or stepper button among {labels[:20]}"
         button = buttons.nth(choice)
         button.scroll_into_view_if_needed()
@@ -179,3 +204,4 @@ def test_lab_runs_and_its_fault_button_updates_the_widget(notebook, jupyterlab, 
         assert not errors, f"{notebook}: JavaScript errors: {errors[:3]}"
     finally:
         page.close()
+        _stop_kernels(base, token)
