@@ -8,18 +8,21 @@ broker-a of three replicas), a few virtual minutes each, about a second of wall 
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import nbformat
+import plotly.graph_objects as go
 import pytest
 
+from rmqlab.checker.checkers import sync_state_sets
 from rmqlab.cluster import Cluster
 from rmqlab.common.manual_clock import ManualClock
 from rmqlab.config.controller import ControllerConfig
 from rmqlab.controller.impl.controller_state_machine import ControllerStateMachine
-from rmqlab.controller.impl.event import (AlterSyncStateSetEvent, ApplyBrokerIdEvent, ElectMasterEvent,
-                                          ListEventSerializer)
+from rmqlab.controller.impl.event import (AlterSyncStateSetEvent, ApplyBrokerIdEvent, CleanBrokerDataEvent,
+                                          ElectMasterEvent, ListEventSerializer, UpdateBrokerAddressEvent)
 from rmqlab.controller.impl.manager.replicas_info_manager import ReplicasInfoManager
 from rmqlab.lab.notebooks import problems
 from rmqlab.trace import KINDS, Tracer, TraceEvent, trace_hash
@@ -28,6 +31,7 @@ from rmqlab.viz.controller import (RAFT_STATES, TRIGGERS, ControllerView, broker
                                    log_conflicts, metadata_rows, metadata_text, raft_figure, raft_leaders,
                                    raft_spans, raft_status, raft_text, replay, sync_state_figure,
                                    sync_state_history)
+from rmqlab.viz.figure_widgets import redraw
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "labs" / "02-raft-controller.ipynb"
 
@@ -174,6 +178,60 @@ def test_sync_state_history_follows_the_masters_the_brokers_took(run):
     assert broker_nodes(events) == {("broker-a", i): node for node, i in ids.items()}
 
 
+def _manager_view(manager: ReplicasInfoManager, broker_set: str) -> tuple:
+    info = manager.sync_state_set_info_table.get(broker_set)
+    replicas = manager.replica_info_table.get(broker_set)
+    return (info.master_broker_id if info else None, info.master_epoch if info else 0,
+            tuple(sorted(info.sync_state_set)) if info else (), info.sync_state_set_epoch if info else 0,
+            tuple(sorted(replicas.broker_id_info)) if replicas else ())
+
+
+def _point_view(p) -> tuple:
+    return (p.master, p.master_epoch, p.sync_state_set, p.sync_state_set_epoch, p.broker_ids)
+
+
+def test_the_checkers_replay_agrees_with_the_controllers_state_machine(run):
+    """sync_state_history (the election checker's own model of the log, also behind these figures)
+    and ReplicasInfoManager.apply_event give the same replica info after every entry: on the run,
+    and on a hand-written log with what the run lacks (an election finding nobody, partial and
+    whole cleans, a set started afresh, a second set, fenced and OpenTerm entries)."""
+    events, _ = run
+    last_per_index = {p.index: p for p in sync_state_history(events)}
+    assert len(last_per_index) > 5
+    for index, p in last_per_index.items():
+        assert _point_view(p) == _manager_view(replay(events, upto_index=index), p.broker_set), index
+
+    a, b = "broker-a", "broker-b"
+    log = [ApplyBrokerIdEvent("C", a, "127.0.0.1:1", 1, "x;1"), ApplyBrokerIdEvent("C", a, "127.0.0.1:2", 2, "x;2"),
+           ApplyBrokerIdEvent("C", a, "127.0.0.1:3", 3, "x;3"), ElectMasterEvent(a, 1),
+           AlterSyncStateSetEvent(a, {1, 2, 3}), ApplyBrokerIdEvent("C", b, "127.0.0.1:4", 1, "x;4"),
+           ElectMasterEvent(b, 1), UpdateBrokerAddressEvent("C", a, "127.0.0.1:9", 3), CleanBrokerDataEvent(a, {3}),
+           ElectMasterEvent(a, None, False), AlterSyncStateSetEvent(a, {2}), ElectMasterEvent(a, 2),
+           CleanBrokerDataEvent(a, {2}),  # the SyncStateSet left empty: that table is dropped
+           ElectMasterEvent(a, 1),        # so the set is not contained: ignored
+           ApplyBrokerIdEvent("C", a, "127.0.0.1:5", 4, "x;5"), ElectMasterEvent(a, 4), CleanBrokerDataEvent(b),
+           ApplyBrokerIdEvent("C", b, "127.0.0.1:6", 7, "x;6")]
+    tracer, manager = Tracer(ManualClock(start_ms=0)), ReplicasInfoManager(ControllerConfig())
+    expected, indexes = [], itertools.count(10)
+    for k, event in enumerate(log):
+        body = event.to_json_dict()
+        if k % 4 == 0:  # a stale writer's entry, and a new leader's OpenTerm: neither changes anything
+            tracer.emit("controller-n1", "controller.event", event=type(event).__name__, index=next(indexes),
+                        term=1, writer="n1", applied=False, broker_set=event.broker_name, body=body, position=0)
+            tracer.emit("controller-n0", "controller.event", event="OpenTerm", index=next(indexes), term=2,
+                        writer="n0", applied=True)
+        index = next(indexes)
+        for node in ("controller-n0", "controller-n2"):
+            tracer.emit(node, "controller.event", event=type(event).__name__, index=index, term=2, writer="n0",
+                        applied=True, broker_set=event.broker_name, body=body, position=0)
+        manager.apply_event(event)
+        expected.append((type(event).__name__, event.broker_name, _manager_view(manager, event.broker_name)))
+    got = [(p.event, p.broker_set, _point_view(p)) for p in sync_state_history(tracer.events)]
+    assert got == expected
+    assert got[-6][2] == (None, 0, (), 0, (1,)) and got[-1][2] == (None, 0, (), 0, (7,))
+    assert sync_state_sets(tracer.events) == {a: [4]}  # broker-b registered again, none in sync yet
+
+
 def test_raft_spans_and_leaders(run):
     events, facts = run
     spans = raft_spans(events)
@@ -248,6 +306,38 @@ def test_the_live_view_redraws_in_place(run):
     three = len(view.roles.data)
     view.update([e for e in events if e.node != "controller-n2"])
     assert len(view.roles.data) == three - 1
+
+
+def test_redraw_leaves_the_widget_equal_to_the_figure(run):
+    """rmqlab.viz.figure_widgets.redraw, behind every live figure of the labs: the same traces are
+    updated in place (the widget keeps its trace objects), other traces replace them, and whatever
+    the new figure leaves out is reset rather than left over."""
+    events, _ = run
+
+    def set_(value):  # what is set: a property reset to None reads back as {} (or [] for shapes)
+        if isinstance(value, dict):
+            value = {k: set_(v) for k, v in value.items() if k != "uid"}
+            return {k: v for k, v in value.items() if v not in ({}, [], None)}
+        return [set_(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+    def content(fig) -> dict:
+        return set_(fig.to_dict())
+
+    widget = go.FigureWidget(sync_state_figure(events[:len(events) // 3]))
+    kept = list(widget.data)
+    redraw(widget, sync_state_figure(events))
+    assert content(widget) == content(sync_state_figure(events))
+    assert all(a is b for a, b in zip(widget.data, kept)), "the same traces: updated in place"
+    redraw(widget, raft_figure(events))
+    assert content(widget) == content(raft_figure(events)) and widget.data[0] is not kept[0]
+    marked = go.Figure(go.Scatter(x=[1], y=[2], name="n", text=["t"], marker_color="red"),
+                       layout=dict(title="with", shapes=[dict(type="line", x0=0, x1=1, y0=0, y1=1)]))
+    plain = go.Figure(go.Scatter(x=[1], y=[3], name="n"))
+    redraw(widget, marked)
+    redraw(widget, plain)
+    assert content(widget) == content(plain)
+    assert widget.data[0].text is None and widget.data[0].marker.color is None and not widget.layout.shapes
+    assert widget.layout.title.text is None
 
 
 def triggers_run(seed: int, root_dir: Path) -> list[TraceEvent]:

@@ -12,10 +12,11 @@ import pytest
 
 from rmqlab.demo import mode_comparison as mc
 from rmqlab.trace import TraceEvent, trace_hash
+from rmqlab.viz.figure_widgets import redraw
 from rmqlab.viz.offsets import offset_series, offsets_figure, replication_lag
 from rmqlab.viz.sends import (consumption_figure, consumption_sources, pull_rows, send_rows, sends_by_mode_figure,
                               sends_figure)
-from rmqlab.viz.topology import redraw, topology, topology_figure
+from rmqlab.viz.topology import topology, topology_figure
 
 SEED = 7
 

@@ -13,8 +13,8 @@ import time
 import plotly.graph_objects as go
 import pytest
 
-from rmqlab.checker.checkers import (check_elections, check_truncations, commitlog_end, replay_epochs, sync_state_sets,
-                                     truncations)
+from rmqlab.checker.checkers import (check_elections, check_truncations, commitlog_end, consistent_point, replay_epochs,
+                                     sync_state_sets, truncations)
 from rmqlab.common.checkpoint_file import LONG_MAX
 from rmqlab.lab.exercises.truncation import PUBLIC_EXAMPLES, Example, check, load_examples
 from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
@@ -229,8 +229,8 @@ def test_election_checker_follows_the_replicated_sync_state_set():
     tracer = Tracer(lambda: 0.0)
     for node, broker_id in (("broker-n0", 1), ("broker-n1", 2), ("broker-n2", 3)):
         tracer.emit(node, "node.start", component="broker")
-        tracer.emit(node, "frame.send", proto="remoting", peer="controller-n0", size=10,
-                    ext_fields={"brokerName": "broker-a", "brokerId": str(broker_id)})
+        tracer.emit(node, "frame.send", proto="remoting", peer="controller-n0", size=10, code=1003, flag=0,
+                    ext_fields={"brokerName": "broker-a", "brokerId": str(broker_id)})  # CONTROLLER_REGISTER_BROKER
     elect = lambda i, b: _controller_event(tracer, i, "ElectMasterEvent", {"brokerName": "broker-a",  # noqa: E731
                                                                             "newMasterBrokerId": b,
                                                                             "newMasterElected": True})
@@ -267,7 +267,8 @@ def test_truncation_checker_recomputes_the_point_and_follows_the_cut():
         tracer.emit("s", "frame.recv", proto="ha", peer="127.0.0.1:30912", size=44, name="handshake", offset=800,
                     epoch=3, entries=2, epoch_entries=[[1, 0], [3, 400]])
         log = tracer.emit("s", "log", level="INFO", logger="rmqlab.ha", message=f"doTruncate: consistent epoch 1: "
-                          f"truncate to {point} (local max 900, master max 800)")
+                          f"truncate to {point} (local max 900, master max 800)", ok=True, truncate_offset=point,
+                          consistent_epoch=1, local_max_offset=900, master_max_offset=800)
         tracer.emit("s", "offset", which="confirmed", value=min(point, confirmed or point))  # the cut clamps it
         tracer.emit("s", "offset", which="written", value=written)
         return tracer.events, log
@@ -276,6 +277,8 @@ def test_truncation_checker_recomputes_the_point_and_follows_the_cut():
     [t] = truncations(events)
     assert (t.node, t.master, t.point, t.local_entries, t.master_entries) == ("s", "m", 400, ((1, 0), (2, 500)),
                                                                              ((1, 0), (3, 400)))
+    assert (t.ok, t.epoch, t.local_max, t.master_max, t.reason) == (
+        True, 1, 900, 800, "consistent epoch 1: truncate to 400 (local max 900, master max 800)")
     assert check_truncations(events).valid
     assert replay_epochs(events) == {"m": [(1, 0), (3, 400)], "s": [(1, 0)]}
 
@@ -331,6 +334,26 @@ def _story(seed: int, unclean: bool):
     return c, s, stores, before, master_before
 
 
+def _decisions_say_what_their_text_says(events) -> int:
+    """Every traced doTruncate decision: its fields (what the checkers read) agree with the log line's
+    text and with the decision recomputed from the epoch files it names. Returns how many."""
+    found = truncations(events)
+    levels = {e.seq: e.fields["level"] for e in events if e.kind == "log"}
+    for t in found:
+        assert t.ok == (levels[t.seq] == "INFO") and t.local_max is not None and t.master_max is not None
+        if t.epoch is not None:
+            assert t.reason == (f"consistent epoch {t.epoch}: truncate to {t.point} (local max {t.local_max}, "
+                                f"master max {t.master_max})")
+        elif t.point is not None:
+            assert t.point == t.local_max
+            assert t.reason.startswith(f"the local epochs hold no data (local max {t.point})")
+        else:
+            assert ("epoch cache is empty" in t.reason) if t.ok else t.reason.startswith("no consistent point")
+        decision = consistent_point(list(t.local_entries), t.local_max, list(t.master_entries), t.master_max)
+        assert (decision.ok, decision.truncate_offset, decision.consistent_epoch) == (t.ok, t.point, t.epoch)
+    return len(found)
+
+
 def test_unclean_election_story_diagram_truncations_and_invariant_panel():
     c, s, stores, before, master_before = _story(17, unclean=True)
     x, y, a = s["x"], s["y"], s["a"]
@@ -346,6 +369,7 @@ def test_unclean_election_story_diagram_truncations_and_invariant_panel():
     assert dict(zip(tail.y, (b + w for b, w in zip(tail.base, tail.x)))) == {a: rows[a].end, x: rows[x].end}
     # What the replicas then did, from the trace: exactly the cut the diagram predicted.
     events = c.events()
+    assert _decisions_say_what_their_text_says(events) >= 2
     done = {t.node: t for t in truncations(events) if t.point is not None}
     assert done[x].point == done[a].point == cut and done[x].master == done[a].master == y
     assert done[x].local_entries == rows[x].entries and done[x].local_max == rows[x].end
@@ -389,6 +413,7 @@ def test_clean_elections_keep_every_invariant():
     assert master_before is None  # nobody outside the SyncStateSet is elected
     statuses = evaluate(c.events(), stores)
     assert [st.state for st in statuses] == ["pass"] * 4, invariant_text(statuses)
+    assert _decisions_say_what_their_text_says(c.events()) >= 2
     assert statuses[3].results[0].stats["lost"] == 0 and statuses[3].results[0].stats["acknowledged"] > 0
 
 

@@ -101,7 +101,7 @@ def browser(tmp_path_factory):
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1800})
         try:
             yield context
         finally:

@@ -16,11 +16,11 @@ run them on any recorded trace.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from rmqlab.checker.result import CheckResult, Violation, result
+from rmqlab.remoting.request_code import RequestCode
 from rmqlab.trace import ClientOp, TraceEvent, client_ops
 
 MASTER_ROLES = ("SYNC_MASTER", "ASYNC_MASTER")
@@ -280,7 +280,12 @@ def commitlog_end(store_root: str) -> int:
     return end
 
 
-# --- the controllers' replicated log: elections ---------------------------------------------------------
+# --- the controllers' replicated log, and the replica info it builds --------------------------------------
+# One reading of the `controller.event`s, shared by check_elections, the labs' SyncStateSet figures
+# (rmqlab.viz.sync_state_set, rmqlab.viz.controller) and the lab notebooks.
+ELECT_MASTER, ALTER_SYNC_STATE_SET = "ElectMasterEvent", "AlterSyncStateSetEvent"
+
+
 def controller_log(events: Iterable[TraceEvent]) -> list[TraceEvent]:
     """The controllers' replicated event log, once: of the `controller.event`s every controller
     emits as it applies an entry, the first per (Raft index, position in the entry), in log order;
@@ -292,21 +297,109 @@ def controller_log(events: Iterable[TraceEvent]) -> list[TraceEvent]:
     return [first[key] for key in sorted(first)]
 
 
+@dataclass(frozen=True)
+class SyncStatePoint:
+    """A broker set's replica info right after one event of the controllers' log: its
+    SyncStateInfo (master, masterEpoch, SyncStateSet, syncStateSetEpoch) and the broker ids its
+    BrokerReplicaInfo has registered. `seq`, `time_ms` and `node`: the event's first application."""
+
+    seq: int
+    time_ms: float
+    node: str
+    index: int                     # the Raft log index of the entry
+    event: str                     # the RIP-44 event type (ElectMasterEvent, ...)
+    broker_set: str
+    master: int | None
+    master_epoch: int
+    sync_state_set: tuple[int, ...]
+    sync_state_set_epoch: int
+    broker_ids: tuple[int, ...]
+
+
+def sync_state_history(events: Iterable[TraceEvent], broker_set: str | None = None) -> list[SyncStatePoint]:
+    """Every change of a broker set's replica info (of every set if None), one point per event of
+    the controllers' log, replayed as ReplicasInfoManager.applyEvent does (reference §4.2): an
+    ElectMasterEvent sets master := the elected id, SyncStateSet := {it} (a new syncStateSetEpoch),
+    or with nobody elected only forgets the master, and bumps masterEpoch either way; an
+    AlterSyncStateSetEvent sets the SyncStateSet (a new syncStateSetEpoch); an ApplyBrokerIdEvent
+    registers an id, the set's first one starting both tables afresh; a CleanBrokerDataEvent forgets
+    ids (no new epoch; a table left empty is dropped), or the whole set. Elections and alters of a
+    set missing from either table change nothing.
+
+    A model written from the reference rather than a call into rmqlab's controller: a checker that
+    judged the controllers with their own state machine would inherit its bugs
+    (tests/test_lab_controller.py checks that the two agree). Deviation, for synthetic and partial
+    traces: an election or alter of a set the log never named before starts it, unregistered, where
+    ReplicasInfoManager ignores it (the controllers never write one: their requests check first)."""
+    ids: dict[str, frozenset[int]] = {}  # replicaInfoTable: the registered broker ids
+    infos: dict[str, dict] = {}          # syncStateSetInfoTable: master, epochs, SyncStateSet
+    out = []
+    for e in controller_log(events):
+        body = e.fields.get("body") or {}
+        name = e.fields.get("broker_set") or body.get("brokerName")
+        kind = e.fields["event"]
+        if kind in (ELECT_MASTER, ALTER_SYNC_STATE_SET) and name not in ids and name not in infos:
+            ids[name], infos[name] = frozenset(), _new_sync_state_info()
+        info, known = infos.get(name), name in ids and name in infos
+        if kind == ELECT_MASTER and known:
+            info["master_epoch"] += 1
+            if body.get("newMasterElected"):
+                info.update(master=body["newMasterBrokerId"], sync_state_set=frozenset({body["newMasterBrokerId"]}),
+                            sync_state_set_epoch=info["sync_state_set_epoch"] + 1)
+            else:
+                info["master"] = None
+        elif kind == ALTER_SYNC_STATE_SET and known:
+            info.update(sync_state_set=frozenset(body.get("newSyncStateSet") or ()),
+                        sync_state_set_epoch=info["sync_state_set_epoch"] + 1)
+        elif kind == "ApplyBrokerIdEvent":
+            if known:
+                ids[name] |= {body["newBrokerId"]}
+            else:
+                ids[name], infos[name] = frozenset({body["newBrokerId"]}), _new_sync_state_info()
+        elif kind == "CleanBrokerDataEvent" and not body.get("brokerIdSetToClean"):
+            ids.pop(name, None)
+            infos.pop(name, None)
+        elif kind == "CleanBrokerDataEvent" and known:
+            gone = set(body["brokerIdSetToClean"])
+            ids[name] -= gone
+            info["sync_state_set"] -= gone
+            if not ids[name]:
+                del ids[name]
+            if not info["sync_state_set"]:
+                del infos[name]
+        if broker_set is None or name == broker_set:
+            info = infos.get(name) or _new_sync_state_info()
+            out.append(SyncStatePoint(e.seq, e.time_ms, e.node, e.fields["index"], kind, name, info["master"],
+                                      info["master_epoch"], tuple(sorted(info["sync_state_set"])),
+                                      info["sync_state_set_epoch"], tuple(sorted(ids.get(name, ())))))
+    return out
+
+
+def _new_sync_state_info() -> dict:
+    return {"master": None, "master_epoch": 0, "sync_state_set": frozenset(), "sync_state_set_epoch": 0}
+
+
+def sync_state_sets(events: Iterable[TraceEvent]) -> dict[str, list[int]]:
+    """broker set -> its SyncStateSet (controller-assigned broker ids, sorted) as the controllers'
+    replicated log has it at the end of `events`; a set with none (yet, or any more) is left out."""
+    last: dict[str, SyncStatePoint] = {}
+    for p in sync_state_history(events):
+        last[p.broker_set] = p
+    return {name: list(p.sync_state_set) for name, p in sorted(last.items()) if p.sync_state_set}
+
+
 def broker_id_nodes(events: Iterable[TraceEvent]) -> dict[tuple[str, int], str]:
-    """(broker set, controller-assigned broker id) -> broker node, from the brokerId (or
-    appliedBrokerId) a broker puts beside its brokerName in its requests to the controllers."""
-    brokers: set[str] = set()
-    found: list[tuple[str, str, int]] = []  # (node, broker set, id), the node not yet known as a broker
+    """(broker set, controller-assigned broker id) -> the broker node holding it: the sender of a
+    CONTROLLER_REGISTER_BROKER request naming the brokerName and brokerId (a broker registers with
+    the id the controllers applied for it, at every start)."""
+    out = {}
     for e in events:
-        if e.kind == "node.start":
-            if e.fields.get("component") == "broker":
-                brokers.add(e.node)
-        elif e.kind == "frame.send" and e.fields.get("ext_fields"):
-            ext = e.fields["ext_fields"]
-            broker_id = ext.get("brokerId", ext.get("appliedBrokerId"))
-            if ext.get("brokerName") and broker_id is not None and str(broker_id).lstrip("-").isdigit():
-                found.append((e.node, ext["brokerName"], int(broker_id)))
-    return {(name, broker_id): node for node, name, broker_id in found if node in brokers}
+        if e.kind == "frame.send" and e.fields.get("code") == RequestCode.CONTROLLER_REGISTER_BROKER \
+                and not e.fields.get("flag", 0) & 1:
+            ext = e.fields.get("ext_fields") or {}
+            if ext.get("brokerName") and str(ext.get("brokerId", "")).lstrip("-").isdigit():
+                out[(ext["brokerName"], int(ext["brokerId"]))] = e.node
+    return out
 
 
 def check_elections(events: Iterable[TraceEvent], *, unclean_allowed: bool = False) -> CheckResult:
@@ -320,74 +413,41 @@ def check_elections(events: Iterable[TraceEvent], *, unclean_allowed: bool = Fal
     events = list(events)
     nodes = broker_id_nodes(events)
     elections, unclean, violations = 0, [], []
-    for e, broker_set, epoch, before, new in _replay_sync_state_sets(events):
-        if new is None:
-            continue  # no candidate: the set has no master in this epoch
+    before: dict[str, tuple[int, ...]] = {}  # broker set -> its SyncStateSet before the event at hand
+    for p in sync_state_history(events):
+        members, before[p.broker_set] = before.get(p.broker_set, ()), p.sync_state_set
+        if p.event != ELECT_MASTER or p.master is None:
+            continue  # not an election, or no candidate: the set has no master in this epoch
         elections += 1
-        if not before or new in before:
+        if not members or p.master in members:
             continue
-        node = nodes.get((broker_set, new))
-        entry = {"broker_set": broker_set, "broker_id": new, "node": node, "epoch": epoch,
-                 "sync_state_set": sorted(before), "seq": e.seq, "time_ms": e.time_ms}
+        node = nodes.get((p.broker_set, p.master))
+        entry = {"broker_set": p.broker_set, "broker_id": p.master, "node": node, "epoch": p.master_epoch,
+                 "sync_state_set": list(members), "seq": p.seq, "time_ms": p.time_ms}
         unclean.append(entry)
         if not unclean_allowed:
-            who = f"{node} (id {new})" if node else f"broker id {new}"
+            who = f"{node} (id {p.master})" if node else f"broker id {p.master}"
             violations.append(Violation(
-                "unclean-election", f"{who} elected master of {broker_set} in epoch {epoch} from outside its "
-                f"SyncStateSet {sorted(before)}", node or e.node, e.seq, e.time_ms, entry))
+                "unclean-election", f"{who} elected master of {p.broker_set} in epoch {p.master_epoch} from outside "
+                f"its SyncStateSet {list(members)}", node or p.node, p.seq, p.time_ms, entry))
     return result("elections", violations, {"elections": elections, "unclean": unclean,
                                             "unclean_allowed": unclean_allowed})
 
 
-def _replay_sync_state_sets(events: list[TraceEvent], sets: dict[str, set[int]] | None = None):
-    """Apply the controllers' log to `sets` (broker set -> SyncStateSet) as ReplicasInfoManager
-    does (reference §4.2); yield (event, broker set, master epoch, set before, new master id or
-    None) for each ElectMasterEvent."""
-    sets = {} if sets is None else sets
-    epochs: dict[str, int] = {}
-    for e in controller_log(events):
-        body = e.fields.get("body") or {}
-        broker_set = e.fields.get("broker_set") or body.get("brokerName")
-        kind = e.fields["event"]
-        if kind == "AlterSyncStateSetEvent":
-            sets[broker_set] = set(body.get("newSyncStateSet") or ())
-        elif kind == "CleanBrokerDataEvent":
-            ids = body.get("brokerIdSetToClean")
-            if ids:
-                sets.get(broker_set, set()).difference_update(ids)
-            else:  # the whole set forgotten: it starts afresh, as its first replica registers
-                sets.pop(broker_set, None)
-                epochs.pop(broker_set, None)
-        elif kind == "ElectMasterEvent":
-            epochs[broker_set] = epochs.get(broker_set, 0) + 1
-            before = set(sets.get(broker_set) or ())
-            new = body.get("newMasterBrokerId") if body.get("newMasterElected") else None
-            if new is not None:
-                sets[broker_set] = {new}
-            yield e, broker_set, epochs[broker_set], before, new
-
-
-def sync_state_sets(events: Iterable[TraceEvent]) -> dict[str, list[int]]:
-    """broker set -> its SyncStateSet (controller-assigned broker ids, sorted) as the controllers'
-    replicated log has it at the end of `events`."""
-    sets: dict[str, set[int]] = {}
-    for _ in _replay_sync_state_sets(list(events), sets):
-        pass
-    return {name: sorted(ids) for name, ids in sorted(sets.items())}
-
-
 # --- the slaves' truncations ------------------------------------------------------------------------------
-_TRUNCATE_TO = re.compile(r"consistent epoch (\d+): truncate to (\d+) \(local max (\d+), master max (\d+)\)")
-_NO_DATA = re.compile(r"the local epochs hold no data \(local max (\d+)\)")
+_DO_TRUNCATE = "doTruncate: "  # the log line's prefix (its fields carry the decision)
 
 
 @dataclass(frozen=True)
 class Truncation:
-    """One handshake decision of a slave (AutoSwitchHAClient.doTruncate, reference §2.4), from its
-    `log` line "doTruncate: ..." and the master's handshake frame just before it. `point`: where
-    the slave cuts its log (None: nothing to cut); `local_entries`: the slave's epoch file then, as
-    the `epoch` events and earlier truncations left it; `master_entries`: the master's, from the
-    handshake frame's `epoch_entries` (else replayed from the master's own `epoch` events)."""
+    """One handshake decision of a slave (AutoSwitchHAClient.doTruncate, reference §2.4), from the
+    fields of its `log` event "doTruncate: ..." (ok, truncate_offset, consistent_epoch,
+    local_max_offset, master_max_offset; datasets/README.md) and the master's handshake frame just
+    before it. `point`: where the slave cuts its log (None: nothing to cut); `epoch`: the consistent
+    epoch (None when no epochs were compared); `local_max` / `master_max`: both log ends as
+    compared; `local_entries`: the slave's epoch file then, as the `epoch` events and earlier
+    truncations left it; `master_entries`: the master's, from the handshake frame's `epoch_entries`
+    (else replayed from the master's own `epoch` events); `reason`: the decision in words."""
 
     seq: int
     time_ms: float
@@ -431,22 +491,19 @@ def _walk_epoch_files(events: Iterable[TraceEvent]) -> tuple[dict[str, list[tupl
         elif e.kind == "frame.recv" and e.fields.get("proto") == "ha" and e.fields.get("name") == "handshake" \
                 and "slave_broker_id" not in e.fields:
             handshake[e.node] = e
-        elif e.kind == "log" and e.fields.get("message", "").startswith("doTruncate: "):
-            reason = e.fields["message"][len("doTruncate: "):]
+        elif e.kind == "log" and "truncate_offset" in e.fields:
             frame = handshake.get(e.node)
             master = listening.get(frame.fields.get("peer")) if frame is not None else None
             if frame is not None and frame.fields.get("epoch_entries") is not None:
                 master_entries = tuple(tuple(x) for x in frame.fields["epoch_entries"])
             else:
                 master_entries = tuple(files.get(master, ())) if master else None
-            point = epoch = local_max = master_max = None
-            if m := _TRUNCATE_TO.search(reason):
-                epoch, point, local_max, master_max = map(int, m.groups())
-            elif m := _NO_DATA.search(reason):
-                point = local_max = int(m.group(1))
-            ok = e.fields.get("level") != "ERROR"
-            out.append(Truncation(e.seq, e.time_ms, e.node, ok, point, epoch, local_max, master_max, master,
-                                  tuple(files.get(e.node, ())), master_entries, reason))
+            f = e.fields
+            point = f["truncate_offset"]
+            out.append(Truncation(e.seq, e.time_ms, e.node, f["ok"], point, f.get("consistent_epoch"),
+                                  f.get("local_max_offset"), f.get("master_max_offset"), master,
+                                  tuple(files.get(e.node, ())), master_entries,
+                                  f["message"].removeprefix(_DO_TRUNCATE)))
             if point is not None:  # EpochFileCache.truncate_suffix_by_offset
                 files[e.node] = [x for x in files.get(e.node, []) if x[1] < point]
     return files, out

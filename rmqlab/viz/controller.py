@@ -12,8 +12,10 @@ event trace (`Cluster.events()`, schema in datasets/README.md):
 * `log` lines and `frame.*` events (remoting requests 1002 / 1003 / 1004) for the triggers.
 
 The metadata tables are rebuilt by replaying the logged events through rmqlab's own state machine
-(`ReplicasInfoManager.apply_event`), exactly as a controller rebuilds them from its journal. Static
-figures are `go.Figure`s (deterministic for a seed); `ControllerView` redraws FigureWidgets in place.
+(`ReplicasInfoManager.apply_event`), exactly as a controller rebuilds them from its journal; the
+SyncStateSet over time is the election checker's independent replay of the same log
+(rmqlab.checker.checkers.sync_state_history), and the two agree. Static figures are `go.Figure`s
+(deterministic for a seed); `ControllerView` redraws FigureWidgets in place.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from rmqlab.checker.checkers import SyncStatePoint, broker_id_nodes, sync_state_history
 from rmqlab.config.controller import ControllerConfig
 from rmqlab.controller.impl.event.event_serializer import EVENT_CLASSES
 from rmqlab.controller.impl.event.event_type import EventType
 from rmqlab.controller.impl.manager.replicas_info_manager import ReplicasInfoManager
 from rmqlab.trace.event import TraceEvent
+from rmqlab.viz.figure_widgets import redraw
 
 RAFT_STATES = ("LEADER", "CANDIDATE", "FOLLOWER", "suspended", "down")
 STATE_COLORS = {"LEADER": "#d62728", "CANDIDATE": "#ff7f0e", "FOLLOWER": "#1f77b4", "suspended": "#9467bd",
@@ -377,51 +381,9 @@ def metadata_text(events: Iterable[TraceEvent], upto_index: int | None = None) -
 
 
 # --- the SyncStateSet over time ------------------------------------------------------------------
-@dataclass(frozen=True)
-class SyncStatePoint:
-    """A broker set's SyncStateInfo right after the log entry at `index` (applied at `time_ms`)."""
-
-    time_ms: float
-    index: int
-    event: str
-    broker_set: str
-    master: int | None
-    master_epoch: int
-    sync_state_set: tuple[int, ...]
-    sync_state_set_epoch: int
-    broker_ids: tuple[int, ...]
-
-
-def sync_state_history(events: Iterable[TraceEvent], broker_set: str | None = None) -> list[SyncStatePoint]:
-    """Every change of a broker set's metadata, replayed from the log: one point per applied event."""
-    manager = ReplicasInfoManager(ControllerConfig())
-    out = []
-    for entry in event_log(events):
-        if not entry.applied or entry.event == OPEN_TERM:
-            continue
-        if broker_set is not None and entry.broker_set != broker_set:
-            continue
-        manager.apply_event(_event_object(entry))
-        info = manager.sync_state_set_info_table.get(entry.broker_set)
-        replicas = manager.replica_info_table.get(entry.broker_set)
-        out.append(SyncStatePoint(entry.time_ms, entry.index, entry.event, entry.broker_set,
-                                  info.master_broker_id if info else None, info.master_epoch if info else 0,
-                                  tuple(sorted(info.sync_state_set)) if info else (),
-                                  info.sync_state_set_epoch if info else 0,
-                                  tuple(sorted(replicas.broker_id_info)) if replicas else ()))
-    return out
-
-
-def broker_nodes(events: Iterable[TraceEvent]) -> dict[tuple[str, int], str]:
-    """(broker set, brokerId) -> the broker node that registered with that id (its
-    CONTROLLER_REGISTER_BROKER requests, when frames are traced)."""
-    out = {}
-    for e in events:
-        if e.kind == "frame.send" and e.fields.get("code") == _REGISTER_BROKER and not e.fields.get("flag", 0) & 1:
-            ext = e.fields.get("ext_fields") or {}
-            if ext.get("brokerName") and str(ext.get("brokerId", "")).lstrip("-").isdigit():
-                out[(ext["brokerName"], int(ext["brokerId"]))] = e.node
-    return out
+# sync_state_history and broker_nodes are the checker's (rmqlab.checker.checkers), so the figures
+# show what check_elections judges.
+broker_nodes = broker_id_nodes
 
 
 def sync_state_figure(events: Sequence[TraceEvent], broker_set: str = "broker-a", end_ms: float | None = None,
@@ -623,23 +585,6 @@ def elections_text(events: Sequence[TraceEvent]) -> str:
 
 
 # --- live view ---------------------------------------------------------------------------------------
-def _redraw(widget, fig: go.Figure) -> None:
-    """Give FigureWidget `widget` the traces and layout of `fig`, in place when the traces match."""
-    same = len(widget.data) == len(fig.data) and all(a.type == b.type and a.name == b.name
-                                                     for a, b in zip(widget.data, fig.data))
-    if not same:
-        widget.data = ()
-        widget.add_traces(list(fig.data))
-    with widget.batch_update():
-        if same:
-            for old, new in zip(widget.data, fig.data):
-                values = new.to_plotly_json()
-                values.pop("type", None)
-                values.pop("uid", None)
-                old.update(values, overwrite=True)
-        widget.layout.update(fig.layout.to_plotly_json(), overwrite=True)
-
-
 _TEXT_COLORS = {"down": "#7f7f7f"}  # the bars' light grey is unreadable as text
 
 
@@ -676,8 +621,8 @@ class ControllerView:
 
     def update(self, events: Sequence[TraceEvent]) -> None:
         self.status.value = status_html(events)
-        _redraw(self.roles, raft_figure(events))
-        _redraw(self.sync, sync_state_figure(events, self.broker_set))
+        redraw(self.roles, raft_figure(events))
+        redraw(self.sync, sync_state_figure(events, self.broker_set))
         text = event_log_text(events)
         head, *rows = text.split("\n")
         self.log.value = ("<b>the replicated log, last entries</b><pre style='font-size:11px'>"

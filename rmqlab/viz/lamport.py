@@ -230,12 +230,4 @@ def lamport_figure(events: Sequence[TraceEvent], proto: str | None = "ha", nodes
     return fig
 
 
-def redraw(widget: go.FigureWidget, figure: go.Figure) -> None:
-    """Replace a FigureWidget's traces and layout with `figure`'s, in one update to the front end."""
-    with widget.batch_update():
-        widget.data = ()
-        widget.add_traces(figure.data)
-        widget.layout = figure.layout
-
-
-__all__ = ["FrameHop", "address_book", "frame_name", "match_frames", "lamport_figure", "redraw", "colour"]
+__all__ = ["FrameHop", "address_book", "frame_name", "match_frames", "lamport_figure", "colour"]

@@ -32,8 +32,9 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from rmqlab.trace.event import TraceEvent
+from rmqlab.viz.figure_widgets import redraw
 from rmqlab.viz.frames import format_frame, frame_html
-from rmqlab.viz.lamport import FrameHop, address_book, lamport_figure, match_frames, redraw
+from rmqlab.viz.lamport import FrameHop, address_book, lamport_figure, match_frames
 from rmqlab.viz.trace_views import describe_state, node_states
 
 HA_MACHINES = ("AutoSwitchHAClient", "AutoSwitchHAConnection", "DefaultHAClient", "DefaultHAConnection")

@@ -6,15 +6,16 @@ Two views of the set are traced, and the figure shows both:
 * what the controllers committed: the `controller.event`s they apply — an ElectMasterEvent
   (elected: master := id, masterEpoch + 1, set := {id}; not elected: no master, masterEpoch + 1)
   and an AlterSyncStateSetEvent (set := newSyncStateSet). Every controller applies every entry;
-  the first application of each (Raft index, position) is when it took effect.
+  the first application of each (Raft index, position) is when it took effect. The replay is
+  rmqlab.checker.checkers.sync_state_history, the one the election checker judges.
 * what the master proposed and why: its HA service's `log` events with a `change` field ("shrink":
   a slave did not catch up for haMaxTimeSlaveNotCatchup, or its connection closed; "expand": its
   ack reached the confirm offset) and the `sync_state_set` it asked for.
 
-Broker ids are the controller's (1, 2, 3 ...); `broker_nodes` names them from the trace: the
-ApplyBrokerIdEvent's address, the master's own id on its proposals, and the slave id each HA
-handshake carries. The second panel shows each replica's written offset and the masters' confirm
-offset: a suspended slave's line stands still while the master's grows, then catches up.
+Broker ids are the controller's (1, 2, 3 ...); `broker_nodes` names them from the trace: the broker
+that registers with the controllers under that id (checkers.broker_id_nodes). The second panel
+shows each replica's written offset and the masters' confirm offset: a suspended slave's line
+stands still while the master's grows, then catches up.
 """
 
 from __future__ import annotations
@@ -26,28 +27,15 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from rmqlab.checker.checkers import (ALTER_SYNC_STATE_SET as ALTER, ELECT_MASTER as ELECT, SyncStatePoint,
+                                     broker_id_nodes, sync_state_history)
 from rmqlab.trace.event import TraceEvent
-from rmqlab.viz.lamport import address_book, redraw
+from rmqlab.viz.figure_widgets import redraw
 
-ELECT, ALTER = "ElectMasterEvent", "AlterSyncStateSetEvent"
 _DOWN = {"node.kill": "killed", "node.crash": "crashed", "node.stop": "stopped", "node.suspend": "suspended"}
 _UP = ("node.start", "node.resume")
 MEMBER, MASTER = "#6aa84f", "#1c4587"
 NODE_COLOURS = ("#1f77b4", "#e377c2", "#ff7f0e", "#17becf", "#8c564b")  # each replica's offset line
-
-
-@dataclass(frozen=True)
-class SyncStateSetChange:
-    """The broker set's replica info after one controller event."""
-
-    time_ms: float
-    broker_set: str
-    event: str                     # ELECT or ALTER
-    master: int | None
-    master_epoch: int
-    sync_state_set: tuple[int, ...]
-    sync_state_set_epoch: int
-    index: int                     # the Raft log index of the entry
 
 
 @dataclass(frozen=True)
@@ -62,44 +50,9 @@ class Proposal:
     message: str
 
 
-def controller_entries(events: Iterable[TraceEvent]) -> list[TraceEvent]:
-    """Each applied controller event once: its first application (by any controller)."""
-    seen: set[tuple[int, int]] = set()
-    out = []
-    for e in events:
-        if e.kind != "controller.event" or not e.fields.get("applied"):
-            continue
-        key = (e.fields["index"], e.fields.get("position", 0))
-        if key not in seen:
-            seen.add(key)
-            out.append(e)
-    return out
-
-
-def sync_state_set_history(events: Iterable[TraceEvent], broker_set: str | None = None) -> list[SyncStateSetChange]:
+def sync_state_set_history(events: Iterable[TraceEvent], broker_set: str | None = None) -> list[SyncStatePoint]:
     """The replica info of `broker_set` (every set if None) after each election and alter."""
-    state: dict[str, dict] = {}
-    out = []
-    for e in controller_entries(events):
-        name, body = e.fields["event"], e.fields.get("body") or {}
-        bs = e.fields.get("broker_set")
-        if name not in (ELECT, ALTER) or bs is None or (broker_set is not None and bs != broker_set):
-            continue
-        st = state.setdefault(bs, {"master": None, "epoch": 0, "set": (), "set_epoch": 0})
-        if name == ELECT:
-            st["epoch"] += 1
-            if body.get("newMasterElected", True):
-                st["master"] = body["newMasterBrokerId"]
-                st["set"] = (body["newMasterBrokerId"],)
-                st["set_epoch"] += 1
-            else:
-                st["master"] = None
-        else:
-            st["set"] = tuple(sorted(body.get("newSyncStateSet", ())))
-            st["set_epoch"] += 1
-        out.append(SyncStateSetChange(e.time_ms, bs, name, st["master"], st["epoch"], st["set"], st["set_epoch"],
-                                      e.fields["index"]))
-    return out
+    return [p for p in sync_state_history(events, broker_set) if p.event in (ELECT, ALTER)]
 
 
 def proposals(events: Iterable[TraceEvent]) -> list[Proposal]:
@@ -109,23 +62,9 @@ def proposals(events: Iterable[TraceEvent]) -> list[Proposal]:
             for e in events if e.kind == "log" and "change" in e.fields and "sync_state_set" in e.fields]
 
 
-def broker_nodes(events: Sequence[TraceEvent], broker_set: str | None = None) -> dict[int, str]:
-    """Controller broker id -> node name (see the module docstring for the sources)."""
-    book = address_book(events)
-    ids: dict[int, str] = {}
-    for e in controller_entries(events):
-        body = e.fields.get("body") or {}
-        mine = broker_set is None or e.fields.get("broker_set") == broker_set
-        if e.fields["event"] == "ApplyBrokerIdEvent" and mine:
-            node = book.get(body.get("brokerAddress", ""))
-            if node is not None:
-                ids[body["newBrokerId"]] = node
-    for e in events:
-        if e.kind == "log" and "change" in e.fields and e.fields.get("broker_id") is not None:
-            ids.setdefault(e.fields["broker_id"], e.node)
-        elif e.kind == "frame.send" and e.fields.get("proto") == "ha" and "slave_broker_id" in e.fields:
-            ids.setdefault(e.fields["slave_broker_id"], e.node)
-    return ids
+def broker_nodes(events: Iterable[TraceEvent], broker_set: str | None = None) -> dict[int, str]:
+    """Controller broker id -> node name, of `broker_set` (of every set if None)."""
+    return {i: node for (name, i), node in broker_id_nodes(events).items() if broker_set in (None, name)}
 
 
 def _fmt(ids: Iterable[int], names: dict[int, str]) -> str:
@@ -268,5 +207,5 @@ class SyncStateSetView:
         redraw(self.widget, sync_state_set_figure(events, self.broker_set, **self.options))
 
 
-__all__ = ["SyncStateSetChange", "Proposal", "controller_entries", "sync_state_set_history", "proposals",
-           "broker_nodes", "describe_history", "sync_state_set_figure", "SyncStateSetView", "ELECT", "ALTER"]
+__all__ = ["SyncStatePoint", "Proposal", "sync_state_set_history", "proposals", "broker_nodes", "describe_history",
+           "sync_state_set_figure", "SyncStateSetView", "ELECT", "ALTER"]

@@ -220,12 +220,3 @@ def topology_figure(events: Iterable[TraceEvent], at_ms: float | None = None, *,
                       margin={"t": 50, "b": 10, "l": 10, "r": 10}, plot_bgcolor="white",
                       legend={"orientation": "h", "y": -0.02})
     return fig
-
-
-def redraw(widget: go.FigureWidget, figure: go.Figure) -> None:
-    """Give a FigureWidget the traces, shapes, annotations and layout of `figure`, in place (one
-    message to the front end), so a live section redraws after each action without a new output."""
-    with widget.batch_update():
-        widget.data = []
-        widget.add_traces(list(figure.data))
-        widget.layout = figure.layout

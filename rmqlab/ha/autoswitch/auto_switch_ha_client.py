@@ -155,11 +155,14 @@ class AutoSwitchHAClient(HAClient):
     def _handshake(self, frame: MasterHandshake) -> None:
         """doTruncate and its effects on the store and the epoch file (reference §2.4)."""
         store = self.store
-        decision = do_truncate(self.epoch_cache.get_all_entries(), store.get_max_phy_offset(), frame.entries,
-                               frame.max_phy_offset)
+        local_max = store.get_max_phy_offset()
+        decision = do_truncate(self.epoch_cache.get_all_entries(), local_max, frame.entries, frame.max_phy_offset)
         self.last_truncate_decision = decision
+        # The decision as fields too (datasets/README.md), so that checkers need not parse the text.
         self.node.trace("log", level="INFO" if decision.ok else "ERROR", message=f"doTruncate: {decision.reason}",
-                        logger="rmqlab.ha")
+                        logger="rmqlab.ha", ok=decision.ok, truncate_offset=decision.truncate_offset,
+                        consistent_epoch=decision.consistent_epoch, local_max_offset=local_max,
+                        master_max_offset=frame.max_phy_offset)
         if not decision.ok:
             raise _Refused(decision.reason)
         if decision.truncate_offset is not None:

@@ -405,7 +405,8 @@ class TruncateDecision:
     ok: go to TRANSFER; truncate_offset: where to cut the commitlog, consume queues and epoch file
     (None: nothing to cut); reported_offset: the new currentReportedOffset (the slave's first ack
     goes out only when its max offset exceeds it, else at the next periodic report); reason: why,
-    in words (shown in the trace and the labs).
+    in words (shown in the trace and the labs); consistent_epoch: the newest epoch both epoch files
+    hold with the same start offset, where the point was found (None when none was compared).
     """
 
     ok: bool
@@ -414,6 +415,7 @@ class TruncateDecision:
     reason: str
     master_entries: tuple[EpochEntry, ...] = ()
     local_entries: tuple[EpochEntry, ...] = ()
+    consistent_epoch: int | None = None
 
 
 def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, master_entries: Iterable[EpochEntry],
@@ -452,7 +454,7 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
                  if (m := master_cache.get_entry(e.epoch)) is not None and m.start_offset == e.start_offset)
     return TruncateDecision(True, point, point,
                             f"consistent epoch {epoch}: truncate to {point} (local max {local_max_offset}, master "
-                            f"max {master_max_offset})", shown_master, shown_local)
+                            f"max {master_max_offset})", shown_master, shown_local, epoch)
 
 
 # -- the master's transfer planning (reference §2.6, §2.7) ----------------------------------------
