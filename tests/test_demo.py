@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+
 from rmqlab.cli import main
 from rmqlab.demo.storage_walkthrough import run_walkthrough
+from rmqlab.viz import LOGGERS
 
 
 def test_walkthrough_outcomes_are_deterministic(tmp_path):
@@ -26,7 +29,9 @@ def test_demo_prints_every_part_and_writes_an_offline_report(tmp_path, capsys):
     """The walkthrough, the controller-mode failover (its checkers valid) and all eight modes with
     seed 000's claims; the report carries the figures with plotly.js inlined once, no script
     fetched from the network. (The comparison's numbers: tests/test_lab_deployment_modes.py.)"""
+    levels = {name: logging.getLogger(name).level for name in LOGGERS}
     assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert {name: logging.getLogger(name).level for name in LOGGERS} == levels  # quiet only while it ran
     out = capsys.readouterr().out
     assert "what survives a crash?" in out and "controller mode: the master's machine crashes" in out
     assert "checker total-queue: valid" in out and "INVALID" not in out

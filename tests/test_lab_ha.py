@@ -4,7 +4,6 @@ shrink and expand. Also the reference solution of the lab's exercise 1 (labs/ sh
 
 from __future__ import annotations
 
-import logging
 import struct
 
 import pytest
@@ -21,9 +20,6 @@ from rmqlab.viz.lamport import lamport_figure, match_frames
 from rmqlab.viz.stepper import FrameStepper
 from rmqlab.viz.sync_state_set import (broker_nodes, describe_history, proposals, sync_state_set_figure,
                                        sync_state_set_history)
-
-logging.getLogger("rmqlab").setLevel(logging.CRITICAL)
-logging.getLogger("pysyncobj").setLevel(logging.CRITICAL)
 
 HA_FRAMES = ("frame.send", "frame.recv")
 

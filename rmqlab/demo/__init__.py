@@ -35,9 +35,13 @@ def _failover_figures(f) -> list:
 
 
 def run_demo(out_dir: str = "rmqlab-demo", seed: int = 7, workers: int = 2) -> int:
-    from rmqlab.viz import notebook_setup
+    from rmqlab.viz import quiet_logs
 
-    notebook_setup()  # quiet logs: the trace tells the story
+    with quiet_logs():  # the trace tells the story
+        return _run_demo(out_dir, seed, workers)
+
+
+def _run_demo(out_dir: str, seed: int, workers: int) -> int:
     os.makedirs(out_dir, exist_ok=True)
     print("rmqlab demo — the storage engine: what survives a crash?\n")
     print("A producer sends 120 messages of 1 KiB, one every 10 ms, to a broker store with 64 KiB commitlog")

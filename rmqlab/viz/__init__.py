@@ -8,6 +8,7 @@ live ones are `FigureWidget`s redrawn in place after each action of a `controls.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 # The labs' quiet level: a crashed master makes every client log a warning per retry and every
@@ -31,3 +32,18 @@ def notebook_setup(log_level: int = LAB_LOG_LEVEL) -> None:
     pio.renderers.default = "plotly_mimetype"
     for name in LOGGERS:
         logging.getLogger(name).setLevel(log_level)
+
+
+@contextlib.contextmanager
+def quiet_logs(log_level: int = LAB_LOG_LEVEL):
+    """notebook_setup's quiet loggers for the duration of a block (the demo), then as they were:
+    a process that goes on (a test session) keeps its own levels."""
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    saved = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(log_level)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, saved):
+            logger.setLevel(level)
