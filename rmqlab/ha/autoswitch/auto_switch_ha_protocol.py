@@ -450,8 +450,10 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
                                 f"(manual intervention needed: the master's files expired, or it was "
                                 f"elected uncleanly holding none of the slave's epochs)",
                                 shown_master, shown_local)
-    epoch = next(e.epoch for e in reversed(shown_local)
-                 if (m := master_cache.get_entry(e.epoch)) is not None and m.start_offset == e.start_offset)
+    # None only when the point did not come from find_consistent_point's own walk (a student's
+    # function swapped in by rmqlab.lab.exercises.truncation: issue 8 §3).
+    epoch = next((e.epoch for e in reversed(shown_local)
+                  if (m := master_cache.get_entry(e.epoch)) is not None and m.start_offset == e.start_offset), None)
     return TruncateDecision(True, point, point,
                             f"consistent epoch {epoch}: truncate to {point} (local max {local_max_offset}, master "
                             f"max {master_max_offset})", shown_master, shown_local, epoch)

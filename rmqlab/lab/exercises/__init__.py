@@ -1,6 +1,33 @@
-"""rmqlab.lab.exercises: the labs' exercises — their examples as data and the checkers that run a
-student's function on them, safely (in a child process, with a time limit).
+"""rmqlab.lab.exercises: the labs' exercises (issue 8 §3) — their examples as data, the checkers
+that run a student's function on them safely (a sandboxed child process with a time limit), and
+the hooks that swap a student's function into the simulator for grading.
 
-    from rmqlab.lab.exercises.truncation import check, PUBLIC_EXAMPLES   # lab 04
-    report = check(truncation_point)          # a CheckReport: what passed, the first failure
+    from rmqlab.lab.exercises import EXERCISES, SandboxedFunction
+    ex = EXERCISES["truncation_point"]              # or elect_master, sync_state_set, transfer_ok
+    print(ex.check(truncation_point))               # the public examples: a CheckReport
+    with SandboxedFunction(source, ex.function, deny_paths=[hidden]) as fn, ex.install(fn, calls):
+        ...                                         # a simulator run now asks the student's function
+
+    from rmqlab.lab.exercises.truncation import check, PUBLIC_EXAMPLES   # lab 04, as before
+
+Modules: sandbox (SandboxedFunction, StudentFunctionError), policy (install_sandbox_policy),
+registry (Exercise, Example, CheckReport), and one per exercise: truncation (lab 04), election
+(lab 02), sync_state_set (lab 03), transfer (lab 01).
 """
+
+from rmqlab.lab.exercises.policy import SandboxPolicy, install_sandbox_policy
+from rmqlab.lab.exercises.registry import CheckReport, Example, ExampleResult, Exercise
+from rmqlab.lab.exercises.sandbox import SandboxedFunction, StudentFunctionError
+from rmqlab.lab.exercises import election, sync_state_set, transfer, truncation  # noqa: E402  (after registry)
+
+EXERCISES: dict[str, Exercise] = {ex.name: ex for ex in (truncation.EXERCISE, election.EXERCISE,
+                                                          sync_state_set.EXERCISE, transfer.EXERCISE)}
+
+
+def exercises_of_lab(lab: str) -> list[Exercise]:
+    """The exercises whose student cell is in labs/<lab>.ipynb."""
+    return [ex for ex in EXERCISES.values() if ex.lab == lab]
+
+
+__all__ = ["EXERCISES", "Exercise", "Example", "ExampleResult", "CheckReport", "SandboxedFunction",
+           "StudentFunctionError", "install_sandbox_policy", "SandboxPolicy", "exercises_of_lab"]

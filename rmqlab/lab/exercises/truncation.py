@@ -15,31 +15,36 @@ replicate). That is RocketMQ's EpochFileCache.findConsistentPoint on the two scr
 AutoSwitchHAClient.doTruncate builds, the same as rmqlab.store.epoch_file_cache.
 
 The examples are data (`Example`, `PUBLIC_EXAMPLES`; `load_examples` reads more from JSON, as the
-hidden set of the grading pipeline will be). `check(student_fn, examples)` runs the function on
-each example in a forked child process with a time limit, so a student's exception, wrong return
-type, endless loop, sys.exit or memory bomb becomes a line in the report, never a hung or dead
-kernel. Linux and macOS only (os.fork).
+hidden set of the grading pipeline is). `check(student_fn, examples)` runs the function on each
+example in a sandboxed forked child (sandbox.py) with a time limit, so a student's exception, wrong
+return type, endless loop, sys.exit or memory bomb becomes a line in the report, never a hung or
+dead kernel. Linux and macOS only (os.fork).
+
+The registry's `EXERCISE` (issue 8 §3) takes the same function on JSON arguments (epoch files as
+[[epoch, start], ...]; the notebook's function sees EpochStart tuples, as before) and its hook
+(`EXERCISE.install`) asks the function where doTruncate cuts: the slave's handshake decision
+(rmqlab.ha.autoswitch.auto_switch_ha_client calls do_truncate, which asks
+EpochFileCache.find_consistent_point; the hook answers that question, and only when do_truncate
+asks it: an empty or data-less local epoch file is decided before, as in RocketMQ).
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import numbers
-import os
-import select
-import signal
-import sys
-import time
-import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+from unittest import mock
 
-TIME_LIMIT_S = 1.0    # per example; a correct solution takes microseconds
-BUDGET_S = 10.0       # all examples together, so an endless loop costs seconds, not minutes
-MEMORY_HEADROOM = 512 * 1024 * 1024  # what a child may allocate beyond the kernel it was forked from
-OUTPUT_LIMIT = 2_000  # characters of a child's printed output kept in the report
+from rmqlab.common.checkpoint_file import LONG_MAX
+from rmqlab.lab.exercises.registry import BUDGET_S, TIME_LIMIT_S, CheckReport, ExampleResult, Exercise
+from rmqlab.lab.exercises.registry import Example as GenericExample
+from rmqlab.lab.exercises.sandbox import OUTPUT_LIMIT
+
+__all__ = ["EpochStart", "Example", "PUBLIC_EXAMPLES", "load_examples", "check", "reference", "EXERCISE",
+           "CheckReport", "ExampleResult", "TIME_LIMIT_S", "BUDGET_S", "OUTPUT_LIMIT"]
 
 
 class EpochStart(NamedTuple):
@@ -148,215 +153,88 @@ def load_examples(path: str) -> tuple[Example, ...]:
 
 
 # --- running a student's function -------------------------------------------------------------
-@dataclass(frozen=True)
-class ExampleResult:
-    """What one example gave. status: pass, fail (a wrong int), wrong-type, error (it raised),
-    timeout, crashed (the child died without answering), todo (NotImplementedError), skipped
-    (the time budget ran out)."""
+def reference(local, local_max, master, master_max) -> int:
+    """RocketMQ's rule (EpochFileCache.findConsistentPoint on the scratch caches doTruncate builds,
+    reference §1.3/§2.4): each epoch covers [start, next start), the last one [start, log end) — or
+    is left open (LONG_MAX) when the log ends before it starts (setLastEpochEntryEndOffset); walk
+    the local epochs from the newest; the first one the master holds with the same start offset
+    gives min(local end, master end); none: -1."""
+    def ends(entries, log_end):
+        out = {}
+        for i, (epoch, start) in enumerate(entries):
+            if i + 1 < len(entries):
+                out[epoch] = (start, entries[i + 1][1])
+            else:
+                out[epoch] = (start, log_end if start <= log_end else LONG_MAX)
+        return out
 
-    name: str
-    status: str
-    expected: int
-    got: int | None
-    message: str
-    output: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "pass"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "expected": self.expected, "got": self.got,
-                "message": self.message, "output": self.output}
+    mine, theirs = ends(local, local_max), ends(master, master_max)
+    for epoch in sorted(mine, reverse=True):
+        if epoch in theirs and theirs[epoch][0] == mine[epoch][0]:
+            return min(mine[epoch][1], theirs[epoch][1])
+    return -1
 
 
-@dataclass(frozen=True)
-class CheckReport:
-    function: str
-    results: tuple[ExampleResult, ...]
+def _normalize(answer: Any) -> int:
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
+        raise ValueError("the truncation point must be an int (-1: no consistent point)")
+    return int(answer)
 
-    @property
-    def passed(self) -> bool:
-        return bool(self.results) and all(r.passed for r in self.results)
 
-    @property
-    def todo(self) -> bool:
-        """The function is still the stub: it raised NotImplementedError."""
-        return any(r.status == "todo" for r in self.results)
+def _describe(args) -> str:
+    local, local_max, master, master_max = args
+    return f"local {_entries(local)} max {local_max}, master {_entries(master)} max {master_max}"
 
-    @property
-    def n_passed(self) -> int:
-        return sum(r.passed for r in self.results)
 
-    @property
-    def first_failure(self) -> ExampleResult | None:
-        return next((r for r in self.results if not r.passed), None)
+def _as_epoch_starts(args: list) -> list:
+    """What the notebook's function sees: the epoch files as lists of EpochStart."""
+    local, local_max, master, master_max = args
+    return [[EpochStart(*e) for e in local], local_max, [EpochStart(*e) for e in master], master_max]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"function": self.function, "passed": self.passed, "n_passed": self.n_passed,
-                "total": len(self.results), "results": [r.to_dict() for r in self.results]}
 
-    def __str__(self) -> str:
-        if self.todo:
-            return (f"{self.function} is still the TODO stub (it raises NotImplementedError): nothing checked "
-                    f"yet. Write it, then run this cell again ({len(self.results)} examples wait).")
-        lines = [f"{self.function}: {self.n_passed}/{len(self.results)} examples pass"]
-        for r in self.results:
-            lines.append(f"  {'ok  ' if r.passed else 'FAIL'} {r.name}" + ("" if r.passed else f": {r.message}"))
-            if not r.passed and r.output:
-                printed = r.output if len(r.output) <= 300 else r.output[:297] + "..."
-                lines.append("       it printed: " + printed.rstrip("\n").replace("\n", "\n       "))
-        return "\n".join(lines)
+def _generic(ex: Example) -> GenericExample:
+    return GenericExample(ex.name, ([list(e) for e in ex.local], ex.local_max, [list(e) for e in ex.master],
+                                    ex.master_max), ex.expected, ex.hint, ex.source)
+
+
+@contextlib.contextmanager
+def _install(exercise: Exercise, ask) -> Iterator[None]:
+    """Patch the name the slave's client calls (auto_switch_ha_client.do_truncate): around each
+    real do_truncate, EpochFileCache.find_consistent_point answers with `ask` on the arguments
+    do_truncate was given. The checkers' own do_truncate (rmqlab.checker.checkers, which judges
+    the cut afterwards) stays RocketMQ's."""
+    from rmqlab.ha.autoswitch import auto_switch_ha_client as client
+    from rmqlab.store.epoch_file_cache import EpochFileCache
+
+    real = client.do_truncate
+
+    def do_truncate(local_entries, local_max_offset, master_entries, master_max_offset):
+        local_entries, master_entries = list(local_entries), list(master_entries)
+        args = ([[e.epoch, e.start_offset] for e in local_entries], local_max_offset,
+                [[e.epoch, e.start_offset] for e in master_entries], master_max_offset)
+
+        def find_consistent_point(cache, compare_cache):
+            return ask(*args)
+
+        with mock.patch.object(EpochFileCache, "find_consistent_point", find_consistent_point):
+            return real(local_entries, local_max_offset, master_entries, master_max_offset)
+
+    with mock.patch.object(client, "do_truncate", do_truncate):
+        yield
+
+
+EXERCISE = Exercise(
+    name="truncation_point", function="truncation_point", lab="04-log-truncation",
+    modes=("controller-standalone", "controller-embedded"),
+    reference=reference, public_examples=tuple(_generic(ex) for ex in PUBLIC_EXAMPLES),
+    normalize_answer=_normalize, installer=_install, describe=_describe, answer_kind="an int",
+    arg_names=("local", "local_max", "master", "master_max"),
+    summary="where a returning slave cuts its log (findConsistentPoint)", arg_adapter=_as_epoch_starts)
 
 
 def check(student_fn: Callable[..., Any], examples: Sequence[Example] = PUBLIC_EXAMPLES, *,
           time_limit_s: float = TIME_LIMIT_S, budget_s: float = BUDGET_S) -> CheckReport:
     """Run `student_fn(local, local_max, master, master_max)` on every example, each in its own
-    forked child with `time_limit_s`; after `budget_s` in all, the rest are skipped."""
-    if not hasattr(os, "fork"):
-        raise RuntimeError("check() runs student code in a forked child process: it needs Linux or macOS")
-    name = getattr(student_fn, "__name__", None)
-    name = name if isinstance(name, str) else "the function"
-    results = []
-    deadline = time.monotonic() + budget_s
-    for ex in examples:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            results.append(ExampleResult(ex.name, "skipped", ex.expected, None,
-                                         f"not run: the {budget_s:g} s budget for all examples ran out"))
-            continue
-        args = (list(ex.local), ex.local_max, list(ex.master), ex.master_max)
-        answer = _run_isolated(student_fn, args, min(time_limit_s, left))
-        results.append(_judge(ex, answer, min(time_limit_s, left)))
-    return CheckReport(name, tuple(results))
-
-
-def _judge(ex: Example, answer: dict[str, Any], limit_s: float) -> ExampleResult:
-    status, output = answer["status"], answer.get("output", "")
-    where = f"example '{ex.name}' ({ex.describe()})"
-    hint = f" Hint: {ex.hint}" if ex.hint else ""
-    if status == "ok":
-        got = answer["value"]
-        if got == ex.expected:
-            return ExampleResult(ex.name, "pass", ex.expected, got, "", output)
-        return ExampleResult(ex.name, "fail", ex.expected, got, f"{where}: expected {ex.expected}, got {got}.{hint}",
-                             output)
-    if status == "wrong-type":
-        return ExampleResult(ex.name, "wrong-type", ex.expected, None,
-                             f"{where}: returned {answer['repr']} (a {answer['type']}), expected an int "
-                             f"({ex.expected})", output)
-    if status == "todo":
-        return ExampleResult(ex.name, "todo", ex.expected, None, f"{where}: NotImplementedError", output)
-    if status == "error":
-        return ExampleResult(ex.name, "error", ex.expected, None, f"{where}: raised {answer['error']}\n"
-                             f"{answer.get('traceback', '')}".rstrip(), output)
-    if status == "timeout":
-        return ExampleResult(ex.name, "timeout", ex.expected, None,
-                             f"{where}: no answer within {limit_s:g} s (an endless loop?)", output)
-    return ExampleResult(ex.name, "crashed", ex.expected, None,
-                         f"{where}: the process running it died without answering ({answer.get('why')})", output)
-
-
-def _run_isolated(fn: Callable[..., Any], args: tuple, limit_s: float) -> dict[str, Any]:
-    """`fn(*args)` in a forked child: its verdict as a dict (status ok / wrong-type / todo / error /
-    timeout / crashed). The child answers with one JSON line on a pipe and leaves with os._exit,
-    so nothing of the parent (a Jupyter kernel's sockets, atexit hooks) runs twice."""
-    for stream in (sys.stdout, sys.stderr):  # what the parent printed must not be buffered twice
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        os.close(r)
-        try:
-            _child(fn, args, w)
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    deadline = time.monotonic() + limit_s
-    timed_out = False
-    try:
-        while not data.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([r], [], [], left)
-            if ready:
-                chunk = os.read(r, 65536)
-                if not chunk:
-                    break
-                data += chunk
-    finally:
-        os.close(r)
-    if timed_out or not data.endswith(b"\n"):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _, status = os.waitpid(pid, 0)
-    if timed_out:
-        return {"status": "timeout"}
-    try:
-        return json.loads(data)
-    except ValueError:
-        if os.WIFSIGNALED(status):
-            why = f"killed by signal {os.WTERMSIG(status)}"
-        else:
-            why = f"exit status {os.WEXITSTATUS(status)}"
-        return {"status": "crashed", "why": why}
-
-
-def _child(fn: Callable[..., Any], args: tuple, fd: int) -> None:
-    captured = io.StringIO()
-    sys.stdout = sys.stderr = captured  # a print must not reach the kernel's streams from here
-    try:
-        _limit_memory()
-        value = fn(*args)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            out = {"status": "wrong-type", "type": type(value).__name__, "repr": _safe_repr(value)}
-        else:
-            out = {"status": "ok", "value": int(value)}
-    except NotImplementedError:
-        out = {"status": "todo"}
-    except BaseException as e:  # SystemExit and KeyboardInterrupt too: they are the student's
-        out = {"status": "error", "error": _safe_repr(e, describe_exception=True),
-               "traceback": _student_traceback(e)}
-    try:
-        out["output"] = captured.getvalue()[:OUTPUT_LIMIT]
-        line = json.dumps(out).encode() + b"\n"
-    except BaseException:
-        line = json.dumps({"status": "crashed", "why": "its answer could not be encoded"}).encode() + b"\n"
-    while line:
-        line = line[os.write(fd, line):]
-
-
-def _limit_memory() -> None:
-    try:
-        import resource
-
-        with open("/proc/self/statm") as f:
-            size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        resource.setrlimit(resource.RLIMIT_AS, (size + MEMORY_HEADROOM, size + MEMORY_HEADROOM))
-    except (ImportError, OSError, ValueError):
-        pass  # no /proc (macOS): no memory limit, the time limit still holds
-
-
-def _safe_repr(value: Any, describe_exception: bool = False) -> str:
-    try:
-        text = f"{type(value).__name__}: {value}" if describe_exception else repr(value)
-    except BaseException:
-        text = f"<a {type(value).__name__} that cannot be shown>"
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _student_traceback(e: BaseException) -> str:
-    """The last frames of the traceback (the student's code), without this module's."""
-    try:
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename != __file__]
-        return "".join(traceback.format_list(frames[-3:]))
-    except BaseException:
-        return ""
+    sandboxed child with `time_limit_s`; after `budget_s` in all, the rest are skipped."""
+    return EXERCISE.check(student_fn, [_generic(ex) for ex in examples], time_limit_s=time_limit_s,
+                          budget_s=budget_s)

@@ -1,0 +1,129 @@
+"""Lab 01's exercise: the classic sync-replication wait — may a SYNC_MASTER answer this write yet?
+(issue 8 §3; seed 000 「多节点(集群)多副本模式-同步双写」, seed 004 "同步复制和异步复制",
+reference §2.10 and §3 GroupTransferService).
+
+The student writes
+
+    def transfer_ok(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset) -> bool
+
+A SYNC_MASTER put that needs more than one copy (needAckNums = inSyncReplicas, 2 in the repo's
+conf/2m-2s-sync) waits in GroupTransferService as a GroupCommitRequest: `next_offset` is the end
+of the message in the commitlog (wroteOffset + wroteBytes), `ack_nums` how many replicas, the
+master included, must hold it. `slave_ack_offsets` has one entry per HA connection: the offset
+that connection's slave last acknowledged (slaveAckOffset). `push2slave_max_offset` is the
+largest offset any slave acknowledged (push2SlaveMaxOffset). The answer: True when the write is
+replicated enough to be answered PUT_OK now (otherwise it waits; after slaveTimeout it fails with
+FLUSH_SLAVE_TIMEOUT).
+
+RocketMQ's rule (GroupTransferService.doWaitTransfer, rmqlab.ha.group_transfer_service):
+
+* ack_nums <= 1 (and not -1): True when push2slave_max_offset >= next_offset;
+* otherwise count the master (1) plus every connection whose ack offset >= next_offset; True as
+  soon as the count reaches ack_nums. Connections, not distinct slaves, are counted — RocketMQ's
+  known imprecision, kept.
+
+The hook (`EXERCISE.install`) replaces GroupTransferService._transfer_ok, which the classic
+DefaultHAService's requests go through (mode 2m-2s-sync: ack_nums = inSyncReplicas = 2). In
+controller mode AutoSwitchGroupTransferService answers ack_nums == -1 (allAckInSyncStateSet: every
+SyncStateSet member) itself and is left alone; its other requests reach the hook too, with the
+same rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+from rmqlab.lab.exercises.registry import Example, Exercise
+
+ALL_ACK_IN_SYNC_STATE_SET = -1
+
+
+def reference(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset) -> bool:
+    """GroupTransferService's transferOK (reference §2.10, §3)."""
+    if ack_nums != ALL_ACK_IN_SYNC_STATE_SET and ack_nums <= 1:
+        return push2slave_max_offset >= next_offset
+    acks = 1  # the master
+    for ack in slave_ack_offsets:
+        if ack >= next_offset:
+            acks += 1
+        if acks >= ack_nums:
+            return True
+    return False
+
+
+def _normalize(answer: Any) -> bool:
+    if not isinstance(answer, bool):
+        raise ValueError("the answer must be True or False")
+    return answer
+
+
+def _describe(args) -> str:
+    next_offset, ack_nums, acks, push2 = args
+    return f"next offset {next_offset}, ack nums {ack_nums}, slave acks {acks}, push2SlaveMaxOffset {push2}"
+
+
+_SEED = "seed 000 「同步双写」 / seed 004 \"同步复制和异步复制\""
+_REF = "reference §2.10 GroupTransferService"
+
+
+def _ex(name, next_offset, ack_nums, acks, push2, expected, hint, source=_REF) -> Example:
+    return Example(name, (next_offset, ack_nums, acks, push2), expected, hint, source)
+
+
+PUBLIC_EXAMPLES: tuple[Example, ...] = (
+    _ex("the slave has it", 1200, 2, [1200], 1200, True,
+        "同步双写: the answer goes back once the master AND the slave hold the message (ack 1200 >= 1200).", _SEED),
+    _ex("the slave is behind", 1200, 2, [1000], 1000, False,
+        "The slave acknowledged only up to 1000: the write waits (and times out after slaveTimeout).", _SEED),
+    _ex("no slave connected", 1200, 2, [], 0, False,
+        "No connection: only the master holds it, 1 < 2 copies. The put fails with FLUSH_SLAVE_TIMEOUT "
+        "after slaveTimeout.", _SEED),
+    _ex("the slave is past it", 1200, 2, [5000], 5000, True,
+        "An ack beyond next_offset covers it: the slave holds everything up to 5000.", _REF),
+    _ex("the master counts as one", 800, 3, [800, 700], 800, False,
+        "ackNums 3 = the master + 2 slaves; only one slave has 800: 2 copies < 3.", _REF),
+    _ex("three copies", 800, 3, [800, 900], 900, True,
+        "The master + two slaves at or beyond 800: 3 copies.", _REF),
+    _ex("one ack is enough", 800, 1, [100], 900, True,
+        "ackNums <= 1: RocketMQ looks at push2SlaveMaxOffset (900 >= 800), not at the connections.", _REF),
+    _ex("one ack: push2SlaveMaxOffset behind", 800, 1, [900], 700, False,
+        "ackNums <= 1 compares push2SlaveMaxOffset only: 700 < 800.", _REF),
+    _ex("connections, not slaves, are counted", 800, 3, [800, 800], 800, True,
+        "Two connections (even from the same slave, reconnecting) count twice: RocketMQ's known imprecision.",
+        _REF),
+    _ex("exactly at the offset", 1000, 2, [999, 1000], 1000, True,
+        "ack >= next_offset, not >: the second connection holds exactly up to 1000.", _REF),
+)
+
+
+@contextlib.contextmanager
+def _install(exercise: Exercise, ask) -> Iterator[None]:
+    """GroupTransferService._transfer_ok; AutoSwitchGroupTransferService still answers ackNums -1."""
+    from rmqlab.ha.group_transfer_service import GroupTransferService
+
+    def _transfer_ok(self, req) -> bool:
+        ha = self.ha_service
+        return ask(req.next_offset, req.ack_nums, [c.slave_ack_offset for c in ha.connection_list],
+                   ha.push2_slave_max_offset)
+
+    with mock.patch.object(GroupTransferService, "_transfer_ok", _transfer_ok):
+        yield
+
+
+EXERCISE = Exercise(
+    name="transfer_ok", function="transfer_ok", lab="01-deployment-modes", modes=("2m-2s-sync",),
+    reference=reference, public_examples=PUBLIC_EXAMPLES, normalize_answer=_normalize, installer=_install,
+    describe=_describe, answer_kind="True or False",
+    arg_names=("next_offset", "ack_nums", "slave_ack_offsets", "push2slave_max_offset"),
+    summary="may a SYNC_MASTER write be answered yet (GroupTransferService)")
+
+
+def check(student_fn, examples=None, **kwargs):
+    """EXERCISE.check: the public examples (or `examples`), each in a sandboxed child."""
+    return EXERCISE.check(student_fn, examples, **kwargs)
+
+
+__all__ = ["reference", "PUBLIC_EXAMPLES", "EXERCISE", "check"]
