@@ -36,6 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="open JupyterLab on the lab notebooks (labs/)", description=launcher.__doc__.split("\n\n")[0])
     launcher.add_arguments(lab)
 
+    from rmqlab.workload import cli as workload_cli
+
+    record = sub.add_parser("record", help="record a workload (cluster, clients, faults, seed) with its trace as Parquet",
+                            description=workload_cli.__doc__.split("\n\n")[0])
+    workload_cli.add_record_arguments(record)
+    replay = sub.add_parser("replay", help="re-run a recorded workload on the simulator and print its outcome",
+                            description=workload_cli.__doc__.split("\n\n")[0])
+    workload_cli.add_replay_arguments(replay)
+
+    from rmqlab.grading import cli as grading_cli
+
+    grade = sub.add_parser("grade", help="grade a class's notebooks against (hidden) workloads with papermill and Spark",
+                           description=grading_cli.__doc__.split("\n\n")[0])
+    grading_cli.add_arguments(grade)
+
     from rmqlab.admin_cli import add_parser as add_admin_parser
 
     add_admin_parser(sub)
@@ -74,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         from rmqlab.lab import launcher
 
         return launcher.run(args)
+    if args.command in ("record", "replay"):
+        from rmqlab.workload.cli import run as run_workload_command
+
+        return run_workload_command(args)
+    if args.command == "grade":
+        from rmqlab.grading.cli import run as run_grade
+
+        return run_grade(args)
     if args.command == "admin":
         from rmqlab.admin_cli import run
 
