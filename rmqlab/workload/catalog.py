@@ -1,0 +1,217 @@
+"""The public practice workloads (issue 8 §1): short recorded scenarios over every deployment
+mode of seed 000 and every fault kind, committed as datasets/workloads/<name>.parquet by
+`rmqlab record --all --out-dir datasets/workloads`.
+
+    from rmqlab.workload.catalog import CATALOG
+    CATALOG["ctrl-embedded-kill-master"]          # a Workload
+
+Every workload runs the same kind of traffic: a producer sending a 64-byte message every 100 ms
+(ProducerSpec, sync sends, one in flight; the gRPC Producer through the Proxy in the proxy rows),
+some a push consumer group too, on one topic of 4 queues, for 16-24 virtual seconds after t=0.
+
+Lab settings, as in rmqlab.demo.mode_comparison (they shorten waits without changing what is
+taught): every broker gets LAB_BROKER_SETTINGS (slaves serve reads; the timer wheel and the 5 s
+consumer-offset flush, which no workload here uses, are off because on the simulator they only cost
+wall time), and the clients refresh their routes every second (pollNameServerInterval 1000;
+RocketMQ: 30 s) and avoid a broker that just failed (sendLatencyFaultEnable), so a producer follows
+a failover within a short workload.
+
+In controller mode broker-n0 is the first master on the simulator (it is started first and the
+controllers elect the first replica that asks; on real processes whichever asks first wins);
+workloads that must cut a *given* replica off (partitions, the unclean-election pair) name it, the
+others use "@master".
+
+Names end in `.real` for the workloads recorded from real OS processes (recorded_runtime "real");
+their files replay on the simulator like the others (the outcome then is the simulator's, the
+recorded one is kept in the file).
+"""
+
+from __future__ import annotations
+
+from rmqlab.checker.schedule import MASTER, FaultOp
+from rmqlab.example.benchmark import ConsumerSpec, ProducerSpec
+from rmqlab.workload.spec import TopicSpec, Workload, WorkloadClient, schedule_of
+
+TOPIC = "WorkloadTopic"
+SEND_EVERY_MS = 100
+# rmqlab.demo.mode_comparison.LAB_BROKER_SETTINGS, written out: a workload file holds every setting.
+LAB_BROKER_SETTINGS = {"slaveReadEnable": True, "timerWheelEnable": False, "flushConsumerOffsetInterval": 60_000,
+                       "flushDelayOffsetInterval": 60_000}
+LAB_CLIENT_SETTINGS = {"pollNameServerInterval": 1_000, "sendLatencyFaultEnable": True}
+
+CATALOG: dict[str, Workload] = {}
+
+
+def _fault(at_ms: float, f: str, node: str | None = None, fault_id: int = 0, **value) -> FaultOp:
+    return FaultOp(float(at_ms), f, node, dict(value), fault_id)
+
+
+def process_fault(kind: str, node: str, at_ms: float, until_ms: float, fault_id: int = 0, **value) -> list[FaultOp]:
+    """A process fault and its undo (restart after kill/crash, resume after suspend)."""
+    undo = "resume" if kind == "suspend" else "restart"
+    return [_fault(at_ms, kind, node, fault_id, **value), _fault(until_ms, undo, node, fault_id)]
+
+
+def partition(groups: list[list[str]], at_ms: float, until_ms: float, fault_id: int = 0) -> list[FaultOp]:
+    return [_fault(at_ms, "partition", None, fault_id, groups=[sorted(g) for g in groups]),
+            _fault(until_ms, "heal", None, fault_id)]
+
+
+def loss(node: str, peers: list[str], rate: float, at_ms: float, until_ms: float, fault_id: int = 0) -> list[FaultOp]:
+    value = {"node": node, "peers": sorted(peers), "rate": rate}
+    return [FaultOp(float(at_ms), "loss", None, value, fault_id), FaultOp(float(until_ms), "loss-heal", None, dict(value),
+                                                                          fault_id)]
+
+
+def add(name: str, mode: str, description: str, faults: list[FaultOp], *, seed: int, proxy: str | None = None,
+        duration_ms: float = 20_000, consumer: bool = False, controller_overrides: dict | None = None,
+        runtime: str = "sim") -> Workload:
+    grpc = proxy is not None
+    clients = [WorkloadClient("producer", ProducerSpec(topic=TOPIC, group="workload_producer", interval_ms=SEND_EVERY_MS,
+                                                       body_size=64, protocol="grpc" if grpc else "remoting"), 0.0, None)]
+    if consumer:
+        clients.append(WorkloadClient("consumer", ConsumerSpec(topic=TOPIC, group="workload_consumer",
+                                                               consume_from_where="CONSUME_FROM_FIRST_OFFSET"),
+                                      500.0, None))
+    w = Workload(name=name, mode=mode, seed=seed, description=description, proxy=proxy,
+                 overrides={"*": dict(LAB_BROKER_SETTINGS)}, controller_overrides=dict(controller_overrides or {}),
+                 client_overrides=dict(LAB_CLIENT_SETTINGS), topics=(TopicSpec(TOPIC, 4),), clients=tuple(clients),
+                 faults=schedule_of(sorted(faults, key=lambda op: op.time_ms)), duration_ms=float(duration_ms),
+                 recorded_runtime=runtime)
+    if name in CATALOG:
+        raise ValueError(f"catalog: duplicate workload name {name!r}")
+    CATALOG[name] = w
+    return w
+
+
+# --- single-master ----------------------------------------------------------------------------------------------
+add("single-kill", "single-master", "The only broker is killed (kill -9) for 6 s: no writes until it is back; its "
+    "page cache survives, so nothing acknowledged is lost.", process_fault("kill", "broker-a", 5_000, 11_000), seed=1)
+add("single-crash", "single-master", "The only broker's machine loses power for 5 s: writes stop until it is "
+    "back; only what it had not flushed yet (ASYNC_FLUSH, every 500 ms) could be lost.", process_fault("crash", "broker-a", 5_000, 10_000), seed=2,
+    consumer=True)
+add("single-suspend", "single-master", "The only broker is frozen (SIGSTOP) for 4 s: sends time out, then it "
+    "resumes with everything.", process_fault("suspend", "broker-a", 5_000, 9_000), seed=3)
+add("single-partition", "single-master", "The broker is cut off from the name server for 8 s: routes stay cached "
+    "(the 120 s expiry is far), so clients keep writing.", partition([["broker-a"], ["namesrv"]], 4_000, 12_000),
+    seed=4)
+add("single-kill.real", "single-master", "single-kill recorded from real OS processes.",
+    process_fault("kill", "broker-a", 5_000, 11_000), seed=1, runtime="real")
+
+# --- 2m-noslave ------------------------------------------------------------------------------------------------
+add("2m-noslave-kill-a", "2m-noslave", "broker-a is killed for 8 s: broker-b takes the writes; broker-a's "
+    "messages wait for it.", process_fault("kill", "broker-a", 4_000, 12_000), seed=5, consumer=True)
+add("2m-noslave-crash-a", "2m-noslave", "broker-a's machine crashes (a torn write-back of 64 bytes): broker-b "
+    "takes the writes; broker-a's unflushed tail is lost.", process_fault("crash", "broker-a", 4_000, 10_000,
+                                                                           torn_bytes=64), seed=6)
+add("2m-noslave-partition", "2m-noslave", "broker-a is cut off from the name server and broker-b for 8 s.",
+    partition([["broker-a"], ["broker-b", "namesrv"]], 4_000, 12_000), seed=7)
+add("2m-noslave-loss", "2m-noslave", "30% packet loss between broker-b and the others for 10 s.",
+    loss("broker-b", ["broker-a", "namesrv"], 0.3, 4_000, 14_000), seed=8)
+
+# --- 2m-2s-async -----------------------------------------------------------------------------------------------
+add("async-kill-master", "2m-2s-async", "Master broker-a is killed for 8 s: its slave keeps serving reads, writes "
+    "go to broker-b; the slave never takes over (classic mode).", process_fault("kill", "broker-a", 4_000, 12_000),
+    seed=9)
+add("async-crash-master", "2m-2s-async", "Master broker-a's machine crashes: what it had not flushed is gone from "
+    "its disk; a classic slave is never promoted and gives nothing back, so acknowledged messages are lost.", process_fault("crash", "broker-a", 4_000, 10_000),
+    seed=10)
+add("async-kill-slave", "2m-2s-async", "Slave broker-a-s is killed for 6 s: asynchronous replication does not "
+    "wait for it; it catches up after the restart.", process_fault("kill", "broker-a-s", 4_000, 10_000), seed=11)
+add("async-suspend-master", "2m-2s-async", "Master broker-b is frozen for 5 s.",
+    process_fault("suspend", "broker-b", 4_000, 9_000), seed=12)
+add("async-partition-slave", "2m-2s-async", "Slave broker-a-s is cut off from its master for 8 s, then catches up.",
+    partition([["broker-a-s"], ["broker-a", "broker-b", "broker-b-s", "namesrv"]], 4_000, 12_000), seed=13)
+add("async-kill-master.real", "2m-2s-async", "async-kill-master recorded from real OS processes.",
+    process_fault("kill", "broker-a", 4_000, 12_000), seed=9, runtime="real")
+
+# --- 2m-2s-sync ------------------------------------------------------------------------------------------------
+add("sync-kill-master", "2m-2s-sync", "Master broker-a is killed for 8 s: writes go to broker-b; nothing "
+    "acknowledged is lost (every ack waited for the slave).", process_fault("kill", "broker-a", 4_000, 12_000), seed=14)
+add("sync-crash-master", "2m-2s-sync", "Master broker-a's machine crashes for 6 s and restarts without its "
+    "unflushed tail; its slave is ahead of it and is refused, so broker-a acknowledges no more writes and the run "
+    "does not converge; nothing acknowledged is lost (each acknowledgement waited for the slave).", process_fault("crash", "broker-a", 4_000, 10_000),
+    seed=15, consumer=True)
+add("sync-kill-slave", "2m-2s-sync", "Slave broker-a-s is killed for 8 s: broker-a's sends answer "
+    "SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT (stored, not acknowledged) until it is back.",
+    process_fault("kill", "broker-a-s", 4_000, 12_000), seed=16)
+add("sync-partition-slave", "2m-2s-sync", "Slave broker-b-s is cut off from its master for 8 s.",
+    partition([["broker-b-s"], ["broker-a", "broker-a-s", "broker-b", "namesrv"]], 4_000, 12_000), seed=17)
+add("sync-loss", "2m-2s-sync", "50% packet loss between master broker-a and its slave for 8 s.",
+    loss("broker-a", ["broker-a-s"], 0.5, 4_000, 12_000), seed=18)
+
+# --- controller-embedded ---------------------------------------------------------------------------------------
+EMB = "controller-embedded"
+EMB_SERVERS = ["namesrv-n0", "namesrv-n1", "namesrv-n2", "broker-n0", "broker-n1", "broker-n2"]
+add("ctrl-embedded-kill-master", EMB, "The master is killed: the controllers elect a replica of the "
+    "SyncStateSet; the old master returns as a slave and truncates to the consistent point.",
+    process_fault("kill", MASTER, 4_000, 12_000), seed=19)
+add("ctrl-embedded-crash-master", EMB, "The master's machine crashes: failover, then the old master returns without "
+    "its unflushed tail and catches up.", process_fault("crash", MASTER, 4_000, 10_000), seed=20, consumer=True)
+add("ctrl-embedded-suspend-master", EMB, "The master is frozen for 14 s, longer than the controllers' broker "
+    "heartbeat timeout: a new master is elected; the frozen one wakes up as a stale master of an old epoch.",
+    process_fault("suspend", MASTER, 3_000, 17_000), seed=21, duration_ms=24_000)
+add("ctrl-embedded-partition-master", EMB, "broker-n0, the first master, is cut off from everyone for 14 s: the "
+    "controllers elect another replica; back, broker-n0 truncates what only it had.",
+    partition([["broker-n0"], [n for n in EMB_SERVERS if n != "broker-n0"]], 3_000, 17_000), seed=22,
+    duration_ms=24_000)
+add("ctrl-embedded-double-failover", EMB, "Two failovers in a row: the master is killed, comes back as a slave; "
+    "the next master is killed too.", process_fault("kill", MASTER, 3_000, 8_000, 0)
+    + process_fault("kill", MASTER, 12_000, 17_000, 1), seed=23, duration_ms=22_000)
+add("ctrl-embedded-loss", EMB, "40% packet loss between the controllers (namesrv-n0) and the brokers for 8 s.",
+    loss("namesrv-n0", ["broker-n0", "broker-n1", "broker-n2"], 0.4, 4_000, 12_000), seed=24)
+add("ctrl-embedded-kill-master.real", EMB, "ctrl-embedded-kill-master recorded from real OS processes.",
+    process_fault("kill", MASTER, 4_000, 12_000), seed=19, runtime="real")
+
+# The unclean-election pair (seed 000: enableElectUncleanMaster "可能会选取数据落后的副本作为 Master 而丢失消息"):
+# both slaves go down, the SyncStateSet shrinks to the master, which goes on acknowledging alone;
+# then the master dies and the slaves come back behind it.
+# The slaves die one after the other (each death shrinks the SyncStateSet by one: two shrinks at
+# once race, and the controllers keep the first), the master acknowledges alone for a few seconds,
+# then dies; the slaves come back behind it.
+_UNCLEAN = (process_fault("kill", "broker-n1", 1_000, 13_000, 0) + process_fault("kill", "broker-n2", 2_500, 13_000, 1)
+            + process_fault("kill", "broker-n0", 12_000, 18_000, 2))
+add("ctrl-embedded-unclean", EMB, "enableElectUncleanMaster=true: both slaves are down while the master "
+    "acknowledges alone, then the master dies; a slave from outside the SyncStateSet is elected and what only "
+    "the master had is lost (its return truncates it).", _UNCLEAN, seed=25, duration_ms=24_000,
+    controller_overrides={"enableElectUncleanMaster": True})
+add("ctrl-embedded-clean", EMB, "The same faults as ctrl-embedded-unclean with unclean elections off: no master "
+    "until broker-n0 returns, nothing acknowledged is lost.", _UNCLEAN, seed=25, duration_ms=24_000)
+
+# --- controller-standalone -------------------------------------------------------------------------------------
+STD = "controller-standalone"
+STD_SERVERS = ["namesrv", "controller-n0", "controller-n1", "controller-n2", "broker-n0", "broker-n1", "broker-n2"]
+add("ctrl-standalone-kill-master", STD, "The master is killed: failover among the SyncStateSet; the old master "
+    "rejoins as a slave.", process_fault("kill", MASTER, 4_000, 12_000), seed=26, consumer=True)
+add("ctrl-standalone-crash-master", STD, "The master's machine crashes (a torn write-back of 7 bytes).",
+    process_fault("crash", MASTER, 4_000, 10_000, torn_bytes=7), seed=27)
+add("ctrl-standalone-kill-controller", STD, "A controller is killed for 8 s, and the master 2 s later: two "
+    "controllers are still a majority and elect a new master.",
+    process_fault("kill", "controller-n0", 3_000, 11_000, 0) + process_fault("kill", MASTER, 5_000, 13_000, 1),
+    seed=28)
+add("ctrl-standalone-partition-controllers", STD, "controller-n0 is cut off from every other node for 8 s (the other "
+    "two controllers are a majority), then the master is killed and they elect a new one.",
+    partition([["controller-n0"], [n for n in STD_SERVERS if n != "controller-n0"]], 3_000, 11_000, 0)
+    + process_fault("kill", MASTER, 6_000, 14_000, 1), seed=29)
+add("ctrl-standalone-partition-master", STD, "The brokers are cut off from the controllers and the name "
+    "server for 6 s (the replicas still reach each other), then the master is killed.",
+    partition([["broker-n0", "broker-n1", "broker-n2"], ["namesrv", "controller-n0", "controller-n1", "controller-n2"]],
+              3_000, 9_000, 0) + process_fault("kill", MASTER, 11_000, 16_000, 1), seed=30, duration_ms=22_000)
+add("ctrl-standalone-loss-replicas", STD, "30% packet loss between broker-n0 and the other replicas for 10 s: "
+    "acknowledgements wait for the SyncStateSet; it may shrink.",
+    loss("broker-n0", ["broker-n1", "broker-n2"], 0.3, 3_000, 13_000), seed=31)
+add("ctrl-standalone-suspend-slave", STD, "Slave broker-n2 is frozen for 12 s: its connection stays open, so it "
+    "stays in the SyncStateSet (haMaxTimeSlaveNotCatchup has not passed), and with allAckInSyncStateSet every "
+    "write waits for it until it resumes.", process_fault("suspend", "broker-n2", 3_000, 15_000), seed=32,
+    duration_ms=22_000)
+
+# --- Proxy (5.x clients over gRPC) ------------------------------------------------------------------------------
+add("proxy-local-kill-a", "2m-noslave", "Local mode: broker-a and the Proxy in its process are killed for 8 s; the "
+    "gRPC producer goes on through broker-b's Proxy.", process_fault("kill", "broker-a", 4_000, 12_000), seed=33,
+    proxy="local")
+add("proxy-local-crash-b", "2m-noslave", "Local mode: broker-b's machine crashes with its Proxy.",
+    process_fault("crash", "broker-b", 4_000, 10_000), seed=34, proxy="local")
+add("proxy-cluster-kill-a", "2m-noslave", "Cluster mode: broker-a is killed; the Proxy survives and sends to "
+    "broker-b.", process_fault("kill", "broker-a", 4_000, 12_000), seed=35, proxy="cluster")
+add("proxy-cluster-suspend-proxy", "2m-noslave", "Cluster mode: the one Proxy is frozen for 5 s: every send waits for "
+    "it until it resumes.", process_fault("suspend", "proxy", 4_000, 9_000), seed=36, proxy="cluster")
