@@ -10,7 +10,6 @@ OperationTracer lives here too: op ids must be unique within the node, whichever
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 from rmqlab.client.operation_tracer import OperationTracer
@@ -22,8 +21,6 @@ if TYPE_CHECKING:
 
 
 class MQClientManager:
-    _by_node: "weakref.WeakKeyDictionary[Node, MQClientManager]" = weakref.WeakKeyDictionary()
-
     def __init__(self, node: "Node"):
         self.node = node
         self.factory_table: dict[str, "MQClientInstance"] = {}
@@ -31,9 +28,11 @@ class MQClientManager:
 
     @classmethod
     def get_instance(cls, node: "Node") -> "MQClientManager":
-        manager = cls._by_node.get(node)
+        # Kept on the node object itself: a class-level WeakKeyDictionary never let go of a node, since
+        # its value (this manager) refers to the node, so every finished simulation stayed alive.
+        manager = node.__dict__.get("_mq_client_manager")
         if manager is None:
-            manager = cls._by_node[node] = cls(node)
+            manager = node.__dict__["_mq_client_manager"] = cls(node)
         return manager
 
     def get_or_create_mq_client_instance(self, client_config: "ClientConfig") -> "MQClientInstance":
