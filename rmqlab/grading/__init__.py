@@ -1,0 +1,27 @@
+"""rmqlab.grading: `rmqlab grade` — papermill extraction of the students' exercise functions, Spark
+replays of hidden workloads, gradebook and feedback (issue 8 §4).
+
+    rmqlab grade --submissions DIR --workloads DIR --out DIR [--master local[2]|spark://...] [--seeds N]
+                 [--full-replay] [--time-limit S] [--notebook-time-limit S] [--memory-mb M]
+
+    from rmqlab.grading.pipeline import GradeConfig, grade
+    summary = grade(GradeConfig(submissions="subs/", workloads="hidden/", out="out/"))
+
+What `--out DIR` receives:
+- gradebook.csv: student, exercise, property, points, max_points, partial_credit, passed, total, finding
+  (one row per student × exercise × property; the policy is rmqlab.grading.gradebook's docstring);
+- totals.csv: student, points, max_points (the one column an LMS import usually wants);
+- results.parquet: one row per (student, notebook, exercise, workload, seed, property): holds (null: not
+  applicable), method ("reference-equivalent" | "replayed" | "error"), counterexample_id, detail;
+- counterexamples.parquet: counterexample_id, exercise, signature, args, expected, got, property;
+- findings.csv: student, notebook, kind, detail (nondeterministic, error, timeout, crashed,
+  sandbox-violation, wrong-type, notebook-failed, missing-function);
+- feedback/<student>.html (+ plotly.min.js once): what each property means, hints, the minimized
+  counterexample, a re-labelled Lamport diagram; never the hidden workloads' names or paths;
+- run.json: timings per phase, counts (reference runs, full replays, dedupe, determinism re-runs),
+  per-notebook extraction and per-replay wall times, versions.
+
+Modules: extract (papermill + the sandboxed kernel of `kernel`), spark_session, tasks (what each
+Spark task does, and why "reference-equivalent" is sound), pipeline (the stages), gradebook (policy
++ output files), feedback (HTML), minimize (counterexamples), samples (sample submissions), cli.
+"""

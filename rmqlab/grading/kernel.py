@@ -1,0 +1,102 @@
+"""The sandboxed Jupyter kernel the grader runs submitted notebooks in (issue 8 §4: "no network, in a
+scratch directory from which the hidden workloads and other submissions cannot be read").
+
+    python -m rmqlab.grading.kernel -f CONNECTION_FILE --scratch DIR [--deny PATH ...] [--memory-mb M]
+                                    [--output-limit BYTES]
+
+The grader writes a kernelspec whose argv is this command into the scratch directory's
+JUPYTER_PATH. Before ipykernel runs any cell, the kernel:
+- writes its pid to DIR/kernel.pid (jupyter_client starts kernels in a session of their own, so the
+  grader kills the kernel's process group by that pid when a notebook times out);
+- caps its address space (RLIMIT_AS: what it uses now plus --memory-mb), so a memory bomb is a
+  MemoryError in the notebook, not a machine in swap;
+- installs rmqlab.lab.exercises' audit-hook policy: writes only under the scratch dir, nothing read
+  or listed under the --deny paths, no network sockets (ZMQ's sockets are C and do not go through
+  Python's audit hooks; asyncio's AF_UNIX socketpair is allowed), no subprocesses;
+- caps what cells print (--output-limit bytes on stdout + stderr; later output is dropped with one
+  notice), so a notebook that floods output cannot grow the grader's memory.
+ipykernel and everything it imports is imported before the policy goes in: that is trusted code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import resource
+import sys
+
+TRUNCATED = "\n[rmqlab grading: output truncated]\n"
+
+
+def _vm_size() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class _Budget:
+    def __init__(self, limit: int):
+        self.left = limit
+        self.noted = False
+
+
+def _cap_stream(stream, budget: _Budget) -> None:
+    write = stream.write
+
+    def capped(s):
+        if budget.left <= 0:
+            if not budget.noted:
+                budget.noted = True
+                write(TRUNCATED)
+            return len(s)
+        budget.left -= len(s)
+        return write(s if budget.left >= 0 else s[:len(s) + budget.left])
+
+    stream.write = capped  # print() looks `write` up on the object, so the instance attribute wins
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="rmqlab.grading.kernel")
+    p.add_argument("-f", dest="connection_file", required=True)
+    p.add_argument("--scratch", required=True)
+    p.add_argument("--deny", action="append", default=[])
+    p.add_argument("--memory-mb", type=int, default=1024)
+    p.add_argument("--output-limit", type=int, default=1_000_000)
+    args = p.parse_args(argv)
+    scratch = os.path.realpath(args.scratch)
+    with open(os.path.join(scratch, "kernel.pid"), "w") as f:
+        f.write(str(os.getpid()))
+
+    from ipykernel.kernelapp import IPKernelApp
+    from rmqlab.lab.exercises import install_sandbox_policy
+
+    app = IPKernelApp.instance()
+    app.initialize(["-f", args.connection_file])
+    if hasattr(app.shell, "_tee"):
+        # IPython 9 tees every cell's stdout/stderr into its history (an unbounded list), around our
+        # cap: a flood would grow the kernel until MemoryError. The grading kernel keeps no history.
+        app.shell._tee = lambda channel: contextlib.nullcontext()
+    budget = _Budget(args.output_limit)
+    _cap_stream(sys.stdout, budget)
+    _cap_stream(sys.stderr, budget)
+    if args.memory_mb > 0:
+        limit = _vm_size() + args.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if app.poller is not None:
+        # The parent poller is the one thread IPKernelApp.start() would start; start it now: the
+        # policy sets RLIMIT_NPROC to 0, and for a non-root user that also forbids new threads.
+        app.poller.start()
+        app.poller = None
+    install_sandbox_policy(allow_read=(scratch,), allow_write=(scratch,),
+                           deny=tuple(os.path.realpath(d) for d in args.deny), network=False, processes=False)
+    app.start()
+
+
+if __name__ == "__main__":
+    main()
