@@ -17,10 +17,10 @@ from rmqlab.checker.chaos import ChaosReport, ChaosRun, check_all, converged, ru
 from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
                                      check_truncations, read_commitlog, read_epochs, send_acknowledged)
 from rmqlab.checker.result import CheckResult, Violation
-from rmqlab.checker.schedule import FAULTS, FaultOp, FaultSchedule, apply_op, random_schedule, run_schedule
+from rmqlab.checker.schedule import FAULTS, FaultOp, FaultSchedule, MasterResolver, apply_op, random_schedule, run_schedule
 from rmqlab.checker.workload import QueueWorkload
 
 __all__ = ["ChaosReport", "ChaosRun", "check_all", "converged", "run_and_check", "run_chaos",
            "check_elections", "check_replicas", "check_single_master", "check_total_queue", "check_truncations", "read_commitlog", "read_epochs",
            "send_acknowledged", "CheckResult", "Violation", "FAULTS", "FaultOp", "FaultSchedule", "apply_op",
-           "random_schedule", "run_schedule", "QueueWorkload"]
+           "random_schedule", "run_schedule", "MasterResolver", "QueueWorkload"]

@@ -196,29 +196,45 @@ def apply_op(nemesis, op: FaultOp) -> None:
         raise ValueError(f"unknown fault op {op.f!r}")
 
 
+class MasterResolver:
+    """Names the node of each op as it is applied: a MASTER fault is the broker that is master then
+    (cluster.master(), from the trace), and its undo the same broker; a MASTER fault is skipped
+    (None), with its undo, when there is no master or the master is under a process fault already."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.resolved: dict[int, str | None] = {}  # fault_id -> node of a MASTER fault (None: skipped)
+        self.down: set[str] = set()                # nodes under a process fault now
+
+    def __call__(self, op: FaultOp) -> FaultOp | None:
+        if op.node == MASTER:
+            if op.f in FAULTS:
+                master = self.cluster.master()
+                self.resolved[op.fault_id] = master if master is not None and master not in self.down else None
+            node = self.resolved.get(op.fault_id)
+            if node is None:
+                return None
+            op = FaultOp(op.time_ms, op.f, node, op.value, op.fault_id)
+        if op.node is not None:
+            (self.down.add if op.f in FAULTS else self.down.discard)(op.node)
+        return op
+
+
 def run_schedule(cluster, schedule: FaultSchedule, *, quiet: bool = True) -> list[FaultOp]:
     """Let `cluster` (rmqlab.cluster.Cluster) run through `schedule` from now: each op at its time,
     then, with `quiet`, the quiet period. Virtual time on the simulator, wall time on the real
     runtime (ops there land within the polling resolution). Returns the ops applied, MASTER
     resolved to a node (the nemesis traced each of them too)."""
     elapsed = 0.0
-    resolved: dict[int, str | None] = {}  # fault_id -> node of a MASTER fault (None: skipped)
-    down: set[str] = set()                # nodes under a process fault now
+    resolve = MasterResolver(cluster)
     applied: list[FaultOp] = []
     for op in schedule.ops:
         if op.time_ms > elapsed:
             cluster.run_for(op.time_ms - elapsed)
             elapsed = op.time_ms
-        if op.node == MASTER:
-            if op.f in FAULTS:
-                master = cluster.master()
-                resolved[op.fault_id] = master if master is not None and master not in down else None
-            node = resolved.get(op.fault_id)
-            if node is None:
-                continue
-            op = FaultOp(op.time_ms, op.f, node, op.value, op.fault_id)
-        if op.node is not None:
-            (down.add if op.f in FAULTS else down.discard)(op.node)
+        op = resolve(op)
+        if op is None:
+            continue
         apply_op(cluster.nemesis, op)
         applied.append(op)
     if quiet:

@@ -68,33 +68,43 @@ class QueueWorkload:
         """Read every queue of the topic from offset 0 to its end with a new pull consumer (its
         pulls are traced); returns how many messages it read."""
         _require_simulator(cluster)
-        cluster.add_client(READER, lambda: ClientProcess(consumer=DefaultMQPullConsumer("chaos_reader",
-                                                                                        cluster.namesrv_addr)))
-        sim = cluster.sim
-        consumer: DefaultMQPullConsumer = sim.components[READER]["consumer"]
-        node = sim.nodes[READER]
-        deadline = sim.now_ms() + timeout_ms
+        return drain_topics(cluster, [self.topic], READER, "chaos_reader", timeout_ms, batch,
+                            "drain gave up", "rmqlab.checker")
 
-        class GaveUp(Exception):
-            pass
 
-        async def attempt(call):
-            while True:  # a failure (no route yet, a connection reset) is retried until the deadline
-                try:
-                    return await call()
-                except Exception as e:
-                    if sim.now_ms() >= deadline:
-                        # What is left unread shows as lost to the checker: the verdict it deserves.
-                        node.trace("log", level="WARN", message=f"drain gave up: {e}", logger="rmqlab.checker")
-                        raise GaveUp() from e
-                    await node.sleep(1_000)
+def drain_topics(cluster, topics: list[str], reader: str, group: str, timeout_ms: float, batch: int,
+                 gave_up: str, logger: str) -> int:
+    """Jepsen's final read on the simulator: a fresh pull consumer (node `reader`, consumer group
+    `group`) reads every queue of `topics` from offset 0 to its end, a failure (no route yet, a
+    connection reset) retried each second until `timeout_ms`; what is left unread then shows as
+    lost to the checker, and a `log` event (`gave_up`, `logger`) says why. Returns how many
+    messages it read; the reader stays on its node (the caller may stop it)."""
+    cluster.add_client(reader, lambda: ClientProcess(consumer=DefaultMQPullConsumer(group, cluster.namesrv_addr)))
+    sim = cluster.sim
+    consumer: DefaultMQPullConsumer = sim.components[reader]["consumer"]
+    node = sim.nodes[reader]
+    deadline = sim.now_ms() + timeout_ms
 
-        async def read() -> int:
-            n = 0
+    class GaveUp(Exception):
+        pass
+
+    async def attempt(call):
+        while True:
             try:
-                mqs = await attempt(lambda: consumer.fetch_subscribe_message_queues(self.topic))
+                return await call()
+            except Exception as e:
+                if sim.now_ms() >= deadline:
+                    node.trace("log", level="WARN", message=f"{gave_up}: {e}", logger=logger)
+                    raise GaveUp() from e
+                await node.sleep(1_000)
+
+    async def read() -> int:
+        n = 0
+        for topic in topics:
+            try:
+                mqs = await attempt(lambda: consumer.fetch_subscribe_message_queues(topic))
             except GaveUp:
-                return 0
+                continue
             for mq in sorted(mqs, key=lambda q: (q.broker_name, q.queue_id)):
                 offset = 0
                 while sim.now_ms() < deadline:
@@ -111,6 +121,6 @@ class QueueWorkload:
                     if r.next_begin_offset <= offset:
                         break
                     offset = r.next_begin_offset
-            return n
+        return n
 
-        return sim.run(read())
+    return sim.run(read())

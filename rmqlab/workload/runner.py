@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ContextManager
 
-from rmqlab.checker.schedule import FAULTS, MASTER, FaultOp, apply_op
+from rmqlab.checker.schedule import FaultOp, MasterResolver, apply_op
 from rmqlab.example.benchmark import ConsumerSpec, build_client
 from rmqlab.workload.spec import CLIENT_SETTINGS, Workload
 
@@ -295,8 +295,7 @@ def _run_timeline(c, workload: Workload, t0: float, now) -> list[FaultOp]:
     for i, op in enumerate(workload.faults.ops):
         actions.append((op.time_ms, 2, i, "fault", op))
     actions.sort(key=lambda a: a[:3])  # at equal times: starts, stops, then faults in schedule order
-    resolved: dict[int, str | None] = {}
-    down: set[str] = set()
+    resolve = MasterResolver(c)
     applied: list[FaultOp] = []
     for at_ms, _, _, what, item in actions:
         _advance(c, t0 + at_ms, now)
@@ -306,17 +305,9 @@ def _run_timeline(c, workload: Workload, t0: float, now) -> list[FaultOp]:
             if _alive(c, item):
                 c.stop_client(item)
         else:
-            op: FaultOp = item
-            if op.node == MASTER:
-                if op.f in FAULTS:
-                    master = c.master()
-                    resolved[op.fault_id] = master if master is not None and master not in down else None
-                node = resolved.get(op.fault_id)
-                if node is None:
-                    continue
-                op = FaultOp(op.time_ms, op.f, node, op.value, op.fault_id)
-            if op.node is not None:
-                (down.add if op.f in FAULTS else down.discard)(op.node)
+            op = resolve(item)
+            if op is None:
+                continue
             apply_op(c.nemesis, op)
             applied.append(op)
     _advance(c, t0 + workload.duration_ms, now)
@@ -395,57 +386,11 @@ def _drain(c, workload: Workload) -> int:
 
 
 def _drain_sim(c, workload: Workload, batch: int = 32) -> int:
-    """rmqlab.checker.workload.QueueWorkload.drain over every topic: a fresh pull consumer reads
-    each queue from offset 0 to its end, a failure retried each second until READ_TIMEOUT_MS."""
-    from rmqlab.client import ClientProcess, DefaultMQPullConsumer
-    from rmqlab.client.consumer.pull_result import PullStatus
+    """The chaos workload's final read (rmqlab.checker.workload.drain_topics) over every topic."""
+    from rmqlab.checker.workload import drain_topics
 
-    c.add_client(READER, lambda: ClientProcess(consumer=DefaultMQPullConsumer("workload_reader", c.namesrv_addr)))
-    sim = c.sim
-    consumer = sim.components[READER]["consumer"]
-    node = sim.nodes[READER]
-    deadline = sim.now_ms() + READ_TIMEOUT_MS
-
-    class GaveUp(Exception):
-        pass
-
-    async def attempt(call):
-        while True:
-            try:
-                return await call()
-            except Exception as e:
-                if sim.now_ms() >= deadline:
-                    # What is left unread shows as lost: the verdict it deserves.
-                    node.trace("log", level="WARN", message=f"final read gave up: {e}", logger="rmqlab.workload")
-                    raise GaveUp() from e
-                await node.sleep(1_000)
-
-    async def read() -> int:
-        n = 0
-        for topic in workload.topics:
-            try:
-                mqs = await attempt(lambda: consumer.fetch_subscribe_message_queues(topic.topic))
-            except GaveUp:
-                continue
-            for mq in sorted(mqs, key=lambda q: (q.broker_name, q.queue_id)):
-                offset = 0
-                while sim.now_ms() < deadline:
-                    try:
-                        r = await attempt(lambda: consumer.pull(mq, "*", offset, batch))
-                    except GaveUp:
-                        break
-                    if r.pull_status is PullStatus.FOUND:
-                        n += len(r.msg_found_list)
-                    elif r.pull_status is PullStatus.OFFSET_ILLEGAL and r.next_begin_offset > offset:
-                        pass  # the queue starts later: go on from where the broker says
-                    elif r.pull_status is not PullStatus.NO_MATCHED_MSG:
-                        break  # NO_NEW_MSG: the end of the queue
-                    if r.next_begin_offset <= offset:
-                        break
-                    offset = r.next_begin_offset
-        return n
-
-    n = sim.run(read())
+    n = drain_topics(c, [t.topic for t in workload.topics], READER, "workload_reader", READ_TIMEOUT_MS, batch,
+                     "final read gave up", "rmqlab.workload")
     c.stop_client(READER)
     return n
 
