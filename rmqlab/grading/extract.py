@@ -215,6 +215,9 @@ def _error_summary(out_path: str) -> str:
     return ""
 
 
+KERNEL_START_ATTEMPTS = 3
+
+
 def _child(scratch: str, time_limit: float) -> None:
     """In the child: run papermill on scratch/submission.ipynb (prepared), write scratch/result.json."""
     result: dict = {}
@@ -242,10 +245,20 @@ def _child(scratch: str, time_limit: float) -> None:
         inp = os.path.join(scratch, "submission.ipynb")
         out = os.path.join(scratch, "executed.ipynb")
         try:
-            pm.execute_notebook(inp, out, parameters={"grading": True}, kernel_name=KERNEL_NAME, language="python",
-                                progress_bar=False, log_output=False, cwd=scratch,
-                                execution_timeout=max(1, int(time_limit)), start_timeout=60,
-                                skip_cells_with_tag=SKIP_TAG, shutdown_kernel="immediate")
+            for attempt in range(KERNEL_START_ATTEMPTS):
+                try:
+                    pm.execute_notebook(inp, out, parameters={"grading": True}, kernel_name=KERNEL_NAME,
+                                        language="python", progress_bar=False, log_output=False, cwd=scratch,
+                                        execution_timeout=max(1, int(time_limit)), start_timeout=60,
+                                        skip_cells_with_tag=SKIP_TAG, shutdown_kernel="immediate")
+                    break
+                except RuntimeError as e:
+                    # The kernel died while starting, before it ran any of the notebook's code (the
+                    # grading benchmark saw this once in 100 notebooks, under load): not the student's
+                    # doing, so it is started again rather than reported.
+                    if "before replying to kernel_info" not in str(e) or attempt + 1 == KERNEL_START_ATTEMPTS:
+                        raise
+                    _kill_kernel(scratch)
             got = read_functions(out) or {}
             result = {"functions": got.get("functions") or {}, "violations": got.get("violations") or []}
         except Exception as e:  # noqa: BLE001 — every failure becomes a finding
