@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqlab.lab.exercises.sandbox import OUTPUT_LIMIT, SandboxedFunction, StudentFunctionError
+from rmqlab.lab.exercises.sandbox import _safe_repr as _short
 
 TIME_LIMIT_S = 1.0    # per example; a correct solution takes microseconds
 BUDGET_S = 10.0       # all examples together, so an endless loop costs seconds, not minutes
@@ -283,14 +284,6 @@ class Exercise:
 
 def _show(value: Any) -> str:
     return "None" if value is None else json.dumps(value)
-
-
-def _short(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<a {type(value).__name__}>"
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 class _Reusable(contextlib.AbstractContextManager):
