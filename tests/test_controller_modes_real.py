@@ -4,7 +4,7 @@ One name server, three `rmqlab controller` processes and three controller-mode b
 from copies of conf/controller/ with free 127.0.0.1 ports (the controllers' Raft ports, peer port +
 1000, free too) behind the fault relay. A benchmark producer sends; the master is SIGKILLed; the
 controllers elect another replica, which takes a second producer's sends. Every wait is bounded
-(the sum stays under 90 s); RealCluster stops every process it started, by PID.
+(the sum stays under 2 minutes); RealCluster stops every process it started, by PID.
 """
 
 from __future__ import annotations
@@ -58,8 +58,12 @@ def test_sigkilled_master_is_replaced_and_the_new_master_takes_sends(tmp_path):
         c.start_client("before")
         c.run_until(lambda: finished(c.events(), "before"), 10_000, poll_ms=200)
         # Electable successors: both slaves in the SyncStateSet (a set of the master alone would,
-        # rightly, elect nobody).
-        c.run_until(lambda: in_sync_replicas(c.controller_addr) == 3, 10_000, poll_ms=500)
+        # rightly, elect nobody). A slave learns the master's HA address only from a name server
+        # registration that finds the master registered as id 0 (AutoSwitchHAService.changeToSlave
+        # clears it). One that registered just before the master did waits for its first periodic
+        # registration (10 s after start) and then one haSendHeartbeatInterval (5 s) before its
+        # first report: RocketMQ's timing, seen in 2 of 12 runs. Hence 25 s, not 10.
+        c.run_until(lambda: in_sync_replicas(c.controller_addr) == 3, 25_000, poll_ms=500)
         master = c.master()
         assert master in c.brokers
         c.nemesis.kill(master)           # SIGKILL: its channels to the controllers close
