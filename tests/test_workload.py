@@ -257,6 +257,50 @@ def test_some_committed_workloads_cut_a_replica_log():
     assert all(cuts.values()), cuts
 
 
+def _disagreements(name: str, exercise: str, variant: str) -> list[tuple[list, object, object]]:
+    """Run catalog workload `name` with RocketMQ's rule for `exercise` installed, recording its calls;
+    then the sample variant's answer on each: (args, RocketMQ's answer, the variant's) where they differ."""
+    from rmqlab.grading.samples import FUNCTION, VARIANTS
+    from rmqlab.lab.exercises import EXERCISES
+
+    ex = EXERCISES[exercise]
+    calls: list = []
+    run_workload(CATALOG[name], patches=[ex.install(ex.reference, calls=calls)])
+    namespace: dict = {}
+    exec(VARIANTS[exercise][variant].source, namespace)  # our own sample "student" code
+    fn = namespace[FUNCTION[exercise]]
+    out = []
+    for c in calls:
+        args = ex.arg_adapter(list(c["args"])) if ex.arg_adapter else c["args"]
+        answer = ex.normalize(fn(*args))
+        if answer != c["answer"]:
+            out.append((c["args"], c["answer"], answer))
+    return out
+
+
+def test_slow_replication_makes_the_master_shrink_a_lagging_slave_out():
+    """ctrl-standalone-slow-replication exists for the time-based shrink (haMaxTimeSlaveNotCatchup):
+    RocketMQ's rule drops the slaves that have not caught up for 15 s, which a rule that never
+    shrinks does not; no other public workload asks that question."""
+    differ = _disagreements("ctrl-standalone-slow-replication", "sync_state_set", "never-shrinks")
+    assert differ
+    for (sync_state_set, master_id, slaves, _confirm, _epoch_start, now_ms, max_ms), rocketmq, wrong in differ:
+        assert set(rocketmq) < set(sync_state_set) == set(wrong)
+        dropped = set(sync_state_set) - set(rocketmq)
+        assert all(caught_up is None or now_ms - caught_up > max_ms for slave, _ack, caught_up in slaves if slave in dropped)
+
+
+def test_unclean_epochs_makes_the_election_weigh_epoch_before_bytes():
+    """ctrl-standalone-unclean-epochs exists for DefaultElectPolicy's order: the unclean candidates are
+    an old master of epoch 1 with more bytes and a replica of epoch 2 with fewer; RocketMQ takes the
+    newer epoch, a rule that ranks by offset alone takes the other."""
+    differ = _disagreements("ctrl-standalone-unclean-epochs", "elect_master", "ignores-epoch")
+    assert len(differ) == 1
+    (candidates, _old_master, _prefer), rocketmq, wrong = differ[0]
+    live = {broker_id: info for broker_id, info in candidates}
+    assert live[rocketmq][0] > live[wrong][0] and live[rocketmq][1] < live[wrong][1], candidates
+
+
 def test_real_recordings_replay_on_the_simulator():
     rec = load_workload(WORKLOADS / "single-kill.real.parquet")
     assert rec.meta["runtime"] == "real" and rec.workload.recorded_runtime == "real"

@@ -7,7 +7,7 @@ mode of seed 000 and every fault kind, committed as datasets/workloads/<name>.pa
 
 Every workload runs the same kind of traffic: a producer sending a 64-byte message every 100 ms
 (ProducerSpec, sync sends, one in flight; the gRPC Producer through the Proxy in the proxy rows),
-some a push consumer group too, on one topic of 4 queues, for 16-24 virtual seconds after t=0.
+some a push consumer group too, on one topic of 4 queues, for 16-34 virtual seconds after t=0.
 
 Lab settings, as in rmqlab.demo.mode_comparison (they shorten waits without changing what is
 taught): every broker gets LAB_BROKER_SETTINGS (slaves serve reads; the timer wheel and the 5 s
@@ -65,7 +65,9 @@ def loss(node: str, peers: list[str], rate: float, at_ms: float, until_ms: float
 
 def add(name: str, mode: str, description: str, faults: list[FaultOp], *, seed: int, proxy: str | None = None,
         duration_ms: float = 20_000, consumer: bool = False, controller_overrides: dict | None = None,
-        runtime: str = "sim") -> Workload:
+        broker_overrides: dict | None = None, runtime: str = "sim") -> Workload:
+    """Register a workload; `broker_overrides` are settings for every broker on top of
+    LAB_BROKER_SETTINGS."""
     grpc = proxy is not None
     clients = [WorkloadClient("producer", ProducerSpec(topic=TOPIC, group="workload_producer", interval_ms=SEND_EVERY_MS,
                                                        body_size=64, protocol="grpc" if grpc else "remoting"), 0.0, None)]
@@ -74,7 +76,7 @@ def add(name: str, mode: str, description: str, faults: list[FaultOp], *, seed: 
                                                                consume_from_where="CONSUME_FROM_FIRST_OFFSET"),
                                       500.0, None))
     w = Workload(name=name, mode=mode, seed=seed, description=description, proxy=proxy,
-                 overrides={"*": dict(LAB_BROKER_SETTINGS)}, controller_overrides=dict(controller_overrides or {}),
+                 overrides={"*": {**LAB_BROKER_SETTINGS, **(broker_overrides or {})}}, controller_overrides=dict(controller_overrides or {}),
                  client_overrides=dict(LAB_CLIENT_SETTINGS), topics=(TopicSpec(TOPIC, 4),), clients=tuple(clients),
                  faults=schedule_of(sorted(faults, key=lambda op: op.time_ms)), duration_ms=float(duration_ms),
                  recorded_runtime=runtime)
@@ -204,6 +206,28 @@ add("ctrl-standalone-suspend-slave", STD, "Slave broker-n2 is frozen for 12 s: i
     "stays in the SyncStateSet (haMaxTimeSlaveNotCatchup has not passed), and with allAckInSyncStateSet every "
     "write waits for it until it resumes.", process_fault("suspend", "broker-n2", 3_000, 15_000), seed=32,
     duration_ms=22_000)
+# The two below make the SyncStateSet and election rules decide what no other workload here asks
+# them (graded by lab 02's and lab 03's exercises): a replica that stays behind for longer than
+# haMaxTimeSlaveNotCatchup, and an unclean election between a newer epoch and more bytes.
+add("ctrl-standalone-slow-replication", STD, "No process fails, but replication is throttled to 1.6 KB/s "
+    "(haFlowControlEnable, maxHaTransferByteInSecond) while the producer writes ~2.9 KB/s, acknowledged by the "
+    "master alone (allAckInSyncStateSet=false): the slaves stay behind for longer than haMaxTimeSlaveNotCatchup "
+    "(15 s), the master shrinks the SyncStateSet to itself, and they rejoin once they catch up after the "
+    "producer stops.", [], seed=37, duration_ms=24_000,
+    broker_overrides={"haFlowControlEnable": True, "maxHaTransferByteInSecond": 1_600, "allAckInSyncStateSet": False})
+_A, _B, _C = "broker-n0", "broker-n1", "broker-n2"
+add("ctrl-standalone-unclean-epochs", STD, "enableElectUncleanMaster=true, acknowledged by the master alone "
+    "(allAckInSyncStateSet=false). broker-n0, the first master, is cut off from both slaves (100% loss) and "
+    "acknowledges alone for 12 s; then it is killed (and broker-n2 restarted): broker-n1 becomes master in "
+    "epoch 2 and broker-n2 follows it. broker-n2 is killed again and comes back cut off from broker-n1, as "
+    "broker-n0 does; when broker-n1 is killed, neither is in the SyncStateSet, and the unclean election weighs "
+    "broker-n0 (epoch 1, more bytes) against broker-n2 (epoch 2, fewer bytes): DefaultElectPolicy takes the "
+    "newer epoch, and what only broker-n0 had is lost.",
+    loss(_A, [_B, _C], 1.0, 2_000, 32_000, 0) + process_fault("kill", _A, 14_000, 20_000, 1)
+    + process_fault("kill", _C, 14_000, 16_000, 2) + loss(_C, [_B], 1.0, 22_000, 32_000, 3)
+    + process_fault("kill", _C, 22_000, 24_000, 4) + process_fault("kill", _B, 26_000, 32_000, 5), seed=38,
+    duration_ms=38_000, controller_overrides={"enableElectUncleanMaster": True},
+    broker_overrides={"allAckInSyncStateSet": False})
 
 # --- Proxy (5.x clients over gRPC) ------------------------------------------------------------------------------
 add("proxy-local-kill-a", "2m-noslave", "Local mode: broker-a and the Proxy in its process are killed for 8 s; the "
