@@ -230,6 +230,10 @@ class RaftComponent(Component):
         for fut in pending:
             if not fut.done():
                 fut.set_exception(RaftError(FailReason.UNKNOWN_OUTCOME, why))
+                # When the replica's process died, so did the task awaiting this write: mark the
+                # exception seen, or asyncio prints "Future exception was never retrieved" at
+                # garbage collection. A caller that still awaits gets it all the same.
+                fut.exception()
 
     # -- simulator: sessions and ticks ---------------------------------------------------------
     def _session(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
