@@ -258,24 +258,20 @@ def test_some_committed_workloads_cut_a_replica_log():
 
 
 def _disagreements(name: str, exercise: str, variant: str) -> list[tuple[list, object, object]]:
-    """Run catalog workload `name` with RocketMQ's rule for `exercise` installed, recording its calls;
-    then the sample variant's answer on each: (args, RocketMQ's answer, the variant's) where they differ."""
+    """Run catalog workload `name` with the sample variant of `exercise` installed: (args, RocketMQ's
+    answer, the variant's) for each call where they differ (what `rmqlab replay --exercise` reports)."""
     from rmqlab.grading.samples import FUNCTION, VARIANTS
     from rmqlab.lab.exercises import EXERCISES
+    from rmqlab.workload.cli import disagreements
 
     ex = EXERCISES[exercise]
-    calls: list = []
-    run_workload(CATALOG[name], patches=[ex.install(ex.reference, calls=calls)])
     namespace: dict = {}
     exec(VARIANTS[exercise][variant].source, namespace)  # our own sample "student" code
     fn = namespace[FUNCTION[exercise]]
-    out = []
-    for c in calls:
-        args = ex.arg_adapter(list(c["args"])) if ex.arg_adapter else c["args"]
-        answer = ex.normalize(fn(*args))
-        if answer != c["answer"]:
-            out.append((c["args"], c["answer"], answer))
-    return out
+    calls: list = []
+    run_workload(CATALOG[name], patches=[ex.install(
+        lambda *args: fn(*(ex.arg_adapter(list(args)) if ex.arg_adapter else args)), calls=calls)])
+    return disagreements(ex, calls)
 
 
 def test_slow_replication_makes_the_master_shrink_a_lagging_slave_out():
@@ -295,7 +291,7 @@ def test_unclean_epochs_makes_the_election_weigh_epoch_before_bytes():
     an old master of epoch 1 with more bytes and a replica of epoch 2 with fewer; RocketMQ takes the
     newer epoch, a rule that ranks by offset alone takes the other."""
     differ = _disagreements("ctrl-standalone-unclean-epochs", "elect_master", "ignores-epoch")
-    assert len(differ) == 1
+    assert differ
     (candidates, _old_master, _prefer), rocketmq, wrong = differ[0]
     live = {broker_id: info for broker_id, info in candidates}
     assert live[rocketmq][0] > live[wrong][0] and live[rocketmq][1] < live[wrong][1], candidates
@@ -362,12 +358,12 @@ def test_record_a_hand_written_spec_and_replay_it(tmp_path):
 
 
 def test_replay_with_an_exercise_solution(tmp_path):
-    exercises = pytest.importorskip("rmqlab.lab.exercises")
-    if not hasattr(exercises, "EXERCISES") or "truncation_point" not in exercises.EXERCISES:
-        pytest.skip("rmqlab.lab.exercises has no EXERCISES registry yet (issue 8 §3)")
     import inspect
 
-    exercise = exercises.EXERCISES["truncation_point"]
+    from rmqlab.grading.samples import VARIANTS
+    from rmqlab.lab.exercises import EXERCISES
+
+    exercise = EXERCISES["truncation_point"]
     source = inspect.getsource(exercise.reference)
     name = exercise.reference.__name__
     (tmp_path / "solution.py").write_text(source + (f"\n{exercise.function} = {name}\n" if name != exercise.function else ""))
@@ -375,6 +371,13 @@ def test_replay_with_an_exercise_solution(tmp_path):
     done = _cli("replay", path, "--exercise", "truncation_point", "--solution", tmp_path / "solution.py", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == load_workload(path).outcome
+    # A wrong rule: the replay says where it parted from RocketMQ's.
+    (tmp_path / "wrong.py").write_text(VARIANTS["truncation_point"]["larger-end"].source)
+    done = _cli("replay", path, "--exercise", "truncation_point", "--solution", tmp_path / "wrong.py")
+    assert done.returncode == 0, done.stderr
+    assert "answered differently from RocketMQ's rule: " in done.stdout, done.stdout
+    done = _cli("replay", path, "--exercise", "truncation_point", "--solution", tmp_path / "solution.py")
+    assert "every call was answered as RocketMQ's rule answers it" in done.stdout, done.stdout
 
 
 def test_readme_pyarrow_recipe_reads_a_committed_workload(monkeypatch):

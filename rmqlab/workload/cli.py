@@ -162,6 +162,13 @@ def run_replay(args: argparse.Namespace) -> int:
     print(summary(run.outcome))
     if args.exercise:
         print(f"  {args.exercise}: the solution was called {len(calls)} time(s)")
+        differ = disagreements(exercise, calls)
+        if differ:
+            call_args, rocketmq, yours = differ[0]
+            print(f"  answered differently from RocketMQ's rule: {len(differ)} of those calls; the first: "
+                  f"{exercise.describe(call_args)} -> RocketMQ {rocketmq!r}, yours {yours!r}")
+        elif calls:
+            print("  every call was answered as RocketMQ's rule answers it")
     same_inputs = recorded.outcome is not None and recorded.meta.get("runtime", "sim") == "sim" \
         and recorded.outcome.get("seed") == run.seed and not patches
     if same_inputs:
@@ -169,6 +176,20 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"  the replay {'matches' if match else 'DIFFERS FROM'} the recorded outcome byte for byte")
     print(f"  replayed in {run.wall_s:.2f} s ({run.virtual_ms / 1000:.1f} virtual s)")
     return 0
+
+
+def disagreements(exercise, calls: list[dict]) -> list[tuple[list, object, object]]:
+    """(args, RocketMQ's answer, the solution's) for each call of a run that the solution answered
+    differently from the exercise's reference rule (what grading's "agrees with RocketMQ" checks,
+    here on the calls of the solution's own run). Calls that failed are not compared."""
+    out = []
+    for c in calls:
+        if "answer" not in c:
+            continue
+        rocketmq = exercise.normalize(exercise.reference(*json.loads(json.dumps(c["args"]))))
+        if rocketmq != c["answer"]:
+            out.append((c["args"], rocketmq, c["answer"]))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
