@@ -76,7 +76,8 @@ def add(name: str, mode: str, description: str, faults: list[FaultOp], *, seed: 
                                                                consume_from_where="CONSUME_FROM_FIRST_OFFSET"),
                                       500.0, None))
     w = Workload(name=name, mode=mode, seed=seed, description=description, proxy=proxy,
-                 overrides={"*": {**LAB_BROKER_SETTINGS, **(broker_overrides or {})}}, controller_overrides=dict(controller_overrides or {}),
+                 overrides={"*": {**LAB_BROKER_SETTINGS, **(broker_overrides or {})}},
+                 controller_overrides=dict(controller_overrides or {}),
                  client_overrides=dict(LAB_CLIENT_SETTINGS), topics=(TopicSpec(TOPIC, 4),), clients=tuple(clients),
                  faults=schedule_of(sorted(faults, key=lambda op: op.time_ms)), duration_ms=float(duration_ms),
                  recorded_runtime=runtime)
