@@ -133,6 +133,15 @@ def test_three_standalone_controllers_register_elect_and_survive_a_sigkilled_lea
             1, BROKER, 1)
         r = call(new, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, A))
         assert GetNextBrokerIdResponseHeader.decode(r).next_broker_id == 2
+        # Every replica traces the entries it applies (controller.event, handed from pysyncobj's
+        # thread to the loop's): the survivors' traces hold the register flow's events, in order.
+        def applied(n: str) -> list[str]:
+            return [e.fields["event"] for e in cluster.events(n) if e.kind == "controller.event"
+                    and e.fields.get("applied") and e.fields["event"] != "OpenTerm"]
+        expected = ["ApplyBrokerIdEvent", "ElectMasterEvent"]
+        for n in names:
+            if n != killed:
+                wait_for(lambda: [e for e in applied(n) if e in expected] == expected, 5, f"{n}'s applied events")
         boot = (tmp_path / "cluster" / "n0" / "logs" / "n0.log").read_text()
         assert "The ControllerManager boot success. serializeType=JSON, address " + addr["n0"] in boot
     finally:

@@ -35,6 +35,7 @@ majority (pysyncobj's default is 30 s; a DLedger leader steps down within second
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -366,17 +367,22 @@ __all__ = ["APPEND_WAIT_MS", "RAFT_PORT_OFFSET", "RaftController", "bounded", "r
 
 
 def _loop_thread_trace(node: Node) -> Callable[..., None]:
-    """`node.trace` for the state machine, on the loop's thread only. On the simulator everything
-    runs there, so every applied entry is traced, in order. On the real runtime pysyncobj applies
-    entries on its own thread, and a node's tracer belongs to the loop's thread (its sequence
-    numbers and file are not guarded by a lock); handing the events over to the loop
-    (call_soon_threadsafe) coincided with a failed leader hand-over in one of six runs of the real
-    controller tests, so until that is understood the real runtime does not trace applied entries
-    (its traces are as before the labs: the labs run on the simulator)."""
+    """`node.trace` for the state machine, run on the loop's thread. On the simulator everything
+    runs there, so every applied entry is traced at once, in order. On the real runtime pysyncobj
+    applies entries on its own thread, and a node's tracer belongs to the loop's thread (its
+    sequence numbers and file are not guarded by a lock): the entry is handed over with
+    call_soon_threadsafe, in apply order, and traced a moment later. Nothing raised by tracing may
+    reach pysyncobj's thread (an exception in an apply stops that replica)."""
+    loop = asyncio.get_running_loop()
     owner = threading.get_ident()
 
     def trace(kind: str, **fields: Any) -> None:
         if threading.get_ident() == owner:
             node.trace(kind, **fields)
+            return
+        try:
+            loop.call_soon_threadsafe(functools.partial(node.trace, kind, **fields))
+        except RuntimeError:
+            pass  # the loop is closed: the process is exiting and its trace with it
 
     return trace
