@@ -1,4 +1,4 @@
-"""Acknowledged messages/s of real broker processes, beside raw loopback TCP in the same run (issue 4 §9, §6d).
+"""Acknowledged messages/s of real broker processes, beside raw loopback TCP in the same run.
 
     .venv/bin/python bench/bench_broker_throughput.py [--messages 20000] [--rounds 3] [--inflight 64]
                                                       [--modes 2m-2s-async,2m-2s-sync] [--relay] [--profile DIR]

@@ -6,7 +6,7 @@ Each round: (1) append N messages through DefaultMessageStore.put_message (encod
 offset, mmap write; the flush service is not run, as between two ASYNC_FLUSH flushes); (2) write
 the exact bytes the commitlog holds to a fresh file with one buffered `write` per message, then
 fsync neither (the same page-cache-only state). Rounds alternate, and the script prints the median
-rate of each and their ratio. Issue 2's target: the CommitLog reaches >= 20% of the raw rate.
+rate of each and their ratio. The target: the CommitLog reaches >= 20% of the raw rate.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Controller-mode failover on real processes: SIGKILL the master, time the first acknowledged send
-on the new master (issue 5 §8; target ≤ 1.5 s).
+on the new master (target ≤ 1.5 s).
 
     .venv/bin/python bench/bench_failover.py [--runs 10] [--interval-ms 5] [--poll-ms 100] [--json FILE]
 

@@ -1,4 +1,4 @@
-"""Grading a class on this machine (issue 8 §7): 100 submissions × 20 workloads, end to end, with
+"""Grading a class on this machine: 100 submissions × 20 workloads, end to end, with
 `rmqlab grade --master local[2]`. Target: ≤ 10 minutes on 2 cores.
 
     .venv/bin/python bench/bench_grading.py [--students 100] [--workloads 20] [--keep DIR] [--out DIR]
@@ -60,7 +60,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from bench_labs import _descendants, _rss_kib  # noqa: E402  the labs' bench's process-tree helpers
 
-# (kind, share of the class in %): issue 8 §7's "realistic class"
+# (kind, share of the class in %): a realistic class, mostly right, some wrong, a few broken or hostile
 MIX = (("correct", 55), ("wrong", 25), ("nondeterministic", 5), ("raising", 5), ("looping", 5), ("hostile", 5))
 EXERCISE_ORDER = ("transfer_ok", "elect_master", "sync_state_set", "truncation_point")  # labs 01..04
 # rmqlab.grading.pipeline's phases (run.json timings_s), in the order they run

@@ -1,4 +1,4 @@
-"""The labs on a Binder-sized budget (issue 7 §5 and §7): one kernel runs every lab notebook,
+"""The labs on a Binder-sized budget: one kernel runs every lab notebook,
 top to bottom, as a student would in one session; then each notebook alone, headless.
 
     .venv/bin/python bench/bench_labs.py [labs/01-*.ipynb ...]     # default: every labs/*.ipynb
@@ -7,7 +7,7 @@ Printed: per notebook, the wall seconds in the shared kernel and the kernel's re
 after it; the kernel's peak RSS (VmHWM) and the peak RSS of the kernel plus every process it
 started (the real-process sections spawn name servers and brokers), sampled every 100 ms; then
 each notebook's own headless run time through `rmqlab.lab.notebooks.execute`'s path (a fresh
-kernel each, as nbval and papermill run them). Target (issue 7 §5): peak ≤ 1.2 GB.
+kernel each, as nbval and papermill run them). Target: peak ≤ 1.2 GB.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Produce and consume throughput through the Proxy with Apache's 5.x gRPC client, beside the same
-workload straight over remoting with rmqlab's own client, in one run (issue 6 §5).
+workload straight over remoting with rmqlab's own client, in one run.
 
     .venv/bin/python bench/bench_proxy.py [--messages 2000] [--rounds 3] [--size 1024] [--mode cluster|local]
 

@@ -1,4 +1,4 @@
-"""Controller-mode failover seen through the Proxy by Apache's 5.x gRPC client (issue 6 §3).
+"""Controller-mode failover seen through the Proxy by Apache's 5.x gRPC client.
 
     .venv/bin/python bench/bench_proxy_failover.py [--runs 3] [--refresh-s 20]
 

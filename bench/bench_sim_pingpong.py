@@ -4,7 +4,7 @@
 
 Prints, as medians over rounds: trace events per wall second, simulator steps (loop callbacks)
 per wall second, network segments delivered per wall second, and virtual seconds per wall
-second. Issue 3's target: >= 100,000 events/s on one core.
+second. The target: >= 100,000 events/s on one core.
 """
 
 from __future__ import annotations

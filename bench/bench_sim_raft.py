@@ -1,4 +1,4 @@
-"""Simulator speed with pysyncobj: a 3-replica Raft counter under a write load and leader kills (issue 3 §7).
+"""Simulator speed with pysyncobj: a 3-replica Raft counter under a write load and leader kills.
 
     .venv/bin/python bench/bench_sim_raft.py [--virtual-s 60] [--kill-every-s 10] [--down-s 3]
                                              [--write-every-ms 20] [--rounds 3] [--seed 1] [--no-journal]
