@@ -1,4 +1,4 @@
-"""pysyncobj on both runtimes (issue 3 §3, §7): the base of the RocketMQ 5 controller's Raft group.
+"""pysyncobj on both runtimes: the base of the RocketMQ 5 controller's Raft group.
 
   RaftComponent     a pysyncobj replica as a component: simulator (manual ticks on the node's
                     clock, SimTransport over the simulated network, seeded elections) or real

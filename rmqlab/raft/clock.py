@@ -1,4 +1,4 @@
-"""pysyncobj's time source, bound to the node that is running it (issue 3 §3; platform notes §3.1 c).
+"""pysyncobj's time source, bound to the node that is running it.
 
 Every Raft timer in `pysyncobj.syncobj` — the election deadline, the heartbeat period, the leader's
 fallback timeout, the one-second journal timer — reads the module-global name `monotonicTime`,
@@ -12,8 +12,8 @@ looked up at call time. This module replaces that one name, once, when it is imp
   nothing is bound and the call falls through to pysyncobj's own monotonic clock.
 
 The binding is per thread, so a simulation in a notebook's main thread and a real SyncObj ticking
-in its own thread can share the process without seeing each other's time (the platform notes warn
-against mixing them; the binding makes the mix harmless rather than wrong).
+in its own thread can share the process without seeing each other's time (pysyncobj itself
+has one process-wide clock; the binding makes the mix harmless rather than wrong).
 
 The other modules of pysyncobj that read the clock (transport, tcp_connection, dns_resolver) keep
 their own copies of the name; only the TCP transport uses them, and it runs on the real clock.

@@ -1,4 +1,4 @@
-"""RaftComponent: a pysyncobj replica as an rmqlab component, on either runtime (issue 3 §3, §7).
+"""RaftComponent: a pysyncobj replica as an rmqlab component, on either runtime.
 
 A replica owns one `RaftSyncObj` whose replicated state lives in its *consumers* —
 `pysyncobj.SyncObjConsumer` objects with `@replicated` methods (`rmqlab.raft.counter` is the
@@ -35,7 +35,8 @@ Writes
 `await replica.replicate(consumer.method, *args)` submits a `@replicated` call (as pysyncobj's
 `method(*args, callback=...)`) on this replica — a follower forwards it to the leader — and returns
 the method's result once the entry is applied here, or raises `RaftError(reason)`. `sync=True` is
-never used: in the simulator nobody would tick while it blocked (platform notes §3.2, pitfalls).
+never used: in the simulator nobody would tick while it blocked (it
+waits on a threading.Event), so it would always end in SyncObjException('Timeout').
 
 Persistence
 -----------

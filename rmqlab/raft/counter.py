@@ -1,4 +1,4 @@
-"""The smallest replicated state machine: a counter, for tests, the benchmark and notebooks (issue 3 §7).
+"""The smallest replicated state machine: a counter, for tests, the benchmark and notebooks.
 
     sim = Simulation(seed=7)
     names = build(sim, 3)                                  # n0, n1, n2 on 127.0.0.1:7800..7802

@@ -1,4 +1,4 @@
-"""One replica of the Raft counter as its own OS process, with a control channel (issue 3 §7).
+"""One replica of the Raft counter as its own OS process, with a control channel.
 
     python -m rmqlab.raft.counter_process --self n0 \\
         --peers "n0-127.0.0.1:7800;n1-127.0.0.1:7801;n2-127.0.0.1:7802" \\

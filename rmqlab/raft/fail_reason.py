@@ -1,4 +1,4 @@
-"""FailReason and RaftError: how a replicated write ends when it does not succeed (issue 3 §3).
+"""FailReason and RaftError: how a replicated write ends when it does not succeed.
 
 pysyncobj calls a write's callback with `(result, failReason)`, failReason one of the integers of
 `pysyncobj.config.FAIL_REASON`. `FailReason` is the same set as an enum (so traces and test

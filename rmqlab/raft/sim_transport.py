@@ -1,4 +1,4 @@
-"""SimTransport: a pysyncobj Transport over the simulated network's byte streams (issue 3 §3).
+"""SimTransport: a pysyncobj Transport over the simulated network's byte streams.
 
 pysyncobj talks to its peers through a `pysyncobj.transport.Transport`: it calls `send(node,
 message) -> bool` and expects the transport to report connections and messages through

@@ -3,13 +3,14 @@
 The only randomness in pysyncobj's Raft is `SyncObj.__generateRaftTimeout`, a uniform draw in
 [raftMinTimeout, raftMaxTimeout] from the module-global `random` — drawn at start, at every
 election, at every vote granted and at every append_entries received. Left alone, it makes two
-runs with the same seed diverge (platform notes §3.2, negative controls). Here each replica draws
+runs with the same seed diverge (measured with pysyncobj 0.3.17: 4 runs of one seeded
+simulation, 4 different trace digests). Here each replica draws
 from its node's own `random.Random` (seeded from the simulation seed, the node and its
 incarnation), so the replicas' streams are independent of each other and of the order in which
 they happen to run.
 
-Written against pysyncobj 0.3.17 (the version measured in the platform notes; pyproject allows
-~=0.3.17). The hooks used are name-mangled privates of SyncObj. A release that renames them breaks
+Written against pysyncobj 0.3.17 (pyproject pins exactly that version). The hooks used are
+name-mangled privates of SyncObj. A release that renames them breaks
 `raft_state` loudly (AttributeError); one that renames the timeout method would silently bring back
 the global `random` — tests/test_raft.py's cross-process determinism check is what catches that.
 
@@ -19,7 +20,7 @@ the global `random` — tests/test_raft.py's cross-process determinism check is 
 
 Every attribute of this class is set *before* SyncObj.__init__: SyncObj records the attribute
 names it finds at the end of __init__ as its own, and serializes every later one into snapshots
-as replicated state (platform notes §3.2, pitfalls).
+as replicated state (pysyncobj's `SyncObj.__init__`, `__properies`).
 """
 
 from __future__ import annotations

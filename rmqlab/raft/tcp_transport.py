@@ -1,4 +1,4 @@
-"""TracingTCPTransport: pysyncobj's own TCP transport, with its frames in the trace (issue 3 §3, §5).
+"""TracingTCPTransport: pysyncobj's own TCP transport, with its frames in the trace.
 
 On the real runtime pysyncobj keeps its normal TCPTransport — its sockets, its poller, its
 autoTick thread; rmqlab does not reimplement any of it. This subclass only reports what goes

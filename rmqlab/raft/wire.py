@@ -1,4 +1,4 @@
-"""pysyncobj's wire format, and the fields a trace shows of each message (issue 3 §3, §5).
+"""pysyncobj's wire format, and the fields a trace shows of each message.
 
 A frame on a pysyncobj TCP connection is what `pysyncobj.tcp_connection.TcpConnection.send`
 writes: a 4-byte length packed with struct format 'i' (native byte order: little-endian on every

@@ -1,4 +1,4 @@
-"""The structured event trace (issue 3 §5): the only road from the running system to widgets,
+"""The structured event trace: the only road from the running system to widgets,
 checkers and grading.
 
 Both runtimes emit `TraceEvent`s (seq, time, node, kind, fields) through a `Tracer`: frames sent

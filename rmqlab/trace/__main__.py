@@ -1,4 +1,4 @@
-"""``python -m rmqlab.trace``: small tools for trace files (issue 3 §5).
+"""``python -m rmqlab.trace``: small tools for trace files.
 
 * ``catalog`` prints the event-kind catalog as the Markdown embedded in datasets/README.md
   (between its ``<!-- trace-kinds:begin -->`` and ``<!-- trace-kinds:end -->`` markers);

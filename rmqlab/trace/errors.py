@@ -1,4 +1,4 @@
-"""Errors and warnings raised while reading a trace file (issue 3 §5).
+"""Errors and warnings raised while reading a trace file.
 
 A bad trace file is reported with its path and, for JSON Lines, the line number
 (``run/broker-a.jsonl:17: ...``), so a learner can open the file at the right place.

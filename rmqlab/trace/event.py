@@ -1,4 +1,4 @@
-"""TraceEvent: one structured event of the trace (issue 3 §5), and the canonical JSON it is written as.
+"""TraceEvent: one structured event of the trace, and the canonical JSON it is written as.
 
 An event is an envelope — `seq`, `time_ms`, `node`, `kind` — plus `fields`, a JSON object whose
 content the event kind defines (see `rmqlab.trace.kinds`). Everything that leaves the running

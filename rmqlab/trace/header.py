@@ -1,4 +1,4 @@
-"""The header of a trace file: schema name, schema version and run metadata (issue 3 §5).
+"""The header of a trace file: schema name, schema version and run metadata.
 
 Both file formats carry the same header. In JSON Lines it is the first line,
 ``{"meta":{...},"schema":"rmqlab.trace","version":1}``; in Parquet the same three values are

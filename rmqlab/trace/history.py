@@ -1,4 +1,4 @@
-"""client_ops: the Jepsen-style history of client operations in a trace (issue 3 §5).
+"""client_ops: the Jepsen-style history of client operations in a trace.
 
 Clients emit `client` events the way Jepsen records operations: an ``invoke`` when an operation
 starts, then one completion with the same node, process and op_id — ``ok`` (it happened),

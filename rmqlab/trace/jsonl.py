@@ -1,4 +1,4 @@
-"""Trace files as JSON Lines, and the trace hash (issue 3 §5).
+"""Trace files as JSON Lines, and the trace hash.
 
 Layout: the first line is the header (see `rmqlab.trace.header`), then one event per line, each
 line the canonical JSON of the event record (`rmqlab.trace.event.canonical_json`: keys sorted,

@@ -1,4 +1,4 @@
-"""The trace schema: its name and version, and the catalog of event kinds (issue 3 §5).
+"""The trace schema: its name and version, and the catalog of event kinds.
 
 Every event kind has a one-line meaning and declares its required and optional fields with their
 types. `Tracer.emit` checks events against this catalog, so a mistyped kind or a forgotten field

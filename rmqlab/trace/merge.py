@@ -1,4 +1,4 @@
-"""merge_traces: one trace from the per-process traces of the real runtime (issue 3 §5).
+"""merge_traces: one trace from the per-process traces of the real runtime.
 
 On the real runtime every OS process has its own Tracer and writes its own JSONL file; the
 supervisor (which injects faults and records kills) writes one too. Checkers and widgets want a

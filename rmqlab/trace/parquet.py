@@ -1,4 +1,4 @@
-"""Trace files as Parquet (issue 3 §5), for notebooks and the grading pipeline.
+"""Trace files as Parquet, for notebooks and the grading pipeline.
 
 One row per event, five columns whose types never change as kinds are added:
 

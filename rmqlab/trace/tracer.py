@@ -1,4 +1,4 @@
-"""Tracer: where components emit the structured events of the trace (issue 3 §5).
+"""Tracer: where components emit the structured events of the trace.
 
 Every component of both runtimes gets a Tracer and calls ``tracer.emit(node, kind, **fields)``.
 The tracer numbers the event (`seq`, from 0), stamps it with its clock (`time_ms`), checks it
