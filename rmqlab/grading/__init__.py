@@ -1,5 +1,5 @@
 """rmqlab.grading: `rmqlab grade` — papermill extraction of the students' exercise functions, Spark
-replays of hidden workloads, gradebook and feedback (issue 8 §4).
+replays of hidden workloads, gradebook and feedback.
 
     rmqlab grade --submissions DIR --workloads DIR --out DIR [--master local[2]|spark://...] [--seeds N]
                  [--full-replay] [--time-limit S] [--notebook-time-limit S] [--memory-mb M]

@@ -1,4 +1,4 @@
-"""`rmqlab grade` (issue 8 §4):
+"""`rmqlab grade`:
 
     rmqlab grade --submissions DIR --workloads DIR --out DIR [--master local[2]|spark://HOST:PORT]
                  [--seeds N] [--full-replay] [--time-limit S] [--notebook-time-limit S] [--memory-mb M]

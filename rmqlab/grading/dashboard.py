@@ -1,7 +1,7 @@
-"""The instructor's class dashboard (issue 8 §5): Spark aggregations over a `rmqlab grade` output
+"""The instructor's class dashboard: Spark aggregations over a `rmqlab grade` output
 directory and the plotly figures labs/instructor/class-dashboard.ipynb draws from them.
 
-Input: the files `rmqlab grade --out DIR` writes (issue 8 §4; columns as rmqlab.grading documents):
+Input: the files `rmqlab grade --out DIR` writes (columns as rmqlab.grading documents them):
 `gradebook.csv`, `results.parquet`, `counterexamples.parquet`, `findings.csv` and `run.json`. Every
 aggregation runs in Spark — the same code serves a class of 30 on a laptop and a course of thousands
 on a cluster — and only the small aggregated rows are collected to the driver. Every result is
@@ -29,7 +29,7 @@ GRADEBOOK_FILES = ("gradebook.csv", "results.parquet", "counterexamples.parquet"
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LABS_URL = "http://127.0.0.1:8888/lab/tree/"  # `rmqlab lab`'s default address; its --dir is the root
 
-# The Spark schemas of the two CSV files (issue 8 §4, rmqlab.grading's writer). Given explicitly so a
+# The Spark schemas of the two CSV files (as rmqlab.grading's writer writes them). Given explicitly so a
 # gradebook with no findings (an empty findings.csv) still has typed columns, and a wrong file fails.
 GRADEBOOK_SCHEMA = ("student STRING, exercise STRING, property STRING, points DOUBLE, max_points DOUBLE, "
                     "partial_credit DOUBLE, passed INT, total INT, finding STRING")
@@ -40,10 +40,10 @@ COUNTEREXAMPLE_COLUMNS = ("counterexample_id", "exercise", "signature", "args", 
 
 
 def spark_session(app_name: str = "rmqlab-dashboard"):
-    """The kernel's SparkSession: the grader's factory (rmqlab.grading.spark_session.get_spark,
-    platform-notes §2.5 settings: local[2], 512m driver, loopback, UI off, log level ERROR,
-    PYSPARK_PYTHON = this interpreter). One session per kernel: JVM settings are fixed when the
-    first one starts (platform-notes §2.1)."""
+    """The kernel's SparkSession: the grader's factory (rmqlab.grading.spark_session.get_spark:
+    local[2], 512m driver, loopback, UI off, log level ERROR, PYSPARK_PYTHON = this interpreter).
+    One session per kernel: JVM settings are fixed when the first one starts (observed with pyspark
+    4.3: after stop(), a new session with spark.driver.memory=1g reports 1g but keeps a 512 MB heap)."""
     from rmqlab.grading.spark_session import get_spark
 
     return get_spark("local[2]", app_name=app_name)

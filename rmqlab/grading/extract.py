@@ -1,7 +1,7 @@
-"""Extraction of the students' exercise functions from submitted notebooks (issue 8 §4: "papermill
+"""Extraction of the students' exercise functions from submitted notebooks: papermill
 executes each submitted notebook with `grading=True` to extract the student's exercise functions, each
 in its own subprocess with a time limit and a memory limit, no network, in a scratch directory from
-which the hidden workloads and other submissions cannot be read").
+which the hidden workloads and other submissions cannot be read.
 
 For each notebook:
 1. it is copied alone into a fresh scratch directory, which also gets a kernelspec (JUPYTER_PATH)
@@ -9,7 +9,7 @@ For each notebook:
    JUPYTER_RUNTIME_DIR pointing inside it;
 2. a child process (forked by a multiprocessing forkserver that imported papermill once: the
    grader's own process, which may hold Spark's JVM gateway, is never forked) runs papermill's
-   Python API (not the CLI: platform-notes §4) with parameters `grading=True` and
+   Python API (not the CLI, which has no quiet option and costs a process start) with parameters `grading=True` and
    nbclient's `skip_cells_with_tag="rmqlab-grading-skip"`, plus one appended cell (EXTRACT_CELL)
    that displays the functions as `application/json` with metadata `{'rmqlab': {'name': 'functions'}}`;
 3. the parent kills the child's and the kernel's process groups when the time limit passes.
@@ -133,7 +133,7 @@ class Extraction:
 
 def notebook_exercises(nb, known: set[str] | None = None) -> list[str]:
     """The exercises a notebook is graded for: its metadata `rmqlab.exercises`, else the cells whose
-    metadata has `rmqlab.exercise` (issue 8 §3's lab layout)."""
+    metadata has `rmqlab.exercise` (the layout of the notebooks under labs/)."""
     names = list((nb.metadata.get("rmqlab") or {}).get("exercises") or [])
     if not names:
         for cell in nb.cells:

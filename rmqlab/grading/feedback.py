@@ -1,6 +1,6 @@
-"""Per-student HTML feedback (issue 8 §4: "per-student HTML feedback naming the violated property and
-showing a minimized counterexample as a Lamport diagram — re-labelled so it does not reveal the hidden
-workload").
+"""Per-student HTML feedback: it names the violated property and
+shows a minimized counterexample as a Lamport diagram, re-labelled so it does not reveal the hidden
+workload.
 
 The page names each property with its points, what it means and a hint for the violated ones, the
 minimized counterexample (arguments, RocketMQ's answer, the student's), the findings, and a Lamport

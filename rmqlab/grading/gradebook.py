@@ -1,12 +1,12 @@
-"""The grading policy and the instructor-facing output files (issue 8 §4: "a gradebook CSV (student,
-exercise, property, points, partial credit) that an LMS can import").
+"""The grading policy and the instructor-facing output files: a gradebook CSV (student,
+exercise, property, points, partial credit) that an LMS can import.
 
 Per exercise, a submission is graded on properties, each worth POINTS[property]:
 - `public-examples`: the exercise's public checks (the ones the student can run), sandboxed;
   partial credit = examples passed / examples.
 - `agrees-with-rocketmq`: the fraction of the hook calls of the reference runs (every hidden
   workload and seed where the exercise is consulted) answered like RocketMQ's rule.
-- the outcome invariants of issue 8 §2 (`no-acknowledged-loss`, `single-master`,
+- the outcome invariants of rmqlab.workload.outcome (`no-acknowledged-loss`, `single-master`,
   `elected-in-sync-state-set`, `truncation-at-consistent-point`, `replicas-identical`) and `recovers`
   (converged, and recovery no slower than the reference's by more than RECOVERY_SLACK): judged on the
   outcome of the run with the student's function, on each (workload, seed) where the reference run

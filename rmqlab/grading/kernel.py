@@ -1,5 +1,5 @@
-"""The sandboxed Jupyter kernel the grader runs submitted notebooks in (issue 8 §4: "no network, in a
-scratch directory from which the hidden workloads and other submissions cannot be read").
+"""The sandboxed Jupyter kernel the grader runs submitted notebooks in: no network, in a
+scratch directory from which the hidden workloads and other submissions cannot be read.
 
     python -m rmqlab.grading.kernel -f CONNECTION_FILE --scratch DIR [--deny PATH ...] [--memory-mb M]
                                     [--output-limit BYTES]

@@ -1,4 +1,4 @@
-"""Counterexample minimization (issue 8 §4: "a minimized counterexample").
+"""Counterexample minimization: the smallest failing input the feedback shows.
 
 Starting from the first hook call where a student's answer differed from RocketMQ's, delta debugging
 on the JSON arguments: drop elements of the argument lists (halves first, then one at a time) and

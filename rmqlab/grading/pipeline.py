@@ -1,4 +1,4 @@
-"""`rmqlab grade`: the grading pipeline (issue 8 §4).
+"""`rmqlab grade`: the grading pipeline.
 
     grade(GradeConfig(submissions=DIR, workloads=DIR, out=DIR, master="local[2]", seeds=1)) -> summary dict
 

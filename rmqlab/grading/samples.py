@@ -1,6 +1,6 @@
-"""Sample submissions for the grader's tests and benchmark (issue 8 §6: "correct; subtly wrong (e.g.
+"""Sample submissions for the grader's tests and benchmark: correct; subtly wrong (e.g.
 truncates to the larger end offset); nondeterministic; raising; looping forever; trying to read the
-hidden workloads; trying to open a socket").
+hidden workloads; trying to open a socket.
 
     source = VARIANTS["truncation_point"]["correct"].source
     nb = make_submission("labs/04-log-truncation.ipynb", {"truncation_point": source})

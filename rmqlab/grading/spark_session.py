@@ -1,9 +1,11 @@
-"""The grader's Spark session (issue 8 §4): platform-notes §2.5's settings exactly, one session per process.
+"""The grader's Spark session: local[2], 512m driver, loopback, no UI, one session per process.
 
 `get_spark(master)` sets PYSPARK_PYTHON to the running interpreter and SPARK_LOCAL_IP to 127.0.0.1
-before the first session (the JVM reads both at launch: platform-notes §2.3, §2.4), so the workers run
-this venv's Python with rmqlab importable, and everything stays on loopback. JVM settings are fixed
-at the first launch (§2.1), so later calls return the same session whatever `master` they ask for.
+before the first session (the JVM reads both at launch; as observed with pyspark 4.3, without
+PYSPARK_PYTHON the workers run whatever `python3` is first on PATH, and without SPARK_LOCAL_IP Spark
+binds a non-loopback address), so the workers run this venv's Python with rmqlab importable, and
+everything stays on loopback. JVM settings are fixed at the first launch (observed too), so later
+calls return the same session whatever `master` they ask for.
 
 For a non-local master (`spark://...`), `ship_package(sc)` sends rmqlab (the package and the conf/
 directory next to it, which rmqlab.cluster reads through CONF_DIR) as an archive with
@@ -24,7 +26,7 @@ _session = None
 
 
 def get_spark(master: str = "local[2]", app_name: str = "rmqlab-grade"):
-    """The process's SparkSession (created on the first call with platform-notes §2.5's settings)."""
+    """The process's SparkSession (created on the first call with the settings above)."""
     global _session
     if _session is not None:
         return _session

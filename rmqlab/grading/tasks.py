@@ -1,4 +1,4 @@
-"""What the grader's Spark tasks do, one function per stage (issue 8 §4; the stages are described in
+"""What the grader's Spark tasks do, one function per stage (the stages are described in
 rmqlab.grading.pipeline). Every function here runs in a Spark Python worker: it takes one task item
 (plain JSON-able dict) and the job context `ctx` (the broadcast workload bytes and the limits) and
 returns a plain dict. A student's code never runs in the worker itself: it runs in
@@ -6,7 +6,7 @@ rmqlab.lab.exercises.SandboxedFunction children (forked per task, with the polic
 workloads, submissions and output directories, sockets and subprocesses).
 
 Why "reference-equivalent" is sound (stage B): the simulator is deterministic — the same workload,
-seed and answers give the same trace byte for byte (issue 8 §2) — and an exercise function's answers
+seed and answers give the same trace byte for byte — and an exercise function's answers
 are the only thing it feeds into the run. Stage A records every call the reference implementation
 answered, in order. If a student's function gives, on each of those calls' arguments, the same answer
 as the reference (after the exercise's `normalize`), then a replay with the student's function
