@@ -1,4 +1,5 @@
-"""The RocketMQ 5.x Proxy (seed 000, "Proxy"; issue 6): gRPC in front, remoting behind.
+"""The RocketMQ 5.x Proxy: gRPC in front, remoting behind; Local or Cluster mode, as in
+RocketMQ's deployment guide ("部署方式", https://rocketmq.apache.org/zh/docs/deploymentOperations/01deploy).
 
     proxy_controller.py   the component: Cluster mode (`rmqlab proxy`) or Local mode (in a broker)
     grpc/grpc_server.py   grpc.aio server: the only module that touches grpcio

@@ -1,6 +1,6 @@
 """The Proxy as a component (proxy/ProxyStartup.java): Cluster mode on a node of its own, or Local
-mode inside a broker's process (`rmqlab broker ... --enable-proxy`). Seed 000, "Proxy": stateless,
-Local or Cluster mode.
+mode inside a broker's process (`rmqlab broker ... --enable-proxy`). RocketMQ's deployment guide ("部署方式"):
+the Proxy is stateless, in Local or Cluster mode.
 
 Cluster mode (`rmqlab proxy -n ADDR -pc rmq-proxy.json`): the gRPC server listens on
 localServeAddr:grpcServerPort; routes and metadata come from the name servers and the brokers of

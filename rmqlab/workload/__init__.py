@@ -1,4 +1,4 @@
-"""rmqlab.workload: recorded workloads (issue 8 §1, §2) — what a run consists of (mode and
+"""rmqlab.workload: recorded workloads — what a run consists of (mode and
 configuration, client operations, fault schedule, seed), the Parquet file that stores it with its
 recorded trace and outcome (schema in datasets/README.md), the runner that records it (simulator
 or real processes) and replays it on the simulator, and the outcome: the Jepsen total-queue view,

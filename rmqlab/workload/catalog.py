@@ -1,5 +1,5 @@
-"""The public practice workloads (issue 8 §1): short recorded scenarios over every deployment
-mode of seed 000 and every fault kind, committed as datasets/workloads/<name>.parquet by
+"""The public practice workloads: short recorded scenarios over every deployment
+mode of RocketMQ's deployment guide and every fault kind, committed as datasets/workloads/<name>.parquet by
 `rmqlab record --all --out-dir datasets/workloads`.
 
     from rmqlab.workload.catalog import CATALOG
@@ -166,7 +166,7 @@ add("ctrl-embedded-loss", EMB, "40% packet loss between the controllers (namesrv
 add("ctrl-embedded-kill-master.real", EMB, "ctrl-embedded-kill-master recorded from real OS processes.",
     process_fault("kill", MASTER, 4_000, 12_000), seed=19, runtime="real")
 
-# The unclean-election pair (seed 000: enableElectUncleanMaster "可能会选取数据落后的副本作为 Master 而丢失消息"):
+# The unclean-election pair (RocketMQ's "主备自动切换模式部署" documentation on enableElectUncleanMaster: "可能会选取数据落后的副本作为 Master 而丢失消息"):
 # both slaves go down, the SyncStateSet shrinks to the master, which goes on acknowledging alone;
 # then the master dies and the slaves come back behind it.
 # The slaves die one after the other (each death shrinks the SyncStateSet by one: two shrinks at

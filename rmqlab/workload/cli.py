@@ -1,4 +1,4 @@
-"""`rmqlab record` and `rmqlab replay` (issue 8 §1, §2).
+"""`rmqlab record` and `rmqlab replay`.
 
     rmqlab record --preset NAME --out FILE.parquet [--runtime sim|real] [--seed N]
     rmqlab record --spec spec.json --out FILE.parquet [--runtime sim|real] [--seed N]
@@ -135,7 +135,7 @@ def run_replay(args: argparse.Namespace) -> int:
         try:
             from rmqlab.lab.exercises import EXERCISES, SandboxedFunction
         except ImportError as e:
-            raise ValueError(f"--exercise needs rmqlab.lab.exercises (issue 8 §3), which is not available: {e}") from None
+            raise ValueError(f"--exercise needs rmqlab.lab.exercises, which is not available: {e}") from None
         if args.exercise not in EXERCISES:
             raise ValueError(f"unknown exercise {args.exercise!r}; known: {', '.join(sorted(EXERCISES))}")
         exercise = EXERCISES[args.exercise]

@@ -1,4 +1,4 @@
-"""A workload run's outcome (issue 8 §2): the Jepsen total-queue view, the invariants, recovery
+"""A workload run's outcome: the Jepsen total-queue view, the invariants, recovery
 time — plain JSON computed from the history only (the trace, plus the brokers' store files for
 the replica check), with canonical bytes (`outcome_json`) that are the same for the same inputs.
 
@@ -73,8 +73,8 @@ def t0_of(events: list[TraceEvent]) -> float:
 
 def promises_no_loss(workload: Workload) -> bool:
     """Whether the workload's deployment promises that an acknowledged message is never lost:
-    every master replicates synchronously (brokerRole SYNC_MASTER, seed 004 同步双写), or controller
-    mode with allAckInSyncStateSet=true on every broker (seed 000) and unclean elections off."""
+    every master replicates synchronously (brokerRole SYNC_MASTER, "同步双写"), or controller
+    mode with allAckInSyncStateSet=true on every broker (RocketMQ's "主备自动切换模式部署" documentation) and unclean elections off."""
     from rmqlab.cluster import CONF_DIR, MODES
     from rmqlab.config import load_broker_config
 

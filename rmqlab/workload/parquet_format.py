@@ -1,4 +1,4 @@
-"""Recorded workloads as Parquet files (issue 8 §1), schema `rmqlab.workload` version 1
+"""Recorded workloads as Parquet files, schema `rmqlab.workload` version 1
 (documented in datasets/README.md, "Recorded workloads").
 
 One file per workload. Rows are the recorded run's trace events, in the trace's own five columns

@@ -1,4 +1,4 @@
-"""A workload's client as an OS process (issue 8 §1, runtime="real"): `rmqlab producer|consumer`
+"""A workload's client as an OS process (runtime="real"): `rmqlab producer|consumer`
 with the workload's client_overrides (ClientConfig settings such as pollNameServerInterval, which
 the benchmark clients have no flag for) set before the client starts.
 

@@ -1,4 +1,4 @@
-"""Running a workload (issue 8 §1 record, §2 replay): its inputs in, its trace and outcome out.
+"""Running a workload (`rmqlab record` and `rmqlab replay`): its inputs in, its trace and outcome out.
 
     run = run_workload(workload)                     # the simulator, seed = workload.seed
     run.outcome, run.events, run.virtual_ms, run.wall_s

@@ -1,7 +1,7 @@
-"""The workload specification (issue 8 §1): what a recorded run consists of, as plain JSON.
+"""The workload specification: what a recorded run consists of, as plain JSON.
 
-A workload = a deployment mode of seed 000 and its configuration + the client operations (who
-sends and consumes what, from when to when) + a fault schedule + a seed:
+A workload = a deployment mode (RocketMQ's deployment guide, "部署方式") and its configuration +
+the client operations (who sends and consumes what, from when to when) + a fault schedule + a seed:
 
     Workload(name="ctrl-kill-master", mode="controller-embedded", seed=7,
              topics=(TopicSpec("WorkloadTopic", 4),),

@@ -7,7 +7,7 @@ topic; an entry older than topicRouteServiceCacheRefreshSeconds is reloaded on i
 entry until topicRouteServiceCacheExpiredSeconds. That refresh is how the Proxy follows a
 failover: the new master registers at the name server, the next reload sees it. The route for
 clients names the Proxy itself: every broker's endpoints become the addresses the client used to
-reach the Proxy, with the Proxy's gRPC port (ProxyTopicRouteData; real-clients §2.1).
+reach the Proxy, with the Proxy's gRPC port (ProxyTopicRouteData).
 
 Local mode (LocalTopicRouteService): sends and receives only ever go to the broker the Proxy
 lives in; the route for clients still lists every broker of the topic (from the name server),

@@ -1,7 +1,7 @@
 """GrpcClientSettingsManager (proxy/grpc/v2/common/GrpcClientSettingsManager.java): the settings
 each client sent on its Telemetry stream, merged with what the Proxy decides, keyed by client id.
 
-What the Proxy adds (real-clients §2.5 "Telemetry"):
+What the Proxy adds (its Telemetry answer, as rocketmq-python-client 5.1.2 receives it):
 * producers: the backoff policy (grpcClientProducerMaxAttempts and the exponential backoff),
   publishing.max_body_size = maxMessageSize (4 MiB) and validate_message_type;
 * consumers: receive_batch_size, long_polling_timeout = grpcClientConsumerMaxLongPollingTimeout,

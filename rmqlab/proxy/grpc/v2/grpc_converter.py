@@ -2,7 +2,7 @@
 broker's POP answer carries it) to an `apache.rocketmq.v2.Message` for ReceiveMessage.
 
 System properties come from RocketMQ's property keys; every other property is a user property.
-The body digest is MD5 in upper-case hex, as the real proxy sends (real-clients §2.5); the body
+The body digest is MD5 in upper-case hex, as the real proxy sends (GrpcConverter.buildMessage); the body
 encoding is GZIP only when the stored message has COMPRESSED_FLAG, else IDENTITY (never
 UNSPECIFIED: the Python client cannot read that). As in RocketMQ, __SHARDINGKEY is not among
 MessageConst.STRING_HASH_SET, so a FIFO message's group also comes back as a user property.
