@@ -1,6 +1,6 @@
 """CheckpointFile: a small list of entries persisted as text lines with a CRC and a `.bak` copy.
 
-Implements reference §1.5: RocketMQ's `common/.../utils/CheckpointFile.java` together with the
+Implements RocketMQ's `common/.../utils/CheckpointFile.java` together with the
 `MixAll.string2File` / `file2String` helpers it writes through. A file written here is
 byte-for-byte what RocketMQ writes on Linux, so either system can read the other's files::
 
@@ -47,7 +47,7 @@ NOT_CHECK_CRC_MAGIC_CODE = 0
 INT_MIN, INT_MAX, LONG_MIN, LONG_MAX = INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX
 
 # RocketMQ writes System.lineSeparator(). rmqlab always writes "\n" so its files are identical on
-# every platform and equal to what RocketMQ writes on Linux (reference §1.5).
+# every platform and equal to what RocketMQ writes on Linux (`MixAll.string2File`).
 _LINE_SEPARATOR = "\n"
 # Java's BufferedReader.readLine ends a line at "\n", "\r" or "\r\n"; str.splitlines would also
 # split at \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029, which Java does not.
@@ -58,7 +58,7 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def crc32(data: bytes) -> int:
-    """CRC32 masked to 31 bits, as `UtilAll.crc32` computes it (reference §1.5)."""
+    """CRC32 masked to 31 bits, as `UtilAll.crc32` computes it."""
     return zlib.crc32(data) & 0x7FFFFFFF
 
 
@@ -114,7 +114,7 @@ class _Unusable(Exception):
 
 
 class CheckpointFile(Generic[T]):
-    """A list of entries persisted in RocketMQ's checkpoint format (reference §1.5).
+    """A list of entries persisted in RocketMQ's checkpoint format (`CheckpointFile`).
 
     `validator`, if given, is called with the parsed entries of a file and raises ValueError to
     declare them inconsistent (the file is then unusable and the backup is tried). RocketMQ has no
@@ -151,8 +151,8 @@ class CheckpointFile(Generic[T]):
     def write(self, entries: Sequence[T]) -> None:
         """Persist `entries`: copy the current main file to `.bak`, then rewrite the main file.
 
-        Empty list (reference §1.5 edge case, Appendix A item 2) - FIXED, not mirrored: RocketMQ
-        returns without touching the disk, so a list truncated to nothing comes back after a
+        Empty list - FIXED, not mirrored: RocketMQ's `CheckpointFile.write`
+        returns without touching the disk when the list is empty, so a list truncated to nothing comes back after a
         restart. rmqlab removes `.bak` and then the main file instead. "No file" is how a new
         store looks and both RocketMQ and rmqlab read it as an empty list, so the directory stays
         readable by RocketMQ with the same meaning. Order: a crash after removing `.bak` leaves
@@ -215,7 +215,7 @@ class CheckpointFile(Generic[T]):
     # ------------------------------------------------------------------ reading
 
     def read(self) -> list[T]:
-        """Read the entries, falling back to `<path>.bak` as RocketMQ does (reference §1.5).
+        """Read the entries, falling back to `<path>.bak` as RocketMQ's `CheckpointFile.read` does.
 
         Returns [] when neither file exists. Raises CheckpointFileCorruptError when the backup
         is needed but missing, unusable or empty after the main file was unusable, or unusable
@@ -229,7 +229,7 @@ class CheckpointFile(Generic[T]):
           and AutoSwitchHAService ignores that: the broker runs with an empty epoch cache. When
           the main file is damaged and there is no `.bak`, RocketMQ returns an empty list without
           even logging. An empty epoch cache makes a slave skip truncation in the handshake
-          (reference §2.4 step 1) and lets divergent data stand, so rmqlab raises an error naming
+          (`AutoSwitchHAClient.doTruncate`) and lets divergent data stand, so rmqlab raises an error naming
           both files instead; an operator who really wants to start empty deletes the files.
         """
         main_path, bak_path = self._file_path, self.get_back_file_path()

@@ -1,6 +1,6 @@
 """ConfigManager: load and persist one broker metadata JSON file the way RocketMQ does.
 
-Implements ``common/src/main/java/org/apache/rocketmq/common/ConfigManager.java`` (reference §7.4)
+Implements ``common/src/main/java/org/apache/rocketmq/common/ConfigManager.java``
 for the files under ``<storePathRootDir>/config`` (topics.json, consumerOffset.json,
 delayOffset.json, subscriptionGroup.json).
 

@@ -1,4 +1,5 @@
-"""Java behaviours RocketMQ's on-disk formats depend on (reference §7.1).
+"""Java behaviours RocketMQ's on-disk formats depend on (``store/.../MessageExtEncoder.java``,
+``common/.../message/MessageDecoder.java``).
 
 The CommitLog stores values Java computed: the ConsumeQueue tags code is ``String.hashCode()``
 (UTF-16 code units, 32-bit wrap-around), BODYCRC is ``UtilAll.crc32`` (zlib CRC-32 with the

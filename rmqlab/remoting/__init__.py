@@ -1,4 +1,4 @@
-"""RocketMQ's remoting protocol (reference §8, real-clients §3), mirroring
+"""RocketMQ's remoting protocol, mirroring
 ``org.apache.rocketmq.remoting``: the command and its wire format (RemotingCommand, JSON and
 ROCKETMQ headers), request and response codes, an I/O-free frame decoder, and the server, client
 and channel that carry commands over a Node's connections on either runtime.

@@ -1,4 +1,5 @@
-"""FrameDecoder: bytes from a connection in, whole RemotingCommands out (reference §8).
+"""FrameDecoder: bytes from a connection in, whole RemotingCommands out (RocketMQ's
+``NettyDecoder``, a length-prefixed frame decoder).
 
 RocketMQ's ``NettyDecoder`` is a ``LengthFieldBasedFrameDecoder(16777216, 0, 4, 0, 4)`` followed
 by ``RemotingCommand.decode``: it waits until a whole frame is buffered, cuts it off by its

@@ -1,4 +1,4 @@
-"""RemotingChannel: one remoting connection, in either direction (reference §8, real-clients §3.1).
+"""RemotingChannel: one remoting connection, in either direction.
 
 RocketMQ runs both ends of a connection through ``NettyRemotingAbstract``: whichever side opened
 it, each side may send requests and answer the other's. A broker answers its clients' requests on
@@ -18,7 +18,7 @@ channel is symmetric:
   request oneway and expects nothing back;
 * **serving requests** - every incoming request is handed to the owner (the server or client the
   channel belongs to, see ``RemotingAbstract.process_request_command``) in a task of its own.
-  Clients multiplex everything over one connection (real-clients §3.1): a PULL_MESSAGE held for a
+  Clients multiplex everything over one connection (the C++ client, PyPI ``rocketmq`` 0.4.4, does): a PULL_MESSAGE held for a
   long poll must not delay the requests behind it, so responses leave in completion order, each
   carrying its request's opaque.
 

@@ -1,8 +1,8 @@
 """RemotingCommand: one request or response of RocketMQ's remoting protocol, and its wire format.
 
 Implements ``remoting/src/main/java/org/apache/rocketmq/remoting/protocol/RemotingCommand.java``
-with ``RemotingSerializable`` (JSON headers) and ``RocketMQSerializable`` (binary headers), as
-summarised in reference §8 and real-clients §3.1. A frame, all integers big-endian::
+with ``RemotingSerializable`` (JSON headers) and ``RocketMQSerializable`` (binary headers), for
+every client, the C++ one included. A frame, all integers big-endian::
 
     int32 length          4 + header length + body length (the prefix itself not counted)
     int32 header info     serializeType << 24 | (header length & 0xFFFFFF); JSON = 0, ROCKETMQ = 1
@@ -28,7 +28,7 @@ length, key, int value length, value).
 response with its request.
 
 Types of extFields values. Java keeps them as strings; RocketMQ clients written in other
-languages do not: the C++ client (real-clients §3.1) sends ``"queueId": 0`` and ``"sysFlag": 6``
+languages do not: the C++ client (PyPI ``rocketmq`` 0.4.4) sends ``"queueId": 0`` and ``"sysFlag": 6``
 as JSON numbers beside strings. A decoded command keeps what arrived (str, int or bool; a JSON
 fraction is kept as its text), and the typed readers :meth:`RemotingCommand.ext_int`,
 :meth:`~RemotingCommand.ext_long`, :meth:`~RemotingCommand.ext_bool` and

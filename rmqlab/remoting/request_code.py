@@ -1,4 +1,5 @@
-"""RequestCode: the request codes of the remoting protocol (reference §4.9, §8; real-clients §3.2).
+"""RequestCode: the request codes of the remoting protocol (RocketMQ's
+``remoting/.../protocol/RequestCode.java``).
 
 Names and numbers are RocketMQ's
 ``remoting/src/main/java/org/apache/rocketmq/remoting/protocol/RequestCode.java`` (every code it
@@ -139,7 +140,7 @@ class RequestCode:
     GET_BROKER_HA_STATUS = 907
     RESET_MASTER_FLUSH_OFFSET = 908
 
-    # -- controller (RIP-44, reference §4.9); 1014-1018 are the jRaft controller's internal requests
+    # -- controller (RIP-44); 1014-1018 are the jRaft controller's internal requests
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001
     CONTROLLER_ELECT_MASTER = 1002
     CONTROLLER_REGISTER_BROKER = 1003

@@ -1,4 +1,5 @@
-"""ResponseCode: the response codes of the remoting protocol (reference §4.9, real-clients §3.2).
+"""ResponseCode: the response codes of the remoting protocol (RocketMQ's
+``remoting/.../protocol/ResponseCode.java``).
 
 Names and numbers are RocketMQ's ``RemotingSysResponseCode.java`` (0-4, shared by every remoting
 user) and ``ResponseCode.java`` (the broker, name server and controller codes, which extends it),
@@ -62,7 +63,7 @@ class ResponseCode(RemotingSysResponseCode):
     NOT_LEADER_FOR_QUEUE = 501
     ILLEGAL_OPERATION = 604
     GO_AWAY = 1500
-    # controller (RIP-44, reference §4.9)
+    # controller (RIP-44)
     CONTROLLER_FENCED_MASTER_EPOCH = 2000
     CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001
     CONTROLLER_INVALID_MASTER = 2002

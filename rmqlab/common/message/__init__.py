@@ -1,4 +1,4 @@
-"""Messages and their stored format (reference §7.1), mirroring RocketMQ's
+"""Messages and their stored format, mirroring RocketMQ's
 ``org.apache.rocketmq.common.message`` package. The encoder lives with the store
 (``rmqlab.store.message_ext_encoder``), as ``MessageExtEncoder`` does in RocketMQ."""
 

@@ -1,4 +1,4 @@
-"""Messages as the producer sends them and as the store keeps them (reference §7.1).
+"""Messages as the producer sends them and as the store keeps them (``MessageExtEncoder``).
 
 Mirrors RocketMQ's ``Message`` → ``MessageExt`` → ``MessageExtBrokerInner`` hierarchy with
 snake_case fields. Hosts are ``(ip_str, port)`` tuples instead of ``InetSocketAddress``; the ip
@@ -172,7 +172,7 @@ class Message:
 
 @dataclass
 class MessageExt(Message):
-    """``MessageExt``: a message with the fields the store assigned (reference §7.1 table).
+    """``MessageExt``: a message with the fields the store assigned.
 
     ``body`` is None when decoded with ``read_body=False``. ``msg_id`` is the offset message id
     (store host + commitlog offset, :func:`message_decoder.create_message_id`)."""
@@ -248,5 +248,5 @@ class MessageExtBrokerInner(MessageExt):
 
     @property
     def version(self) -> MessageVersion:
-        """V2 for topics longer than 127 UTF-8 bytes, else V1 (reference §7.1)."""
+        """V2 for topics longer than 127 UTF-8 bytes, else V1 (``MessageExtEncoder``)."""
         return MessageVersion.for_topic_length(len(self.topic.encode("utf-8", "surrogatepass")))

@@ -1,4 +1,4 @@
-"""Well-known message property names (RocketMQ ``common/message/MessageConst``; reference §7.1).
+"""Well-known message property names (RocketMQ ``common/message/MessageConst``).
 
 Properties are stored as ``name 0x01 value 0x02`` pairs; these names are the ones RocketMQ's own
 components read and write, so the values here must match Java's exactly.

@@ -1,4 +1,5 @@
-"""Reading stored messages, properties strings and offset message ids (reference §7.1).
+"""Reading stored messages, properties strings and offset message ids (RocketMQ's
+``common/.../message/MessageDecoder.java``).
 
 Mirrors RocketMQ's ``MessageDecoder``. Java's ``decode`` swallows every error and returns null;
 rmqlab's raises :class:`MessageFormatError` saying what was wrong, and additionally checks that
@@ -181,7 +182,7 @@ class _Reader:
 
 
 def decode(buf, pos: int = 0, *, read_body: bool = True, check_crc: bool = True) -> MessageExt:
-    """Decode the stored message at ``buf[pos:]`` (reference §7.1 layout, V1 or V2, IPv4 or
+    """Decode the stored message at ``buf[pos:]`` (``MessageDecoder.decode``'s layout, V1 or V2, IPv4 or
     IPv6 hosts). ``buf`` is any bytes-like object (bytes, bytearray, memoryview, mmap).
 
     Raises MessageFormatError for a BLANK filler or unknown magic, a TOTALSIZE that does not fit

@@ -1,4 +1,4 @@
-"""SYSFLAG bits of a stored message (reference §7.1; RocketMQ ``common/sysflag/MessageSysFlag``).
+"""SYSFLAG bits of a stored message (RocketMQ ``common/sysflag/MessageSysFlag``).
 
 The two host bits decide the layout: BORNHOST and STOREHOSTADDRESS take 8 bytes (IPv4 address +
 int port) without them and 20 bytes (IPv6 address + int port) with them.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 class MessageSysFlag:
-    """Bit values and helpers of ``MessageSysFlag`` (reference §7.1)."""
+    """Bit values and helpers of ``MessageSysFlag``."""
 
     COMPRESSED_FLAG = 0x1
     MULTI_TAGS_FLAG = 0x1 << 1

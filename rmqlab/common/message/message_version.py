@@ -1,4 +1,4 @@
-"""Message format versions and magic codes (reference §7.1; RocketMQ ``MessageVersion``).
+"""Message format versions and magic codes (RocketMQ ``MessageVersion``).
 
 The MAGICCODE field tells a reader how wide the TOPIC length is: V1 (``0xDAA320A7``) uses one
 signed byte, V2 (``0xDAA320AB``) a signed short. The store picks V2 only for topics longer than
@@ -63,7 +63,7 @@ class MessageVersion(enum.Enum):
 
     @classmethod
     def for_topic_length(cls, topic_length: int) -> MessageVersion:
-        """V2 when the topic is longer than 127 bytes, else V1 (reference §7.1, with
+        """V2 when the topic is longer than 127 bytes, else V1 (``MessageExtEncoder``, with
         ``autoMessageVersionOnTopicLen`` at its default true).
 
         CommitLog.asyncPutMessage compares ``topic.length()`` (UTF-16 units); rmqlab compares

@@ -1,6 +1,6 @@
 """Protocol bodies and custom headers of the remoting protocol, shared by the name server, the broker
 and clients (RocketMQ's ``org.apache.rocketmq.remoting.protocol`` packages ``route``, ``body``,
-``header``, ``namesrv``; reference §6.1, §8; real-clients §3).
+``header``, ``namesrv``).
 
 * ``remoting_serializable`` - fastjson's JSON dialects (default with bare integer keys, and the
   standard one newer clients get) and Java's HashMap iteration order;

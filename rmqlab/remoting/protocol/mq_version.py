@@ -23,7 +23,7 @@ class MQVersion:
 
     V3_0_0_SNAPSHOT = 0
     V3_0_11 = 37
-    # What the C++ client 0.4.4 (PyPI ``rocketmq``) sends (real-clients §2, version=63).
+    # What the C++ client 0.4.4 (PyPI ``rocketmq``) sends in every request header (version=63).
     V3_1_8 = 63
     V4_9_4 = 401
     V5_0_0 = 413

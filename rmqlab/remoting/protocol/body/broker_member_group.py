@@ -1,7 +1,7 @@
 """BrokerMemberGroup: every registered member of one broker group (GET_BROKER_MEMBER_GROUP, 901).
 
 RocketMQ's ``remoting/.../protocol/body/BrokerMemberGroup.java`` and
-``GetBrokerMemberGroupResponseBody.java`` (reference §6.1): RIP-32 brokers poll it to learn their
+``GetBrokerMemberGroupResponseBody.java``: RIP-32 brokers poll it to learn their
 peers. The name server answers every member it has, without the acting-master rewrite::
 
     {"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"},

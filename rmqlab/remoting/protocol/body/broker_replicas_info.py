@@ -1,7 +1,7 @@
 """BrokerReplicasInfo: per broker set, its master, epochs and replicas in and out of sync (1006).
 
 RocketMQ's ``remoting/.../protocol/body/BrokerReplicasInfo.java`` with its nested ``ReplicasInfo``
-and ``ReplicaIdentity`` (reference §4.3, getSyncStateData): the CONTROLLER_GET_SYNC_STATE_DATA
+and ``ReplicaIdentity`` (``ReplicasInfoManager.getSyncStateData``): the CONTROLLER_GET_SYNC_STATE_DATA
 answer, what ``mqadmin getSyncStateSet`` prints. fastjson default dialect::
 
     {"replicasInfoTable":{"broker-a":{"inSyncReplicas":[{"alive":true,"brokerAddress":"127.0.0.1:30911",

@@ -1,6 +1,6 @@
 """ElectMasterResponseBody: the body of a CONTROLLER_ELECT_MASTER (1002) answer (RIP-44).
 
-RocketMQ's ``remoting/.../protocol/body/ElectMasterResponseBody.java`` (reference §4.3): on
+RocketMQ's ``remoting/.../protocol/body/ElectMasterResponseBody.java``: on
 SUCCESS the new master's broker set (every registered id and its address) and the new
 SyncStateSet (the new master alone); on CONTROLLER_MASTER_STILL_EXIST the current SyncStateSet and
 no member group. fastjson default dialect, a null member group left out::

@@ -1,7 +1,7 @@
 """EpochEntryCache: a broker's epoch file, answered to GET_BROKER_EPOCH_CACHE (1007).
 
-RocketMQ's ``remoting/.../protocol/body/EpochEntryCache.java`` (reference §4.9, §4.11
-``mqadmin getBrokerEpoch``): the request goes to a broker, not to the controller; the broker answers
+RocketMQ's ``remoting/.../protocol/body/EpochEntryCache.java`` (what
+``mqadmin getBrokerEpoch`` prints): the request goes to a broker, not to the controller; the broker answers
 its identity, every EpochEntry of its epoch file and its commitlog max offset. fastjson default
 dialect::
 

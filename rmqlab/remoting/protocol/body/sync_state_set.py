@@ -1,6 +1,6 @@
 """SyncStateSet: a broker set's in-sync replica ids and the epoch of that set (RIP-44).
 
-RocketMQ's ``remoting/.../protocol/body/SyncStateSet.java`` (reference §4.3): the body of
+RocketMQ's ``remoting/.../protocol/body/SyncStateSet.java``: the body of
 CONTROLLER_ALTER_SYNC_STATE_SET (the master's proposal, and the controller's answer), of
 CONTROLLER_REGISTER_BROKER and CONTROLLER_GET_REPLICA_INFO answers, and of
 NOTIFY_BROKER_ROLE_CHANGED. fastjson default dialect, properties in alphabetical order::

@@ -1,7 +1,8 @@
 """RegisterBrokerResult: what a name server answers a registering broker (``RegisterBrokerResult.java``).
 
 For a slave it names the group's master (the broker registered as id 0) and the master's HA
-address, which is how a classic slave finds where to replicate from (reference §3, §4.10). The
+address, which is how a classic slave finds where to replicate from
+(``BrokerController.registerBrokerAll``, ``DefaultHAService``). The
 name server also returns its ORDER_TOPIC_CONFIG key-value table as the response body; rmqlab's name
 server keeps no key-value configuration, so ``kv_table`` stays None.
 """

@@ -1,7 +1,7 @@
 """TopicRouteData, QueueData, BrokerData: where a topic's queues live (the GET_ROUTEINFO_BY_TOPIC body).
 
-RocketMQ's ``remoting/src/main/java/org/apache/rocketmq/remoting/protocol/route/`` (reference §6.1,
-real-clients §3.2). fastjson writes the beans' properties in alphabetical order and leaves null ones
+RocketMQ's ``remoting/src/main/java/org/apache/rocketmq/remoting/protocol/route/``.
+fastjson writes the beans' properties in alphabetical order and leaves null ones
 out, so the name server's answer to a client older than V4_9_4 (the C++ client sends 63) is::
 
     {"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a",
@@ -87,7 +87,7 @@ class BrokerData:
     broker_name: str
     broker_addrs: dict[int, str] = field(default_factory=dict)
     zone_name: str | None = None
-    # RIP-32: the group's brokers allow a slave to act as read-only master (reference §6.1).
+    # RIP-32: the group's brokers allow a slave to act as read-only master (``RouteInfoManager``).
     enable_acting_master: bool = False
 
     def copy(self) -> BrokerData:

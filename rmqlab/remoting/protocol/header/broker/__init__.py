@@ -1,4 +1,4 @@
-"""The broker's request and response headers and bodies (real-clients §3.2, reference §8), mirroring
+"""The broker's request and response headers and bodies, mirroring
 ``org.apache.rocketmq.remoting.protocol.header`` / ``.heartbeat`` / ``.body`` for the codes a broker
 serves: send, pull, offsets, heartbeat and client management, and the admin requests."""
 

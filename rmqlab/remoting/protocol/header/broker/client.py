@@ -1,5 +1,5 @@
 """Client-management headers and bodies: GET_CONSUMER_LIST_BY_GROUP (38), UNREGISTER_CLIENT (35)
-and NOTIFY_CONSUMER_IDS_CHANGED (40, broker -> consumer) (real-clients §3.2).
+and NOTIFY_CONSUMER_IDS_CHANGED (40, broker -> consumer).
 
 RocketMQ: ``remoting/.../protocol/header/GetConsumerListByGroup{Request,Response}Header.java``,
 ``body/GetConsumerListByGroupResponseBody.java``, ``header/UnregisterClient{Request,Response}Header.java``

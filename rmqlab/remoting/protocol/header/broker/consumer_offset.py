@@ -1,5 +1,5 @@
 """Headers of the offset requests: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
-GET_MAX_OFFSET (30) and GET_MIN_OFFSET (31) (real-clients §3.2).
+GET_MAX_OFFSET (30) and GET_MIN_OFFSET (31).
 
 RocketMQ: ``remoting/.../protocol/header/QueryConsumerOffset{Request,Response}Header.java``,
 ``UpdateConsumerOffset{Request,Response}Header.java``, ``GetMaxOffset{Request,Response}Header.java``,

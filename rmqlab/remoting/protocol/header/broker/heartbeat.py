@@ -1,4 +1,4 @@
-"""HEART_BEAT (34) body: HeartbeatData, ProducerData, ConsumerData, SubscriptionData (real-clients §3.2).
+"""HEART_BEAT (34) body: HeartbeatData, ProducerData, ConsumerData, SubscriptionData.
 
 RocketMQ: ``remoting/.../protocol/heartbeat/{HeartbeatData,ProducerData,ConsumerData,
 SubscriptionData,ConsumeType,MessageModel}.java``, ``common/.../consumer/ConsumeFromWhere.java`` and

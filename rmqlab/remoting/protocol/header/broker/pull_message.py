@@ -1,4 +1,4 @@
-"""PULL_MESSAGE (11) headers and the pull sysFlag bits (real-clients §3.2).
+"""PULL_MESSAGE (11) headers and the pull sysFlag bits (``PullSysFlag``).
 
 RocketMQ: ``remoting/.../protocol/header/PullMessageRequestHeader.java``,
 ``PullMessageResponseHeader.java`` and ``common/.../sysflag/PullSysFlag.java``. The C++ client's

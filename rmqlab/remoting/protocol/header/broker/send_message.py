@@ -1,4 +1,4 @@
-"""Headers of SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and their response (real-clients §3.2).
+"""Headers of SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and their response.
 
 RocketMQ: ``remoting/.../protocol/header/SendMessageRequestHeader.java``,
 ``SendMessageRequestHeaderV2.java`` and ``SendMessageResponseHeader.java``. V2 carries the same

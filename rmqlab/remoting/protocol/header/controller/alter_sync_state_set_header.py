@@ -2,7 +2,7 @@
 
 The master proposes a new SyncStateSet (body :class:`~rmqlab.remoting.protocol.body.sync_state_set.SyncStateSet`
 with the set and the syncStateSetEpoch it is based on); the controller answers the new epoch
-(reference §4.3 alterSyncStateSet, §4.10 checkSyncStateSetAndDoReport).
+(``ReplicasInfoManager.alterSyncStateSet``, ``ReplicasManager.checkSyncStateSetAndDoReport``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """CONTROLLER_ELECT_MASTER (1002) headers (``header/controller/ElectMaster*Header.java``).
 
-Three callers, three factories (reference §4.3 electMaster, seed 003's election triggers):
+Three callers, three factories (``ReplicasInfoManager.electMaster``; the election triggers of
+"一文详解 RocketMQ 如何利用 Raft 进行高可用保障"):
 
 * a broker that found no master (``of_broker_trigger``): its own id; on a never-elected set it
   becomes the first master;

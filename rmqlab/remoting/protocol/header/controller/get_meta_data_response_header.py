@@ -1,6 +1,6 @@
 """CONTROLLER_GET_METADATA_INFO (1005) response header (``header/controller/GetMetaDataResponseHeader.java``).
 
-Any controller answers it, leader or not (seed 000, RIP-44 "GetControllerMetadata"): brokers and
+Any controller answers it, leader or not (RIP-44, "GetControllerMetadata"): brokers and
 ``mqadmin`` use it to find the leader, the only controller that serves the other requests.
 """
 

@@ -1,7 +1,7 @@
 """CONTROLLER_GET_REPLICA_INFO (1004) headers (``header/controller/GetReplicaInfo*Header.java``).
 
-A broker polls its set's master and epochs (reference §4.3 getReplicaInfo, §4.10
-syncBrokerMetadata); the body of the answer is the SyncStateSet.
+A broker polls its set's master and epochs (``ReplicasInfoManager.getReplicaInfo``,
+``ReplicasManager``); the body of the answer is the SyncStateSet.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """BROKER_HEARTBEAT (904) request header (``BrokerHeartbeatRequestHeader.java``).
 
 One class serves two receivers: the name server reads clusterName and brokerAddr (it refreshes the
-broker's live entry); the controller (RIP-44, reference §4.10) reads the rest.
+broker's live entry); the controller (RIP-44, ``DefaultBrokerHeartbeatManager``) reads the rest.
 """
 
 from __future__ import annotations

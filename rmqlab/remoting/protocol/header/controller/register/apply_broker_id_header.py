@@ -1,6 +1,6 @@
 """CONTROLLER_APPLY_BROKER_ID (1013) headers (``header/controller/register/ApplyBrokerId*Header.java``).
 
-Step 2 of a new broker's registration (reference §4.10 step 3.4): claim ``appliedBrokerId`` with
+Step 2 of a new broker's registration (``ReplicasManager.applyBrokerId``): claim ``appliedBrokerId`` with
 ``registerCheckCode`` = ``brokerAddress;currentTimeMillis`` (the code also lets a broker that
 crashed after claiming re-claim the same id).
 """

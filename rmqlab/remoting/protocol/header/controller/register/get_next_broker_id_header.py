@@ -1,6 +1,6 @@
 """CONTROLLER_GET_NEXT_BROKER_ID (1012) headers (``header/controller/register/GetNextBrokerId*Header.java``).
 
-Step 1 of a new broker's registration (reference §4.10 step 3.3): which controller id to try.
+Step 1 of a new broker's registration (``ReplicasManager.getNextBrokerId``): which controller id to try.
 """
 
 from __future__ import annotations
