@@ -318,7 +318,7 @@ class SyncStatePoint:
 
 def sync_state_history(events: Iterable[TraceEvent], broker_set: str | None = None) -> list[SyncStatePoint]:
     """Every change of a broker set's replica info (of every set if None), one point per event of
-    the controllers' log, replayed as ReplicasInfoManager.applyEvent does (reference §4.2): an
+    the controllers' log, replayed as ReplicasInfoManager.applyEvent does: an
     ElectMasterEvent sets master := the elected id, SyncStateSet := {it} (a new syncStateSetEpoch),
     or with nobody elected only forgets the master, and bumps masterEpoch either way; an
     AlterSyncStateSetEvent sets the SyncStateSet (a new syncStateSetEpoch); an ApplyBrokerIdEvent
@@ -406,7 +406,7 @@ def check_elections(events: Iterable[TraceEvent], *, unclean_allowed: bool = Fal
     """Each master the controllers elect is a member of its broker set's SyncStateSet as their
     replicated log has it at that point (AlterSyncStateSetEvent sets it, an ElectMasterEvent
     resets it to {the new master}); a set's first election, before any SyncStateSet, may pick any
-    replica. An election from outside is unclean (enableElectUncleanMaster, seed 000: "可能会选取
+    replica. An election from outside is unclean (enableElectUncleanMaster, RocketMQ's "主备自动切换模式部署" documentation: "可能会选取
     数据落后的副本作为 Master 而丢失消息"): violation `unclean-election` at the event, naming the
     elected broker — unless `unclean_allowed` (the trace does not carry the controllers'
     configuration; a lab that enabled it says so), when it is listed in the stats only."""
@@ -440,7 +440,7 @@ _DO_TRUNCATE = "doTruncate: "  # the log line's prefix (its fields carry the dec
 
 @dataclass(frozen=True)
 class Truncation:
-    """One handshake decision of a slave (AutoSwitchHAClient.doTruncate, reference §2.4), from the
+    """One handshake decision of a slave (AutoSwitchHAClient.doTruncate), from the
     fields of its `log` event "doTruncate: ..." (ok, truncate_offset, consistent_epoch,
     local_max_offset, master_max_offset; datasets/README.md) and the master's handshake frame just
     before it. `point`: where the slave cuts its log (None: nothing to cut); `epoch`: the consistent
@@ -471,7 +471,7 @@ def truncations(events: Iterable[TraceEvent]) -> list[Truncation]:
 def replay_epochs(events: Iterable[TraceEvent], until_seq: int | None = None) -> dict[str, list[tuple[int, int]]]:
     """node -> its epoch file, (epoch, start offset) ascending, as the `epoch` events and the
     handshake truncations of the trace (up to `until_seq`) leave it. What the trace does not show
-    (a torn tail cut at start-up, reference §2.13) is not replayed; the store's file
+    (a torn tail cut at start-up, AutoSwitchHAService.truncateInvalidMsg) is not replayed; the store's file
     (read_epochs) is the authority after a run."""
     return _walk_epoch_files(e for e in events if until_seq is None or e.seq <= until_seq)[0]
 
@@ -520,7 +520,8 @@ def consistent_point(local: list[tuple[int, int]], local_max: int, master: list[
 
 
 def check_truncations(events: Iterable[TraceEvent]) -> CheckResult:
-    """Each slave's handshake truncation (reference §2.4, seed 000 「截断算法」): the point it chose
+    """Each slave's handshake truncation (AutoSwitchHAClient.doTruncate; the controller design
+document's 「截断算法」, docs/cn/controller/design.md): the point it chose
     is the consistent point of its epoch file and the master's (recomputed from the trace), its
     log was cut exactly there, and the cut spared what it had confirmed (the highest confirm offset
     it traced since its previous cut, capped by its log end): cutting below that discards committed

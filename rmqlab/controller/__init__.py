@@ -1,6 +1,6 @@
 """The RIP-44 controller core: replicated broker-set metadata, elections, broker liveness.
 
-Mirrors RocketMQ's ``controller`` module (reference §4): ``impl.manager.ReplicasInfoManager``
+Mirrors RocketMQ's ``controller`` module: ``impl.manager.ReplicasInfoManager``
 (the state machine: requests compute a ControllerResult with events, ``apply_event`` applies
 them), ``impl.event`` (the events and their log encoding), ``elect`` (ElectPolicy,
 DefaultElectPolicy), ``impl.heartbeat`` (DefaultBrokerHeartbeatManager) and ``helper`` (the

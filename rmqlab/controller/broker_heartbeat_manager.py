@@ -1,8 +1,8 @@
 """BrokerHeartbeatManager: what the controller knows of replica liveness (``BrokerHeartbeatManager.java``).
 
 The interface the controller manager, the election policy and the request processor use; the
-implementation is ``impl.heartbeat.default_broker_heartbeat_manager.DefaultBrokerHeartbeatManager``
-(reference §4.5). RocketMQ's jRaft controller has a second one (heartbeats as Raft events), which
+implementation is ``impl.heartbeat.default_broker_heartbeat_manager.DefaultBrokerHeartbeatManager``.
+RocketMQ's jRaft controller has a second one (heartbeats as Raft events), which
 rmqlab does not implement.
 """
 

@@ -1,5 +1,5 @@
 """RoleChangeNotifyEntry: an election's result, as pushed to the brokers
-(``remoting/.../protocol/body/RoleChangeNotifyEntry.java``; reference §4.6).
+(``remoting/.../protocol/body/RoleChangeNotifyEntry.java``).
 
 Built from a SUCCESS answer of CONTROLLER_ELECT_MASTER: the header's master id, address and
 epochs, and the body's (ElectMasterResponseBody) broker member group and SyncStateSet. The

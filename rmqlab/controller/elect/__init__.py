@@ -1,4 +1,4 @@
-"""Master election (``org.apache.rocketmq.controller.elect``, reference §4.4)."""
+"""Master election (``org.apache.rocketmq.controller.elect``)."""
 
 from rmqlab.controller.elect.elect_policy import ElectPolicy
 from rmqlab.controller.elect.impl.default_elect_policy import DefaultElectPolicy

@@ -2,7 +2,8 @@
 (``helper/BrokerLifecycleListener.java``, ``onBrokerInactive``).
 
 A plain callable here. The controller manager registers one that, on the leader, triggers an
-election when the inactive replica is its set's master (reference §4.6, seed 003 trigger a.i).
+election when the inactive replica is its set's master (``ControllerManager``; trigger a.i of
+"一文详解 RocketMQ 如何利用 Raft 进行高可用保障").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Java's one-method interface ``get(clusterName, brokerName, brokerId)`` is a plain callable here;
 the controller passes ``DefaultBrokerHeartbeatManager.get_broker_live_info``. The election policy
-ranks candidates by what it returns (epoch, maxOffset, electionPriority; reference §4.4 step 5).
+ranks candidates by what it returns (epoch, maxOffset, electionPriority; ``DefaultElectPolicy``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """BrokerValidPredicate: may this replica take part? (``helper/BrokerValidPredicate.java``).
 
 Java's one-method interface ``check(clusterName, brokerName, brokerId)`` is a plain callable here.
-The controller passes ``DefaultBrokerHeartbeatManager.is_broker_active`` (reference §4.4 step 1):
+The controller passes ``DefaultBrokerHeartbeatManager.is_broker_active`` (``DefaultElectPolicy``'s first filter):
 a replica is valid while its heartbeat is current.
 """
 

@@ -1,5 +1,5 @@
 """ControllerStateMachine: the ReplicasInfoManager as a pysyncobj state machine
-(``impl/DLedgerControllerStateMachine.java``; reference §4.2, §4.7).
+(``impl/DLedgerControllerStateMachine.java``).
 
 Every controller holds one. The Raft log carries two kinds of entries, both ``@replicated``
 calls of this consumer:

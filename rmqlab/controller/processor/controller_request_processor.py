@@ -1,7 +1,6 @@
 """ControllerRequestProcessor: the controller's remoting requests (``processor/ControllerRequestProcessor.java``).
 
-Reference §4.3 (requests), §4.5 (BROKER_HEARTBEAT), §4.6 (notify after an election), §4.9
-(codes); seed 000 RIP-44 "New RequestCode".
+RIP-44, "New RequestCode".
 
 | code | request | served by |
 |---|---|---|

@@ -1,4 +1,4 @@
-"""DefaultElectPolicy: the controller's election rule (``elect/impl/DefaultElectPolicy.java``, reference §4.4).
+"""DefaultElectPolicy: the controller's election rule (``elect/impl/DefaultElectPolicy.java``).
 
 ``elect`` tries the SyncStateSet first and, only if that yields nobody and unclean election is on
 (``all_replica_brokers`` not None), every registered replica. Within one pool:
@@ -18,7 +18,8 @@ Tie-breaking (steps 5 and 6). Java puts the candidates in a TreeSet ordered by t
 candidates that compare equal collapse onto the first one inserted, and inserts them in HashSet
 order; step 6 takes the HashSet's first element. For the small ids of a broker set (below the
 HashSet's table size, 16) that order is ascending id, so here **ties go to the lowest broker id**,
-in both steps, for any ids (Appendix A.9: RocketMQ's own tests only assert "not the dead master").
+in both steps, for any ids (RocketMQ's own tests, ReplicasInfoManagerTest and DLedgerControllerTest, only
+assert "not the dead master").
 
 Deviations:
 

@@ -1,4 +1,4 @@
-"""Controller events (``org.apache.rocketmq.controller.impl.event``): the Raft log's entries (reference §4.2)."""
+"""Controller events (``org.apache.rocketmq.controller.impl.event``): the Raft log's entries."""
 
 from rmqlab.controller.impl.event.alter_sync_state_set_event import AlterSyncStateSetEvent
 from rmqlab.controller.impl.event.apply_broker_id_event import ApplyBrokerIdEvent

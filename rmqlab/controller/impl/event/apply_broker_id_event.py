@@ -1,6 +1,6 @@
 """ApplyBrokerIdEvent (id 2): a broker claimed a controller id (``impl/event/ApplyBrokerIdEvent.java``).
 
-Applied (reference §4.2): if the set exists, the id is added unless already present (then nothing
+Applied (``ReplicasInfoManager.applyEvent``): if the set exists, the id is added unless already present (then nothing
 changes, the check code included); otherwise both tables are created for the set (an empty
 SyncStateInfo, masterEpoch 0) and the id is added. Every addition bumps nextAssignBrokerId.
 """

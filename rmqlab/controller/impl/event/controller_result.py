@@ -1,4 +1,4 @@
-"""ControllerResult: what a controller request computes (``impl/event/ControllerResult.java``, reference §4.3).
+"""ControllerResult: what a controller request computes (``impl/event/ControllerResult.java``).
 
 The events to replicate (empty for a read or a rejection), the response header, the body, the
 response code (SUCCESS unless set) and the remark. Computing one never changes the metadata; the

@@ -1,6 +1,6 @@
 """ElectMasterEvent (id 3): the outcome of an election (``impl/event/ElectMasterEvent.java``).
 
-Applied (reference §4.2): elected: master := id, masterEpoch += 1, syncStateSet := {id},
+Applied (``ReplicasInfoManager.applyEvent``): elected: master := id, masterEpoch += 1, syncStateSet := {id},
 syncStateSetEpoch += 1. Not elected (a controller-triggered election found no candidate):
 master := null, masterEpoch += 1, the set kept.
 """

@@ -1,4 +1,4 @@
-"""EventMessage: what every controller event is (``impl/event/EventMessage.java``, reference §4.2).
+"""EventMessage: what every controller event is (``impl/event/EventMessage.java``).
 
 An event is an immutable fact computed by the leader (``ReplicasInfoManager``'s request methods),
 replicated through the Raft log and applied in log order by every replica

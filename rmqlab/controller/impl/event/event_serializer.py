@@ -1,4 +1,4 @@
-"""EventSerializer: one event as bytes for a Raft log entry (``impl/event/EventSerializer.java``, reference §4.2).
+"""EventSerializer: one event as bytes for a Raft log entry (``impl/event/EventSerializer.java``).
 
 Layout: a big-endian short, the event type id (1, 2, 3, 5 or 6), then the event's JSON exactly as
 RocketMQ's FastJsonSerializer writes it, e.g. for an election::

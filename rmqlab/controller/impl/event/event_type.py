@@ -1,4 +1,4 @@
-"""EventType: the kinds of controller events and their wire ids (``impl/event/EventType.java``, reference §4.2)."""
+"""EventType: the kinds of controller events and their wire ids (``impl/event/EventType.java``)."""
 
 from __future__ import annotations
 

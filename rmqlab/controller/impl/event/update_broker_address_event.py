@@ -1,7 +1,7 @@
 """UpdateBrokerAddressEvent (id 6): a registered broker came back on another address
 (``impl/event/UpdateBrokerAddressEvent.java``).
 
-Applied (reference §4.2): the id's address is replaced, its register check code kept.
+Applied (``ReplicasInfoManager.applyEvent``): the id's address is replaced, its register check code kept.
 """
 
 from __future__ import annotations

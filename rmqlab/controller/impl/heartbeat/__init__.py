@@ -1,4 +1,4 @@
-"""Broker liveness on the controller (``org.apache.rocketmq.controller.impl.heartbeat``, reference §4.5)."""
+"""Broker liveness on the controller (``org.apache.rocketmq.controller.impl.heartbeat``)."""
 
 from rmqlab.controller.impl.heartbeat.broker_identity_info import BrokerIdentityInfo
 from rmqlab.controller.impl.heartbeat.broker_live_info import BrokerLiveInfo

@@ -1,4 +1,4 @@
-"""BrokerLiveInfo: a replica's last heartbeat (``impl/heartbeat/BrokerLiveInfo.java``, reference §4.5).
+"""BrokerLiveInfo: a replica's last heartbeat (``impl/heartbeat/BrokerLiveInfo.java``).
 
 What the election policy ranks on: ``epoch`` (the last epoch in the broker's epoch file),
 ``max_offset`` (its commitlog max offset) and ``election_priority`` (smaller is preferred).

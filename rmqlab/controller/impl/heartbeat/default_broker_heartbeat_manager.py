@@ -1,8 +1,8 @@
 """DefaultBrokerHeartbeatManager: replica liveness from heartbeats
 (``impl/heartbeat/DefaultBrokerHeartbeatManager.java``).
 
-Reference §4.5, seed 000 ("the controller regularly scans timed-out brokers, scanNotActiveBroker;
-a timed-out master triggers ElectMaster"), seed 003 election trigger a.i.
+RIP-44: "the controller regularly scans timed-out brokers, scanNotActiveBroker; a timed-out master
+triggers ElectMaster"; election trigger a.i of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障".
 
 * ``on_broker_heartbeat`` (BROKER_HEARTBEAT, 904) records the heartbeat under
   (cluster, brokerName, brokerId); missing fields default to epoch -1, brokerId -1, maxOffset -1,

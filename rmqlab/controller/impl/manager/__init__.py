@@ -1,4 +1,4 @@
-"""The controller's metadata (``org.apache.rocketmq.controller.impl.manager``, reference §4.1-§4.3)."""
+"""The controller's metadata (``org.apache.rocketmq.controller.impl.manager``)."""
 
 from rmqlab.controller.impl.manager.broker_replica_info import FIRST_BROKER_CONTROLLER_ID, BrokerReplicaInfo
 from rmqlab.controller.impl.manager.replicas_info_manager import ReplicasInfoManager

@@ -1,8 +1,9 @@
-"""BrokerReplicaInfo: a broker set's registered replicas (``impl/manager/BrokerReplicaInfo.java``, reference §4.1).
+"""BrokerReplicaInfo: a broker set's registered replicas (``impl/manager/BrokerReplicaInfo.java``).
 
 ``broker_id_info``: controller id -> (address, registerCheckCode). ``next_assign_broker_id``
 starts at 1 (``MixAll.FIRST_BROKER_CONTROLLER_ID``) and grows by one on **every** ``add_broker``,
-whatever id was added (Appendix A.7: it counts additions, not the largest id).
+whatever id was added (RocketMQ's ``BrokerReplicaInfo.addBroker``: it counts additions, not the
+largest id).
 """
 
 from __future__ import annotations

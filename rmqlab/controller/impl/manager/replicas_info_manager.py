@@ -1,6 +1,6 @@
 """ReplicasInfoManager: the controller's replicated metadata state machine (``impl/manager/ReplicasInfoManager.java``).
 
-Reference §4.1-§4.3 and §4.7; seed 000 (RIP-44 "Controller API", "Consistent metadata", "Event").
+RIP-44 ("Controller API", "Consistent metadata", "Event").
 
 Theory of operation
 -------------------
@@ -136,7 +136,7 @@ class ReplicasInfoManager:
     def alter_sync_state_set(self, request: AlterSyncStateSetRequestHeader, sync_state_set: SyncStateSet,
                              broker_alive_predicate: BrokerValidPredicate
                              ) -> ControllerResult[AlterSyncStateSetResponseHeader]:
-        """CONTROLLER_ALTER_SYNC_STATE_SET (1001), reference §4.3, checks in RocketMQ's order:
+        """CONTROLLER_ALTER_SYNC_STATE_SET (1001), checks in RocketMQ's order:
         unknown set; set unchanged; not the current master; stale masterEpoch; stale
         syncStateSetEpoch; a member unregistered, then not alive; the master missing from the set."""
         broker_name = _require(request.broker_name, "alterSyncStateSet", "brokerName")
@@ -205,7 +205,7 @@ class ReplicasInfoManager:
 
     def elect_master(self, request: ElectMasterRequestHeader,
                      elect_policy: ElectPolicy) -> ControllerResult[ElectMasterResponseHeader]:
-        """CONTROLLER_ELECT_MASTER (1002), reference §4.3 electMaster steps 1-7.
+        """CONTROLLER_ELECT_MASTER (1002), RocketMQ's ``electMaster`` steps 1-7.
 
         The first election of a set (masterEpoch 0) takes the requesting broker's id without any
         check (RIP-44: "the first broker to ask becomes master"); later ones go through the policy,
@@ -270,7 +270,7 @@ class ReplicasInfoManager:
     def get_next_broker_id(self, request: GetNextBrokerIdRequestHeader
                            ) -> ControllerResult[GetNextBrokerIdResponseHeader]:
         """CONTROLLER_GET_NEXT_BROKER_ID (1012): always SUCCESS; 1 for an unknown set, else
-        nextAssignBrokerId (reference §4.3). Looks at the replica table only, as RocketMQ does."""
+        nextAssignBrokerId. Looks at the replica table only, as RocketMQ does."""
         broker_name = _require(request.broker_name, "getNextBrokerId", "brokerName")
         result = ControllerResult(GetNextBrokerIdResponseHeader(request.cluster_name, broker_name))
         replica_info = self.replica_info_table.get(broker_name)
@@ -279,7 +279,7 @@ class ReplicasInfoManager:
         return result
 
     def apply_broker_id(self, request: ApplyBrokerIdRequestHeader) -> ControllerResult[ApplyBrokerIdResponseHeader]:
-        """CONTROLLER_APPLY_BROKER_ID (1013), reference §4.3: an unknown set accepts only id 1; a
+        """CONTROLLER_APPLY_BROKER_ID (1013): an unknown set accepts only id 1; a
         known set accepts an unused id, or one already owned by the same registerCheckCode (a
         broker retrying after a crash). The address is the check code's part before ";"."""
         broker_name = _require(request.broker_name, "applyBrokerId", "brokerName")
@@ -309,7 +309,7 @@ class ReplicasInfoManager:
     def register_broker(self, request: RegisterBrokerToControllerRequestHeader,
                         alive_predicate: BrokerValidPredicate
                         ) -> ControllerResult[RegisterBrokerToControllerResponseHeader]:
-        """CONTROLLER_REGISTER_BROKER (1003), reference §4.3: the set and the id must be known; the
+        """CONTROLLER_REGISTER_BROKER (1003): the set and the id must be known; the
         answer names the master only if there is one and it is alive; an address change becomes an
         UpdateBrokerAddressEvent. Deviation: the recorded master registering again is taken as gone
         (ElectMasterEvent not elected) and the answer names no master (see below)."""
@@ -400,7 +400,7 @@ class ReplicasInfoManager:
 
     def clean_broker_data(self, request: CleanControllerBrokerDataRequestHeader,
                           valid_predicate: BrokerValidPredicate) -> ControllerResult[None]:
-        """CLEAN_BROKER_DATA (1011), reference §4.3: unless isCleanLivingBroker, refuse to clean a
+        """CLEAN_BROKER_DATA (1011): unless isCleanLivingBroker, refuse to clean a
         whole set that has a master, malformed ids, or any listed id that is alive; then refuse an
         unknown set; else CleanBrokerDataEvent."""
         broker_name = _require(request.broker_name, "cleanBrokerData", "brokerName")
@@ -442,8 +442,8 @@ class ReplicasInfoManager:
         return result
 
     def scan_need_reelect_broker_sets(self, valid_predicate: BrokerValidPredicate) -> list[str]:
-        """``scanNeedReelectBrokerSets`` (the leader, every scanInactiveMasterInterval; seed 003
-        trigger a.ii): sets whose master is on record but not alive while some replica is alive."""
+        """``scanNeedReelectBrokerSets`` (the leader, every scanInactiveMasterInterval; trigger
+        a.ii of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障"): sets whose master is on record but not alive while some replica is alive."""
         need: list[str] = []
         for broker_name in sorted(self.sync_state_set_info_table):
             info = self.sync_state_set_info_table[broker_name]
@@ -462,7 +462,7 @@ class ReplicasInfoManager:
     # =============================================================================================
 
     def apply_event(self, event: EventMessage) -> None:
-        """``applyEvent``: change the tables as ``event`` says (reference §4.2). Deterministic: the
+        """``applyEvent``: change the tables as ``event`` says. Deterministic: the
         same events in the same order give the same state on every replica."""
         if isinstance(event, AlterSyncStateSetEvent):
             self._handle_alter_sync_state_set(event)

@@ -1,4 +1,4 @@
-"""SyncStateInfo: a broker set's master, SyncStateSet and epochs (``impl/manager/SyncStateInfo.java``, reference §4.1).
+"""SyncStateInfo: a broker set's master, SyncStateSet and epochs (``impl/manager/SyncStateInfo.java``).
 
 | field | initial | changed by |
 |---|---|---|
@@ -8,7 +8,7 @@
 | master_broker_id | None | ElectMasterEvent |
 
 ``is_first_time_for_elect()`` ⇔ master_epoch == 0: the set never had an election, and the first
-broker asking for one becomes master without any check (reference §4.3 electMaster step 3).
+broker asking for one becomes master without any check (``ReplicasInfoManager.electMaster``).
 """
 
 from __future__ import annotations
