@@ -1,4 +1,4 @@
-"""The Broker (issue 4 §2), mirroring RocketMQ's ``broker`` module: BrokerController (a Component),
+"""The Broker, mirroring RocketMQ's ``broker`` module: BrokerController (a Component),
 its request processors, long polling, client management, the metadata managers (topics, consumer
 offsets, subscription groups, delay offsets), BrokerOuterAPI and SlaveSynchronize.
 

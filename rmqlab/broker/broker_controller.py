@@ -1,5 +1,6 @@
-"""BrokerController: one RocketMQ broker as a Component on a Node (issue 4 §2; seed 000 "classic
-deployment", seed 004; reference §3, §5, §6.2).
+"""BrokerController: one RocketMQ broker as a Component on a Node (the classic
+deployments of RocketMQ's deployment guide, "部署方式"; classic HA as the article
+"RocketMQ原理解析-HA" describes it).
 
 Mirrors ``broker/src/main/java/org/apache/rocketmq/broker/BrokerController.java`` with
 ``BrokerStartup``, for classic master/slave deployments (ASYNC_MASTER, SYNC_MASTER, SLAVE): master and
@@ -31,7 +32,7 @@ the store down cleanly; ``on_crash()`` only drops what is in memory (``store.kil
 
 On the group's master the delayed messages are delivered (``rmqlab.broker.schedule``).
 
-Controller mode (``enableControllerMode=true``, RIP-44, issue 5 §3): the HA service is an
+Controller mode (``enableControllerMode=true``, RIP-44): the HA service is an
 AutoSwitchHAService and a ReplicasManager (``rmqlab.broker.controller``) registers with the
 controller and gives the broker its id and role; ``brokerId`` and ``brokerRole`` of the file are
 ignored. Until the controller has named a master the broker is isolated (``is_isolated``: no

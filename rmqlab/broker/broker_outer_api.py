@@ -1,4 +1,4 @@
-"""BrokerOuterAPI: every request a broker sends to others (reference §6.1, §6.2; seed 004 §2).
+"""BrokerOuterAPI: every request a broker sends to others.
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/out/BrokerOuterAPI.java``, over one
 RemotingClient:
@@ -10,9 +10,8 @@ RemotingClient:
   off, to skip a registration whose topic table the name servers already hold;
 * to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
   GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
-* to the controllers, in controller mode (the ReplicasManager's calls, reference §4.3, §4.9,
-  §4.10): CONTROLLER_GET_METADATA_INFO (1005) to find the leader; CONTROLLER_GET_NEXT_BROKER_ID
-  (1012), CONTROLLER_APPLY_BROKER_ID (1013) and CONTROLLER_REGISTER_BROKER (1003) to register;
+* to the controllers, in controller mode (the ReplicasManager's calls):
+  CONTROLLER_GET_METADATA_INFO (1005) to find the leader; CONTROLLER_GET_NEXT_BROKER_ID (1012), CONTROLLER_APPLY_BROKER_ID (1013) and CONTROLLER_REGISTER_BROKER (1003) to register;
   CONTROLLER_GET_REPLICA_INFO (1004) to poll the set's master; CONTROLLER_ELECT_MASTER (1002,
   broker trigger) to nominate itself; CONTROLLER_ALTER_SYNC_STATE_SET (1001) as master; and the
   oneway BROKER_HEARTBEAT (904). Each waits 3000 ms; an answer other than the ones RocketMQ

@@ -1,4 +1,4 @@
-"""SlaveSynchronize: a slave copies its master's metadata (seed 004 §1, reference §6.2).
+"""SlaveSynchronize: a slave copies its master's metadata (``broker/.../slave/SlaveSynchronize.java``).
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/slave/SlaveSynchronize.java``. The
 commitlog reaches a slave through HA replication; the ``config/`` files do not. So a slave

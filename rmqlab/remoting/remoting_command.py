@@ -28,8 +28,8 @@ length, key, int value length, value).
 response with its request.
 
 Types of extFields values. Java keeps them as strings; RocketMQ clients written in other
-languages do not: the C++ client (PyPI ``rocketmq`` 0.4.4) sends ``"queueId": 0`` and ``"sysFlag": 6``
-as JSON numbers beside strings. A decoded command keeps what arrived (str, int or bool; a JSON
+languages do not: the C++ client (PyPI ``rocketmq`` 0.4.4) sends ``"queueId": 0`` and
+``"sysFlag": 6`` as JSON numbers beside strings. A decoded command keeps what arrived (str, int or bool; a JSON
 fraction is kept as its text), and the typed readers :meth:`RemotingCommand.ext_int`,
 :meth:`~RemotingCommand.ext_long`, :meth:`~RemotingCommand.ext_bool` and
 :meth:`~RemotingCommand.ext_str` accept either spelling. Encoding always writes strings, as

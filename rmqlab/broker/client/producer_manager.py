@@ -2,8 +2,8 @@
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/client/ProducerManager.java``. A broker
 needs its producers only to call them back (transaction checks) and for ``mqadmin
-producerConnection``; sends never require a registration (real-clients §3.3: the C++ producer may
-send before, or without, any heartbeat).
+producerConnection``; sends never require a registration (the producer of the C++
+client, PyPI ``rocketmq`` 0.4.4, may send before, or without, any heartbeat).
 """
 
 from __future__ import annotations

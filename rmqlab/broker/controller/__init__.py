@@ -1,4 +1,4 @@
-"""The broker's side of controller mode (RIP-44; reference §4.10), mirroring RocketMQ's
+"""The broker's side of controller mode (RIP-44), mirroring RocketMQ's
 ``broker/src/main/java/org/apache/rocketmq/broker/controller/``:
 
 * ``replicas_manager``: ReplicasManager — registration with the controller, role changes,

@@ -1,4 +1,5 @@
-"""BrokerMetadata and TempBrokerMetadata: a controller-mode broker's identity files (reference §4.10).
+"""BrokerMetadata and TempBrokerMetadata: a controller-mode broker's identity files
+(``broker/.../controller/ReplicasManager.java``, ``store/.../ha/autoswitch/BrokerMetadata.java``).
 
 RocketMQ's ``store/src/main/java/org/apache/rocketmq/store/ha/autoswitch/BrokerMetadata.java``,
 ``TempBrokerMetadata.java`` and their base ``MetadataFile``. The controller assigns each broker of

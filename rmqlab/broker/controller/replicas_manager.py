@@ -1,5 +1,6 @@
-"""ReplicasManager: the broker's side of controller mode (issue 5 §3; reference §4.10, §2.8-§2.11,
-§1.6; seeds 000 and 002 "ReplicasManager" / "online process", seed 003's election triggers).
+"""ReplicasManager: the broker's side of controller mode (the controller design
+document, docs/en/controller/design.md, "ReplicasManager" / "online process"; the election triggers
+of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障").
 
 Mirrors ``broker/src/main/java/org/apache/rocketmq/broker/controller/ReplicasManager.java`` on a
 Node (timers and tasks on the node's clock instead of thread pools).
@@ -24,10 +25,10 @@ decides anything: the controller does. From construction until it reaches RUNNIN
    becomes master (it is that id) or slave now.
 3. → RUNNING: one heartbeat to every reachable controller; if no master is known the broker
    nominates itself (CONTROLLER_ELECT_MASTER, broker trigger: on a never-elected set the first
-   broker to ask becomes master — seed 003 trigger b.ii). Then it is unfenced.
+   broker to ask becomes master — the article's trigger b.ii). Then it is unfenced.
 4. Every ``syncBrokerMetadataPeriod`` (first after 3 s) it polls CONTROLLER_GET_REPLICA_INFO, so a
    lost notification cannot leave it behind: a newer master epoch makes it master or slave; a
-   newer epoch without a master makes it nominate itself (seed 003 trigger b.i); the same epoch
+   newer epoch without a master makes it nominate itself (trigger b.i); the same epoch
    while master adopts a newer SyncStateSet.
 
 Role changes come from the register answer, the election answer, the poll, or the controller's
@@ -46,7 +47,8 @@ the one it holds, and one at a time:
   controller id.
 
 Either way the topic table's DataVersion takes the epoch as its stateVersion, which fences a stale
-master at the NameServer (reference §4.10 "Broker id semantics").
+master at the NameServer (``RouteInfoManager.registerBroker`` ignores a registration whose
+stateVersion is older than the stored one).
 
 As master, the HA service proposes SyncStateSet changes (a slave caught up, a slave lost); the
 ReplicasManager sends them as CONTROLLER_ALTER_SYNC_STATE_SET with its masterEpoch and
@@ -381,7 +383,7 @@ class ReplicasManager:
                 return True
         return False
 
-    # -- registration (reference §4.10 step 3) ------------------------------------------------------
+    # -- registration (``ReplicasManager.register``) ------------------------------------------------
     async def register(self) -> bool:
         """``register``: one attempt of the register flow, resuming from the identity files."""
         try:
@@ -523,7 +525,7 @@ class ReplicasManager:
             log.error("fail to send registerBrokerToController request to controller: %s", e)
             return False
 
-    # -- self-nomination (seed 003, triggers b.i and b.ii) ----------------------------------------
+    # -- self-nomination (the Raft article's triggers b.i and b.ii) --------------------------------
     async def broker_elect(self) -> bool:
         """``brokerElect``: ask the controller to elect this broker (broker trigger). True when the
         answer names a master (this broker or another), which the broker then follows."""
@@ -552,7 +554,7 @@ class ReplicasManager:
         else:
             await self.change_to_slave(header.master_address, header.master_epoch, header.master_broker_id)
 
-    # -- polling the controller (reference §4.10 step 5) ---------------------------------------------
+    # -- polling the controller (``ReplicasManager.schedulingSyncBrokerMetadata``) ------------------
     def scheduling_sync_broker_metadata(self) -> None:
         self._schedule("syncBrokerMetadata", FIRST_DELAY_MS, self.broker_config.syncBrokerMetadataPeriod,
                        self.sync_broker_metadata)
@@ -589,7 +591,7 @@ class ReplicasManager:
         if elect:
             await self.broker_elect()
 
-    # -- role changes (reference §4.10, §2.11) ----------------------------------------------------
+    # -- role changes (``changeToMaster``, ``changeToSlave``) --------------------------------------
     async def change_broker_role(self, new_master_broker_id: int | None, new_master_address: str | None,
                                  new_master_epoch: int | None, sync_state_set_epoch: int | None,
                                  sync_state_set: frozenset[int] | set[int]) -> None:
@@ -716,7 +718,7 @@ class ReplicasManager:
             await self.broker.slave_synchronize.sync_all()
             self.last_sync_time_ms = self.node.now_ms()
 
-    # -- the SyncStateSet (reference §2.8, §4.10 "SyncStateSet report") -----------------------------
+    # -- the SyncStateSet (``AutoSwitchHAService``, ``checkSyncStateSetAndDoReport``) ----------------
     def _change_sync_state_set(self, new_sync_state_set: set[int], new_sync_state_set_epoch: int) -> None:
         """``changeSyncStateSet``: adopt a set only with a newer epoch."""
         if new_sync_state_set_epoch > self.sync_state_set_epoch:

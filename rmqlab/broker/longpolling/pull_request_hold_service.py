@@ -1,8 +1,7 @@
 """PullRequestHoldService: long polling, the broker holding a PULL_MESSAGE that found nothing.
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/longpolling/PullRequestHoldService.java``,
-``PullRequest.java``, ``ManyPullRequest.java`` and ``NotifyMessageArrivingListener.java``
-(real-clients §3.2, §3.3).
+``PullRequest.java``, ``ManyPullRequest.java`` and ``NotifyMessageArrivingListener.java``.
 
 A pull with the suspend flag (sysFlag bit 2) that would answer PULL_NOT_FOUND is parked under
 ``topic@queueId`` instead. It is run again (``PullMessageProcessor.execute_request_when_wakeup``, which
@@ -16,13 +15,14 @@ no longer suspends) when
 * its time is up: RocketMQ notices that only at the next periodic check, so a request could be
   answered up to 5 s after its suspendTimeoutMillis.
 
-Deviation: a request must be answered before the client gives up on it (real-clients §3.2: "reply
-before suspendTimeoutMillis"), so each held request also gets a timer that answers it
-:data:`REPLY_MARGIN_MS` before its suspendTimeoutMillis (at most half of it before). The answer is
-then the same as RocketMQ's: the pull runs once more, normally PULL_NOT_FOUND (19).
+Deviation: a request must be answered before the client gives up on it (the C++ client, PyPI
+``rocketmq`` 0.4.4, drops a reply that comes after suspendTimeoutMillis), so each held request also
+gets a timer that answers it :data:`REPLY_MARGIN_MS` before its suspendTimeoutMillis (at most half
+of it before). The answer is then the same as RocketMQ's: the pull runs once more, normally
+PULL_NOT_FOUND (19).
 
 The connection stays usable meanwhile: the remoting layer serves every request in a task of its
-own (real-clients §3.1), so a held pull blocks nothing behind it.
+own (clients multiplex everything over one connection), so a held pull blocks nothing behind it.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ of the class, sorted by name::
 ``groupTopicMap`` is derived from ``offsetTable`` (``getGroupTopicMap``) and ignored on load, and the
 queue ids are written as bare integer keys (fastjson's map format).
 
-Versioning (RIP-32, reference §5/§6.4): unlike the other metadata files the offsets change on every
-commit, so the data version advances only on every ``consumerOffsetUpdateVersionStep``-th commit
+Versioning (RIP-32; ``ConsumerOffsetManager.commitOffset``): unlike the other metadata files the
+offsets change on every commit, so the data version advances only on every ``consumerOffsetUpdateVersionStep``-th commit
 (default 500), counted by an in-memory counter that starts at 0 in every process.
 """
 

@@ -18,7 +18,7 @@ Served here (what the rmqlab Admin client and SlaveSynchronize use):
 * GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) — a queue's offsets;
 * GET_BROKER_RUNTIME_INFO (28) — ``mqadmin brokerStatus``, a KVTable;
 * GET_CONSUME_STATS (208) — ``mqadmin consumerProgress``, a ConsumeStats;
-* controller mode (reference §4.6, §4.9, §4.10): NOTIFY_BROKER_ROLE_CHANGED (1008, oneway from
+* controller mode: NOTIFY_BROKER_ROLE_CHANGED (1008, oneway from
   the controller; header master id/address/epochs, body SyncStateSet) hands the election's result
   to ``ReplicasManager.change_broker_role``, which acts only on a newer master epoch (outside
   controller mode it is answered SUCCESS and ignored, as in RocketMQ); GET_BROKER_EPOCH_CACHE

@@ -1,13 +1,14 @@
 """ClientManageProcessor: HEART_BEAT (34), UNREGISTER_CLIENT (35) and CHECK_CLIENT_CONFIG (46).
 
-RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/ClientManageProcessor.java``
-(real-clients §3.2). A heartbeat registers the client's producer groups and its consumer groups
+RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/ClientManageProcessor.java``.
+A heartbeat registers the client's producer groups and its consumer groups
 with their subscriptions; for each consumer group it auto-creates the group (when allowed) and its
 retry topic ``%RETRY%group``. The body is parsed leniently (enums as names or ordinals, see
 ``rmqlab.remoting.protocol.header.broker.heartbeat``). The answer carries
 ``IS_SUPPORT_HEART_BEAT_V2`` and ``IS_SUB_CHANGE``; a heartbeat with a non-zero
 ``heartbeatFingerprint`` is a v2 heartbeat (``withoutSub`` may then omit unchanged subscriptions).
-Nothing requires a heartbeat before a send or a pull (real-clients §3.3).
+Nothing requires a heartbeat before a send or a pull: the C++ client (PyPI ``rocketmq`` 0.4.4) may
+send or pull before its first heartbeat.
 """
 
 from __future__ import annotations

@@ -2,18 +2,19 @@
 QUERY_CONSUMER_OFFSET (14).
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/ConsumerManageProcessor.java``
-(real-clients §3.2, §3.3: the C++ push consumer asks for the group's members to rebalance, then
-for each queue's committed offset, and commits every ~5 s).
+(the push consumer of the C++ client, PyPI ``rocketmq`` 0.4.4, asks for the group's members to
+rebalance, then for each queue's committed offset, and commits every ~5 s).
 
-QUERY_CONSUMER_OFFSET for a group without a stored offset follows real-clients §3.2 (RocketMQ's
-long-standing rule): offset 0 (code 0) when the queue's min offset is 0 and its message 0 is not
-only on disk (``checkInDiskByConsumeOffset`` false: no such message yet, or it is within the
-``accessMessageInMemoryMaxRatio`` share of memory from the commitlog's end), which is the normal
-case for a fresh topic; otherwise QUERY_NOT_FOUND (22) ``Not found, V3_0_6_SNAPSHOT maybe this group
-consumer boot first`` and the client falls back to GET_MAX_OFFSET. Deviation from the reference
-commit 8fc57f1, which asks ``checkInMemByConsumeOffset`` instead and so answers 22 for an empty
-queue (its first message does not exist, hence is not "in memory"). A 5.x request with
-``set_zero_if_not_found=false`` gets 22 ``Not found, do not set to zero, maybe this group boot first``.
+QUERY_CONSUMER_OFFSET for a group without a stored offset follows RocketMQ's long-standing rule
+(``ConsumerManageProcessor.queryConsumerOffset``): offset 0 (code 0) when the queue's min offset is
+0 and its message 0 is not only on disk (``checkInDiskByConsumeOffset`` false: no such message yet,
+or it is within the ``accessMessageInMemoryMaxRatio`` share of memory from the commitlog's end),
+which is the normal case for a fresh topic; otherwise QUERY_NOT_FOUND (22) ``Not found,
+V3_0_6_SNAPSHOT maybe this group consumer boot first`` and the client falls back to GET_MAX_OFFSET.
+Deviation from the reference commit 8fc57f1, which asks ``checkInMemByConsumeOffset`` instead and so
+answers 22 for an empty queue (its first message does not exist, hence is not "in memory"). A 5.x
+request with ``set_zero_if_not_found=false`` gets 22 ``Not found, do not set to zero, maybe this
+group boot first``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """PullMessageProcessor: PULL_MESSAGE (11), with long polling.
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/PullMessageProcessor.java`` and
-``DefaultPullMessageResultHandler.java`` (real-clients §3.2). The checks, in RocketMQ's order: broker
+``DefaultPullMessageResultHandler.java``. The checks, in RocketMQ's order: broker
 readable; subscription group known (auto-created by default) and allowed to consume; topic known
 and readable; queueId within readQueueNums; the subscription, from the request ("*",
 "TagA || TagB") when sysFlag has the subscription bit, else from the group's heartbeat. Then the

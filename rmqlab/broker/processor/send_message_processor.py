@@ -1,8 +1,8 @@
 """SendMessageProcessor: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and CONSUMER_SEND_MSG_BACK (36).
 
 RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/processor/SendMessageProcessor.java`` and
-``AbstractSendMessageProcessor.java`` (reference §3 for the status mapping, real-clients §3.2 for
-what the C++ producer sends and reads back). In order:
+``AbstractSendMessageProcessor.java`` (``handlePutMessageResult`` for the status mapping; the
+fields are what the C++ client, PyPI ``rocketmq`` 0.4.4, sends and reads back). In order:
 
 1. ``rejectRequest``: a SLAVE (without slave-acting-master) refuses every send at the remoting
    layer with SYSTEM_BUSY (2) ``[REJECTREQUEST]system busy, start flow control for a while``;
@@ -455,7 +455,7 @@ class SendMessageProcessor:
 
     def handle_put_message_result(self, put_result: PutMessageResult, response: RemotingCommand,
                                   msg: MessageExtBrokerInner, queue_id: int) -> RemotingCommand:
-        """``handlePutMessageResult`` (reference §3)."""
+        """``handlePutMessageResult`` (``SendMessageProcessor.java``)."""
         cfg = self.broker.message_store_config
         status = put_result.put_message_status
         S = PutMessageStatus

@@ -11,7 +11,7 @@ Implements the metadata half of
   ``{"dataVersion":{...},"offsetTable":{1:12,2:0}}`` (bare integer keys, fastjson's map format).
 
 The data version advances on every ``delayOffsetUpdateVersionStep``-th offset update (default
-200), counted in memory from 0 in every process (reference §5, §6.4).
+200), counted in memory from 0 in every process (``ScheduleMessageService.updateOffset``).
 
 Delivering delayed messages (the per-level timer tasks that read SCHEDULE_TOPIC_XXXX and put the
 messages back on their real topics) and ``correctDelayOffset`` (clamping the offsets into the
