@@ -1,4 +1,4 @@
-"""RocketMQ's clients on the remoting protocol (issue 4 §4), mirroring ``org.apache.rocketmq.client``:
+"""RocketMQ's clients on the remoting protocol, mirroring ``org.apache.rocketmq.client``:
 producers, pull and push consumers, the admin client, on either runtime (only the Node interface
 is used).
 

@@ -13,8 +13,8 @@ Defaults are RocketMQ 5's. Deviations:
   Java writes ``pid#nanoTime`` (``changeInstanceNameToPID``): a node is one process, its name is
   unique in the cluster, and it is the same in every run of a seed;
 * ``rebalance_interval`` is a setting here; Java reads the system property
-  ``rocketmq.client.rebalance.waitInterval`` (20 s). The C++ client rebalances every 10 s
-  (real-clients §3.3); either way the broker's NOTIFY_CONSUMER_IDS_CHANGED triggers one at once.
+  ``rocketmq.client.rebalance.waitInterval`` (20 s). The C++ client (PyPI ``rocketmq``
+  0.4.4) rebalances every 10 s; either way the broker's NOTIFY_CONSUMER_IDS_CHANGED triggers one at once.
 """
 
 from __future__ import annotations

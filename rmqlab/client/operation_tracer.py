@@ -1,4 +1,4 @@
-"""OperationTracer: every client operation as ``client`` trace events (rmqlab.trace.kinds, issue 3 §5).
+"""OperationTracer: every client operation as ``client`` trace events (rmqlab.trace.kinds).
 
 A history checker must be able to tell, from the trace alone, which messages were acknowledged,
 lost or duplicated. So every producer send, every pull of a pull consumer and every message a push

@@ -4,8 +4,9 @@ Each component's settings are dataclasses whose field names are RocketMQ's prope
 (``brokerClusterName``, ``haListenPort``, ...), so a line of a RocketMQ ``.properties`` file maps
 1:1 to a field. The loaders read a file the way RocketMQ's start-up classes do (one file offered
 to all of a process's configuration objects, ``-n`` applied afterwards) and report what RocketMQ
-silently ignores. Issue 2 §2; seed 000 (deployment modes, controller deployment); reference §4.8,
-§5, §6.
+silently ignores. Deployment modes as in RocketMQ's deployment guide ("部署方式") and
+"主备自动切换模式部署"; defaults from ``BrokerConfig``, ``MessageStoreConfig``, ``ControllerConfig``
+and ``NamesrvConfig``.
 
     from rmqlab.config import load_broker_config, format_config
     cfg = load_broker_config("conf/2m-2s-sync/broker-a.properties", namesrv_addr="127.0.0.1:9876")

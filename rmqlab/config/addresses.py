@@ -3,7 +3,7 @@
 RocketMQ splits namesrvAddr and controllerAddr on ";" and each entry on its last ":"
 (NetworkUtil.string2SocketAddress); BrokerStartup exits with "The Name Server Address[...]
 illegal" when an entry does not parse. controllerDLegerPeers is DLedger's
-``id-host:port;id-host:port`` (seed 000, controller deployment). These helpers parse the same
+``id-host:port;id-host:port`` (RocketMQ's "主备自动切换模式部署", controller deployment). These helpers parse the same
 syntax and, for the config fields, return the "expected ..." text when a value is malformed.
 """
 

@@ -1,7 +1,7 @@
 """Controller configuration: ControllerConfig (RIP-44, automatic master/slave switching).
 
 common/src/main/java/org/apache/rocketmq/common/ControllerConfig.java at commit 8fc57f1
-(reference §4.7, §4.8; seed 000 "Controller 部署"). The same keys configure a standalone
+(RocketMQ's "主备自动切换模式部署", "Controller 部署"). The same keys configure a standalone
 controller (mqcontroller -c controller.conf) and one embedded in a name server
 (enableControllerInNamesrv=true in the name server's file).
 """
@@ -34,7 +34,7 @@ class ControllerConfig:
     scanNotActiveBrokerInterval: int = long_field(5 * 1000, min=1)
     controllerThreadPoolNums: int = int_field(16, min=1)
     controllerRequestThreadPoolQueueCapacity: int = int_field(50000, min=1)
-    # The Raft group: its name, every member as id-host:port, and this node's id (seed 000).
+    # The Raft group: its name, every member as id-host:port, and this node's id ("Controller 部署").
     # In RocketMQ the DLedger controller also serves brokers on its own peer address, which is
     # why a broker's controllerAddr lists the peer addresses.
     controllerDLegerGroup: str | None = str_field(None)

@@ -6,7 +6,8 @@ NettyClientConfig and MessageStoreConfig; mqnamesrv to NamesrvConfig and the Net
 ControllerConfig when enableControllerInNamesrv=true); mqcontroller to ControllerConfig and the
 Netty configs. A key sets every object that has a field of that name. The command line (``-n``)
 is applied after the file. The proxy reads rmq-proxy.json into ProxyConfig and then applies
-``-n``. (Seed 000, deployment modes and controller deployment; reference §4.8, §5.)
+``-n``. (RocketMQ's deployment guide "部署方式" and "主备自动切换模式部署"; ``BrokerStartup``,
+``NamesrvStartup``, ``ControllerStartup``.)
 
 rmqlab does the same and adds what RocketMQ leaves out: every key is accounted for (a typo is a
 warning naming the closest key; a RocketMQ key rmqlab does not implement is a warning saying so),
@@ -288,7 +289,7 @@ def _check_broker(b: BrokerStartupConfig) -> None:
                               f"cannot both be true (RocketMQ refuses this combination too)")
         raise ConfigError(f"{b.where('enableDLegerCommitLog')}: enableDLegerCommitLog = true: rmqlab does not implement "
                           f"the DLedger CommitLog; for automatic failover use controller mode "
-                          f"(enableControllerMode=true with controllerAddr, seed 000)")
+                          f"(enableControllerMode=true with controllerAddr)")
 
     if not bc.enableControllerMode:
         # BrokerStartup: outside controller mode the role decides the id.
@@ -303,7 +304,7 @@ def _check_broker(b: BrokerStartupConfig) -> None:
             raise ConfigError(f"{b.where('brokerId', 'brokerRole')}: brokerId = {bc.brokerId}: a SLAVE needs brokerId > 0 "
                               f"(RocketMQ: \"Slave's brokerId must be > 0\"); the master of the group has 0")
     else:
-        # Controller mode: the controller assigns brokerId and role (seed 000); it must be reachable.
+        # Controller mode: the controller assigns brokerId and role (RIP-44); it must be reachable.
         if not bc.controllerAddr.strip():
             raise ConfigError(f"{b.where('enableControllerMode')}: enableControllerMode = true needs controllerAddr, "
                               f"e.g. controllerAddr=127.0.0.1:9877;127.0.0.1:9878;127.0.0.1:9879")

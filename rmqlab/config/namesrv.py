@@ -1,7 +1,7 @@
 """Name server configuration: NamesrvConfig.
 
 common/src/main/java/org/apache/rocketmq/common/namesrv/NamesrvConfig.java at commit 8fc57f1
-(reference §6.1 for the RIP-32 keys, §4.8 for enableControllerInNamesrv). The name server's
+(the RIP-32 keys, and enableControllerInNamesrv). The name server's
 port is its NettyServerConfig.listenPort (9876, set by NamesrvStartup).
 """
 
@@ -23,12 +23,13 @@ class NamesrvConfig:
     returnOrderTopicConfigToBroker: bool = bool_field(True)
     scanNotActiveBrokerInterval: int = long_field(5 * 1000, min=1)
     # RIP-32: rewrite routes so the smallest-id slave of a masterless group serves as read-only
-    # master (seed 001 "Configuration in nameserver", reference §6.1).
+    # master (RIP-32 "Slave Acting Master Mode", "Configuration in nameserver"; ``RouteInfoManager``).
     supportActingMaster: bool = bool_field(False)
     enableAllTopicList: bool = bool_field(True)
     enableTopicList: bool = bool_field(True)
     notifyMinBrokerIdChanged: bool = bool_field(False)
-    # Run a controller inside this name server (seed 000 "Controller 嵌入 NameServer 部署"); when
+    # Run a controller inside this name server ("Controller 嵌入 NameServer 部署" in RocketMQ's
+    # "主备自动切换模式部署"); when
     # true the same file also configures a ControllerConfig.
     enableControllerInNamesrv: bool = bool_field(False)
     needWaitForService: bool = bool_field(False)

@@ -249,7 +249,7 @@ COMPONENT_CLASSES: dict[str, tuple[str, ...]] = {
 RETIRED_KEYS: dict[str, dict[str, str]] = {
     "broker": {
         "controllerDeployedStandAlone": (
-            "is listed among RIP-44's broker parameters (seed 000) but RocketMQ removed it in July 2022 "
+            "is listed among RIP-44's broker parameters but RocketMQ removed it in July 2022 "
             "(commit 3d8296e): a broker sends its heartbeat to the controller however the controller is deployed"
         ),
     },

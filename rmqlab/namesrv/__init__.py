@@ -1,4 +1,4 @@
-"""The name server (RocketMQ's ``namesrv`` module, reference §6.1): NamesrvController, the
+"""The name server (RocketMQ's ``namesrv`` module): NamesrvController, the
 component; RouteInfoManager, its route tables (pure, unit-testable); the request processors and
 BrokerHousekeepingService. Wire formats live in ``rmqlab.remoting.protocol``.
 """

@@ -1,7 +1,8 @@
 """NamesrvController: the name server as a component (mqnamesrv), on either runtime.
 
-Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/NamesrvController.java`` (reference
-§6.1; seed 000's deployment: "The Name Server boot success...", several name servers side by side).
+Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/NamesrvController.java``
+(RocketMQ's deployment guide "部署方式": "The Name Server boot success...", several name servers
+side by side).
 
 A name server is stateless apart from its route tables, which brokers rebuild by registering every
 ``registerNameServerPeriod`` (30 s): name servers never talk to each other. A cluster runs several
@@ -22,7 +23,7 @@ Trace: frames are traced by the remoting layer; the boot line, the route tables'
 broker registered, fenced, expired, removed; a group or cluster gone) and the write-permission
 commands are ``log`` events (logger ``RocketmqNamesrv``), with RocketMQ's log wording.
 
-Embedded controller (seed 000 "Controller 嵌入 NameServer 部署"): with
+Embedded controller ("Controller 嵌入 NameServer 部署" in RocketMQ's "主备自动切换模式部署"): with
 ``enableControllerInNamesrv=true`` the name server also runs a :class:`ControllerManager` from the
 same file's ControllerConfig, in the same process. As in RocketMQ the controller serves on its own
 peer address (controllerDLegerPeers), not on the name server's port, and the name server's own

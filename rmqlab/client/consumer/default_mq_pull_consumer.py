@@ -1,6 +1,6 @@
 """DefaultMQPullConsumer: the application pulls queues itself and keeps its own place
 (``client/consumer/DefaultMQPullConsumer.java`` with ``client/impl/consumer/DefaultMQPullConsumerImpl.java``;
-the C++ PullConsumer's sequence in real-clients §3.3).
+the same request sequence as the C++ PullConsumer of PyPI ``rocketmq`` 0.4.4).
 
     consumer = DefaultMQPullConsumer("CG", namesrv_addr="127.0.0.1:9876")
     await consumer.start(node)

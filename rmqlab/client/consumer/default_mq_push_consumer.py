@@ -1,6 +1,6 @@
 """DefaultMQPushConsumer: the client pulls, the application is called with each message
 (``client/consumer/DefaultMQPushConsumer.java`` with ``client/impl/consumer/DefaultMQPushConsumerImpl.java``;
-the C++ PushConsumer's wire sequence in real-clients §3.3).
+the same wire sequence as the C++ PushConsumer of PyPI ``rocketmq`` 0.4.4).
 
     consumer = DefaultMQPushConsumer("CG", namesrv_addr="127.0.0.1:9876")
     consumer.subscribe("TopicTest", "TagA || TagB")
@@ -31,7 +31,7 @@ C++ client's too), the request timing out after 30 s. Then:
 and flow control: more than ``pull_threshold_for_queue`` (1000) messages held, or a span of more than
 ``consume_concurrently_max_span`` (2000) offsets, delays the pull 50 ms.
 
-Master failure (seed 000, 2m-2s-async): the pulls to the dead master fail (every 3 s) until the
+Master failure (2m-2s-async, RocketMQ's deployment guide "部署方式"): the pulls to the dead master fail (every 3 s) until the
 next route refresh (at most pollNameServerInterval, 30 s) drops it from the route; from then on the
 queue's pulls go to the slave, which serves the replicated messages (RocketMQ 5 needs
 ``slaveReadEnable=true`` on the slave for that; without it the slave refuses every pull), and

@@ -13,7 +13,7 @@ For every subscribed topic (the retry topic ``%RETRY%<group>`` included), ``reba
 3. for each new queue computes where to start (``computePullFromWhere``): the group's offset on the
    broker; with none (a new group) CONSUME_FROM_LAST_OFFSET takes the queue's max offset (0 for a
    retry topic), CONSUME_FROM_FIRST_OFFSET 0. (A broker answers offset 0 rather than "none" for
-   a fresh queue whose first message is still in memory, real-clients §3.2, so a new group reads a
+   a fresh queue whose first message is still in memory, ConsumerManageProcessor, so a new group reads a
    young topic from its start either way.) Then a pull request is dispatched 500 ms later;
 4. when the share changed, the subscription's version is bumped and a heartbeat sent to every
    broker (``messageQueueChanged``), so brokers see the new subscription before the new pulls.

@@ -1,5 +1,6 @@
 """MQClientAPIImpl: every request a client sends, and how it reads the answer
-(``client/impl/MQClientAPIImpl.java``; codes and fields of real-clients §3.2).
+(``client/impl/MQClientAPIImpl.java``; the codes and fields the C++ client, PyPI ``rocketmq``
+0.4.4, uses too).
 
 One RemotingClient carries everything (one connection per address, requests multiplexed on it).
 Every request carries the client's MQVersion (``CURRENT_VERSION``, as a Java client does), so the
@@ -30,7 +31,7 @@ Requests to brokers:
 and to name servers GET_ROUTEINFO_BY_TOPIC (105) and GET_BROKER_CLUSTER_INFO (106). An error code
 becomes MQBrokerException (MQClientException for the name server's answers, as in Java).
 
-Controller mode (issue 5 §5; reference §4.3, §4.9, §4.11), what ``mqadmin`` sends:
+Controller mode, what ``mqadmin`` sends (``tools/.../command/controller``):
 
     CONTROLLER_GET_METADATA_INFO (1005)    get_controller_meta_data       any controller answers
     CONTROLLER_GET_SYNC_STATE_DATA (1006)  get_in_sync_state_data         to the leader
@@ -603,7 +604,7 @@ class MQClientAPIImpl:
         the new master (id, address, epochs) and the set's members.
 
         Deviation: RocketMQ decodes the SUCCESS body as a BrokerMemberGroup although it is an
-        ElectMasterResponseBody, so mqadmin never lists the members (reference §4.11); here the
+        ElectMasterResponseBody, so mqadmin never lists the members (``MQClientAPIImpl.electMaster``); here the
         body is read as what it is and its brokerMemberGroup returned."""
         request = _request(RequestCode.CONTROLLER_ELECT_MASTER,
                            ElectMasterRequestHeader.of_admin_trigger(cluster_name, broker_name, broker_id))

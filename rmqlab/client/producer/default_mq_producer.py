@@ -1,5 +1,6 @@
 """DefaultMQProducer: sends messages (``client/producer/DefaultMQProducer.java`` with
-``client/impl/producer/DefaultMQProducerImpl.java``; the wire sequence of real-clients §3.3).
+``client/impl/producer/DefaultMQProducerImpl.java``; the same wire sequence as the C++ producer of
+PyPI ``rocketmq`` 0.4.4).
 
     producer = DefaultMQProducer("PG", namesrv_addr="127.0.0.1:9876")
     await producer.start(node)
@@ -137,8 +138,8 @@ class DefaultMQProducer:
     async def start(self, node: "Node", start_factory: bool = True,
                     client_factory: "MQClientInstance | None" = None) -> None:
         """Register with the node's MQClientInstance and start it (``start(startFactory)``). No
-        request is sent yet: the first route request goes out with the first send (real-clients
-        §3.3). ``client_factory``: the instance to join, for its inner producer (Java finds that
+        request is sent yet: the first route request goes out with the first send, as
+        RocketMQ's ``DefaultMQProducerImpl`` does. ``client_factory``: the instance to join, for its inner producer (Java finds that
         same instance through MQClientManager by the cloned config's client id)."""
         if self._running:
             return

@@ -4,8 +4,8 @@ and ``client/common/ThreadLocalIndex.java``).
 
 Built from the topic's route: for every queue data (sorted by broker name) whose perm is
 writable and whose broker group has a master (id 0), queues 0 .. writeQueueNums-1. A group whose
-master is gone has no publish queues: sends go to the other groups (seed 000: "no automatic
-failover" - a slave never takes writes). An ordered topic's route (``orderTopicConf``,
+master is gone has no publish queues: sends go to the other groups (RocketMQ's deployment guide "部署方式": "no
+automatic failover" - a slave never takes writes). An ordered topic's route (``orderTopicConf``,
 "brokerA:4;brokerB:4") lists its queues instead.
 
 Selection is a round robin (``sendWhichQueue``) starting at a random index, optionally through

@@ -1,7 +1,6 @@
 """ClientRequestProcessor: GET_ROUTEINFO_BY_TOPIC (105), the one request every client sends.
 
-Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/processor/ClientRequestProcessor.java``
-(real-clients §3.2):
+Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/processor/ClientRequestProcessor.java``:
 
 * a known topic: SUCCESS with the TopicRouteData body, in standard JSON for clients from V4_9_4 on
   or when the request sets ``acceptStandardJsonOnly``, else in fastjson's default dialect with bare

@@ -1,7 +1,7 @@
 """DefaultRequestProcessor: every name-server request but GET_ROUTEINFO_BY_TOPIC.
 
 Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/processor/DefaultRequestProcessor.java``
-(reference §6.1) for the requests brokers and admin tools send:
+for the requests brokers and admin tools send:
 
 | code | request | answer |
 |---|---|---|

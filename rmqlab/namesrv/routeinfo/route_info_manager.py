@@ -1,4 +1,5 @@
-"""RouteInfoManager: the name server's route tables, pure in-memory state (reference §6.1).
+"""RouteInfoManager: the name server's route tables, pure in-memory state
+(``namesrv/.../routeinfo/RouteInfoManager.java``).
 
 Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/routeinfo/RouteInfoManager.java``.
 No I/O: the clock is injected, channels are opaque objects compared by identity, and what the
@@ -17,7 +18,7 @@ The tables (Java's names):
 How they change:
 
 * **REGISTER_BROKER** (``register_broker``): the group and cluster entries are created; another id
-  on the same address is dropped (a role switch); the **stateVersion fence** (reference §4.10): a
+  on the same address is dropped (a role switch); the **stateVersion fence** (``registerBroker``): a
   registration for an id whose stored address differs is ignored when the stored broker's
   ``DataVersion.stateVersion`` (the master epoch in controller mode) is higher, which keeps a stale
   master out; then the master (id 0), or the smallest-id slave of a group without master (a "prime
@@ -41,7 +42,7 @@ on the event loop without awaiting, which gives the same atomicity.
 Deviations (each also commented where it happens):
 
 * RIP-32 (slave acting master) is only partly here: the registration and unregistration steps of
-  reference §6.1 are (the prime slave, the write-permission wipe for acting-master groups), but the
+  RocketMQ's RouteInfoManager are (the prime slave, the write-permission wipe for acting-master groups), but the
   route rewrite of ``pickupTopicRouteData`` (``supportActingMaster``) and the
   NOTIFY_MIN_BROKER_ID_CHANGE messages (``notifyMinBrokerIdChanged``) are a later issue; the
   constructor refuses a configuration that enables either, rather than ignoring it.
@@ -201,7 +202,7 @@ class RouteInfoManager:
             _java_put(self.broker_addr_table, broker_name, broker_data, _str_order(_BROKER_ADDR_TABLE_CAPACITY))
 
         # A broker from before RIP-32 sends no enableActingMaster; every registration of any
-        # member overwrites the group's flag (reference §6.1 step 1), and its zone name.
+        # member overwrites the group's flag (as ``registerBroker`` does), and its zone name.
         is_old_version_broker = enable_acting_master is None
         broker_data.enable_acting_master = not is_old_version_broker and bool(enable_acting_master)
         broker_data.zone_name = zone_name
@@ -287,7 +288,7 @@ class RouteInfoManager:
                                                               broker_name, topic_config.topic_name):
                 perm = topic_config.perm
                 if is_prime_slave and broker_data.enable_acting_master:
-                    # RIP-32: the surviving smallest-id slave serves read-only (reference §6.1 step 5).
+                    # RIP-32: the surviving smallest-id slave serves read-only (``registerBroker``).
                     # Java changes the registration's TopicConfig in place; the stored perm is the same.
                     perm &= ~PermName.PERM_WRITE
                 self._create_and_update_queue_data(broker_name, topic_config, perm)
