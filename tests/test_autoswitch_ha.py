@@ -1,7 +1,8 @@
-"""Controller-mode HA (issue 5 §4, reference §2): AutoSwitchHAService, its protocol core, and the
+"""Controller-mode HA (RocketMQ's ``store/.../ha/autoswitch/``): AutoSwitchHAService, its protocol core, and the
 replication of two brokers' stores on the simulator, with a divergent tail cut in the handshake.
 
-The frame fixtures are hand-computed from reference §2.2 (big-endian, as Java's ByteBuffer).
+The frame fixtures are hand-computed from the packet layouts of AutoSwitchHAClient and
+AutoSwitchHAConnection (big-endian, as Java's ByteBuffer).
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def test_malformed_slave_frames_are_rejected(data, error):
 def test_short_slave_frames_wait_for_the_rest():
     d = SlaveFrameDecoder()
     frame = p.encode_slave_handshake(False, False, 3)
-    d.feed(frame[:12])  # Java would already decode here (Appendix A item 5); rmqlab waits for 16
+    d.feed(frame[:12])  # Java would already decode here (AutoSwitchHAConnection checks 12 bytes); rmqlab waits for 16
     assert d.next_frame(0) is None
     d.feed(frame[12:] + p.encode_slave_ack(5)[:11])
     assert d.next_frame(10) == SlaveHandshake(False, False, 3)
@@ -206,9 +207,9 @@ def test_client_protocol_transfer_checks_and_epoch_changes():
     assert c.check_transfer(MasterTransfer(250, 2, 150, 0), 250) == E(2, 150)
 
 
-# --- doTruncate (reference §2.4; RIP-44 cases §1.7) --------------------------------------------
+# --- doTruncate (AutoSwitchHAClient; the RIP-44 design doc's cases) ---------------------------
 # The six cases of the RIP-44 design doc survive only as one line of prose each (their figures
-# are not in the repository, reference §1.7); these are scenarios that produce exactly the stated
+# are not in RocketMQ's docs/*/controller/design.md nor under docs/*/image/controller/); these are scenarios that produce exactly the stated
 # outcomes. A, B, C are brokers; (epoch, start) lists are their epoch files.
 RIP44_CASES = {
     # (1) A (master, epoch 0) wrote to 1000, B had 900 when A failed; B leads epoch 1 from 900.
@@ -237,7 +238,7 @@ def test_do_truncate_rip44_cases(case):
 
 
 @pytest.mark.parametrize("local, master, expected", [
-    # Reference §1.3's test-derived table (last ends given by each side's max offset).
+    # Cases from RocketMQ's EpochFileCacheTest (last ends given by each side's max offset).
     ([E(1, 100), E(2, 300), E(3, 500)], [E(1, 100), E(2, 300), E(3, 450)], 450),
     ([E(1, 100), E(2, 300), E(3, 500), E(4, 800)], [E(1, 100), E(2, 300), E(3, 500)], 700),
 ])
@@ -260,7 +261,7 @@ def test_do_truncate_new_replica_reports_zero():
     assert d.ok and d.truncate_offset is None and d.reported_offset == 0
 
 
-# --- transfer planning (reference §2.6, §2.7) --------------------------------------------------
+# --- transfer planning (AutoSwitchHAConnection) -------------------------------------------------
 def test_transfer_start_offset():
     assert transfer_start_offset(4096, False, 200_000, 0, 65536) == 4096
     assert transfer_start_offset(0, False, 200_000, 65536, 65536) == 65536    # the master's min offset
@@ -304,7 +305,7 @@ def test_master_connection_plans_and_heartbeats():
     assert c.heartbeat(entries, 850) == p.encode_master_transfer(1000, 2, 1000, 850)
 
 
-# --- SyncStateSet (reference §2.8) --------------------------------------------------------------
+# --- SyncStateSet (AutoSwitchHAService) ---------------------------------------------------------
 def test_last_caught_up_time():
     assert caught_up_time_on_ack(False, 500, 500, 500, 10, 99) == 99   # caught up with the master's end
     assert caught_up_time_on_ack(False, 500, 500, 600, 10, 99) == 10   # with what the last batch carried
@@ -329,7 +330,7 @@ def test_sync_state_set_expand_shrink_and_union():
     s.set_sync_state_set({1, 2, 3})  # 3 never connected: shrunk at once
     s.caught_up[2] = 25_000
     assert s.maybe_shrink(25_001, 15_000) == {1, 2}
-    assert s.on_connection_removed(2) == {1, 3} and s.local == {1, 2, 3}  # only proposed (Appendix A item 6)
+    assert s.on_connection_removed(2) == {1, 3} and s.local == {1, 2, 3}  # only proposed (AutoSwitchHAService.removeConnection)
     assert s.on_connection_removed(9) is None
 
 

@@ -1,8 +1,8 @@
-"""The Broker (issue 4 §2, §8) on the simulator.
+"""The Broker on the simulator.
 
 A BrokerController runs on node "broker-a" (its store under the node's store_dir, small files);
-clients on other nodes talk to it the way the C++ client of PyPI ``rocketmq`` 0.4.4 does
-(real-clients §3): raw JSON frames whose extFields mix JSON numbers and strings, language CPP,
+clients on other nodes talk to it the way the C++ client of PyPI ``rocketmq`` 0.4.4 does:
+raw JSON frames whose extFields mix JSON numbers and strings, language CPP,
 version 63, the Signature/OnsChannel/AccessKey fields, one multiplexed connection with replies
 matched by opaque. Message bodies are decoded with ``message_decoder.decodes``, as the C++ client
 decodes a pull body. The last tests add a NameServer and a slave (classic HA).
@@ -457,7 +457,7 @@ def test_update_and_query_consumer_offset_and_queue_offsets():
     # No stored offset, the queue starts at 0 and its first message is in memory: offset 0.
     r = c.call(RequestCode.QUERY_CONSUMER_OFFSET, q)
     assert (r.code, r.ext_fields["offset"]) == (ResponseCode.SUCCESS, "0")
-    # A fresh topic's empty queue too (real-clients §3.2).
+    # A fresh topic's empty queue too (the C++ client asks it first).
     r = c.call(RequestCode.QUERY_CONSUMER_OFFSET, dict(q, queueId=3))
     assert (r.code, r.ext_fields["offset"]) == (ResponseCode.SUCCESS, "0")
     r = c.call(RequestCode.QUERY_CONSUMER_OFFSET, dict(q, setZeroIfNotFound="false"))

@@ -1,4 +1,4 @@
-"""The clients (issue 4 §4): producer, pull and push consumers, admin, on the simulator (and one run
+"""The clients: producer, pull and push consumers, admin, on the simulator (and one run
 on the real runtime).
 
 Each scenario is a real cluster: a NamesrvController and BrokerControllers (configured through
@@ -336,7 +336,7 @@ def test_auto_create_through_tbw102(lab):
     assert [(q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas] == [(4, 4)]
     frames = [e.fields["name"] for e in lab.sim.tracer.events
               if e.node == "producer" and e.kind == "frame.send"]
-    # real-clients §3.3: route of the topic (17), then TBW102's, then the send.
+    # As the C++ client does: route of the topic (17), then TBW102's, then the send.
     assert frames[:3] == ["GET_ROUTEINFO_BY_TOPIC", "GET_ROUTEINFO_BY_TOPIC", "SEND_MESSAGE_V2"]
 
 

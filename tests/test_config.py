@@ -1,13 +1,14 @@
 """Tests for rmqlab.config: RocketMQ's configuration keys, defaults, files and start-up checks.
 
-Defaults are RocketMQ's at commit 8fc57f1 (reference §3, §4.8, §5, §6); deployment templates
-follow seed 000. Every test works on files it writes under tmp_path or on conf/, and never opens
+Defaults are RocketMQ's at commit 8fc57f1 (BrokerConfig, MessageStoreConfig, ControllerConfig,
+NamesrvConfig); deployment templates follow RocketMQ's deployment guide ("部署方式"). Every test works on files it writes under tmp_path or on conf/, and never opens
 a socket or starts a server.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -81,7 +82,8 @@ def test_broker_templates_load_without_warnings(path):
     assert caught == [] and bundle.warnings == []
     text = path.read_text(encoding="utf-8")
     header = [line for line in text.splitlines()[:6] if line.startswith("#")]
-    assert text.startswith("#") and any("seed 000" in line for line in header)
+    # The header names its deployment mode as RocketMQ's documentation titles it ("...模式...").
+    assert text.startswith("#") and any(re.search(r'"[^"]*模式[^"]*"', line) for line in header)
     assert bundle.brokerConfig.namesrvAddr == "127.0.0.1:9876"
     assert bundle.nettyServerConfig.bindAddress == "127.0.0.1"
     assert bundle.messageStoreConfig.haListenPort == bundle.nettyServerConfig.listenPort + 1
@@ -295,7 +297,7 @@ def test_retired_rip44_key_is_explained(tmp_path):
     path = write(tmp_path, "x", "controllerDeployedStandAlone=true\n")
     bundle, _ = load_quietly(load_broker_config, path)
     assert bundle.warnings == [f"{path}:1: 'controllerDeployedStandAlone' is listed among RIP-44's broker parameters "
-                               f"(seed 000) but RocketMQ removed it in July 2022 (commit 3d8296e): a broker sends its "
+                               f"but RocketMQ removed it in July 2022 (commit 3d8296e): a broker sends its "
                                f"heartbeat to the controller however the controller is deployed; ignored"]
 
 

@@ -1,8 +1,8 @@
-"""The controller as a Raft-replicated server on the simulator (issue 5 §1-§2; reference §4.3-§4.9).
+"""The controller as a Raft-replicated server on the simulator (RocketMQ's ``controller`` module).
 
 Controllers are ControllerManager components (pysyncobj on the virtual clock, seeded); brokers are
 scripted fakes built on rmqlab's RemotingClient / RemotingServer that speak RocketMQ's wire
-protocol: BROKER_HEARTBEAT (904) to every controller, the register flow of reference §4.10
+protocol: BROKER_HEARTBEAT (904) to every controller, the register flow of ReplicasManager
 (get next id, apply id, register, elect) to the leader, and a NOTIFY_BROKER_ROLE_CHANGED (1008)
 handler that records what it is told.
 """
@@ -122,7 +122,7 @@ class FakeBroker(Component):
         return None
 
     async def register(self) -> RegisterBrokerToControllerResponseHeader:
-        """ReplicasManager's register steps (reference §4.10 step 3) and, with no master, brokerElect."""
+        """ReplicasManager's register steps (``ReplicasManager.register``) and, with no master, brokerElect."""
         leader = await self.leader()
         r = await self.ask(leader, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
                            GetNextBrokerIdRequestHeader(CLUSTER, self.broker_name))
@@ -340,7 +340,7 @@ def test_restarted_controller_rebuilds_its_state_from_journal_and_snapshot():
 
 
 def test_single_controller_elects_and_fails_over_on_a_closed_channel():
-    """Seed 000: a single controller still performs broker failover."""
+    """RocketMQ's "主备自动切换模式部署": a single controller still performs broker failover."""
     sim, names, bnames = build(seed=5, n=1, brokers=2)
     wait_leader(sim, names)
     register_all(sim, bnames)

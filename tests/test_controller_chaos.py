@@ -1,4 +1,4 @@
-"""Issue 5 §6d: with allAckInSyncStateSet=true and unclean election off, no acknowledged message
+"""With allAckInSyncStateSet=true and unclean election off, no acknowledged message
 is lost across 200 seeded random fault schedules (kill, crash, suspend, partition, loss on brokers
 and controllers), and the replicas agree byte for byte on the committed prefix afterwards.
 

@@ -1,4 +1,4 @@
-"""The controller core (issue 5 §1, reference §4): ReplicasInfoManager, events, DefaultElectPolicy,
+"""The controller core (RocketMQ's ``controller`` module): ReplicasInfoManager, events, DefaultElectPolicy,
 DefaultBrokerHeartbeatManager, and the controller headers and bodies.
 
 Everything runs in memory: requests compute a ControllerResult, events are applied explicitly,
@@ -116,7 +116,7 @@ def test_get_next_broker_id_counts_additions_not_the_largest_id():
     assert (r.response_code, r.response.next_broker_id, r.events) == (RC.SUCCESS, 1, [])
     commit(m, apply_id(m, 1))
     commit(m, apply_id(m, 5))  # an id the broker chose itself is accepted when unused
-    # Appendix A.7: two additions -> 3, although id 5 exists.
+    # BrokerReplicaInfo.addBroker counts additions: two additions -> 3, although id 5 exists.
     assert m.get_next_broker_id(GetNextBrokerIdRequestHeader(CLUSTER, A)).response.next_broker_id == 3
     assert m.get_next_broker_id(GetNextBrokerIdRequestHeader(CLUSTER, "other")).response.next_broker_id == 1
 
@@ -327,7 +327,7 @@ def test_admin_designated_election(unclean, alive, designated, expected_code, ex
 
 
 def test_controller_trigger_on_a_never_elected_set_disables_the_first_election_shortcut():
-    # Appendix A.8: brokerId -1 on masterEpoch 0 goes to the policy; with nobody alive it records
+    # RocketMQ's electMaster: brokerId -1 on masterEpoch 0 goes to the policy; with nobody alive it records
     # "no master" and bumps masterEpoch, so the next broker trigger is no longer a first election.
     m, live = manager(), Liveness()
     commit(m, apply_id(m, 1))
@@ -664,7 +664,7 @@ def test_scan_schedule_runs_at_a_fixed_rate_on_the_given_clock():
 
 
 def test_a_dead_master_triggers_an_election_through_the_listener():
-    """Reference §4.6 onBrokerInactive, on the core alone: heartbeats lapse, the scan tells the
+    """ControllerManager's onBrokerInactive, on the core alone: heartbeats lapse, the scan tells the
     listener, the listener elects (controller trigger) and the events are applied."""
     clock = ManualClock(0)
     hb = DefaultBrokerHeartbeatManager(ControllerConfig(), clock)

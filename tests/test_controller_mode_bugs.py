@@ -1,6 +1,7 @@
-"""Controller-mode replication bugs of issue 5, each reproduced by a seeded simulator experiment
-(reference §2.8 SyncStateSet maintenance, §2.11 role changes, §4.3 AlterSyncStateSet, §4.10
-ReplicasManager; §1.3 / §2.4 the consistent point).
+"""Controller-mode replication bugs, each reproduced by a seeded simulator experiment
+(AutoSwitchHAService's SyncStateSet maintenance and role changes, ReplicasInfoManager's
+alterSyncStateSet, ReplicasManager; EpochFileCache.findConsistentPoint and
+AutoSwitchHAClient.doTruncate for the consistent point).
 
 1. After a machine-crash failover the surviving slave registered with the name server before the
    new master did, so it was handed the crashed master's HA address (its id-0 registration had not

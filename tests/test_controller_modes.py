@@ -1,5 +1,6 @@
-"""Seed 003's claims about controller mode, on a whole cluster, as seeded simulator experiments
-(issue 5 §6; seed 000 "主备自动切换模式部署"; seed 002 / reference §2 and §4).
+"""The claims of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障" about controller mode, on a
+whole cluster, as seeded simulator experiments (also RocketMQ's "主备自动切换模式部署" and the
+controller design document, docs/en/controller/design.md).
 
 Each experiment builds a controller-mode deployment with rmqlab.cluster from conf/controller/ (a
 name server, three controllers, broker set broker-a of three replicas broker-n0..n2 with
@@ -193,7 +194,7 @@ def assert_replicas_consistent(c: Cluster, timeout_ms: float = 60_000) -> int:
 
 # --- a. 3S tolerates 2n failures of 2n+1 ----------------------------------------------------------
 def test_a_broker_set_keeps_writing_after_two_of_three_replicas_die():
-    """Seed 003 "3S Algorithm": with an election centre, a set of 2n+1 replicas survives 2n
+    """The Raft article's "3S Algorithm": with an election centre, a set of 2n+1 replicas survives 2n
     failures as long as one SyncStateSet member is left; a Raft group of three would stop at two
     (the controllers' own group shows it: with two of three dead no leader is elected)."""
     c = start(seed=11)
@@ -222,8 +223,8 @@ def test_a_broker_set_keeps_writing_after_two_of_three_replicas_die():
 
 # --- b. the data plane does not depend on the control plane -----------------------------------------
 def test_b_losing_the_controllers_stops_failover_not_the_master():
-    """Seed 003 "控制面/数据面分离" and chaos result c ("Controller 任意形式下的故障 ... 均不影响
-    Broker 的正常运转"); seed 000: a controller outage "只影响切换能力，不影响存量集群的正常收发"."""
+    """The Raft article's "控制面/数据面分离" and chaos result c ("Controller 任意形式下的故障 ... 均不影响
+    Broker 的正常运转"); "主备自动切换模式部署": a controller outage "只影响切换能力，不影响存量集群的正常收发"."""
     c = start(seed=12)
     master = c.master()
     assert len(ok(send(c, 10, "warm"))) == 10
@@ -259,7 +260,7 @@ def test_b_losing_the_controllers_stops_failover_not_the_master():
 
 # --- c. the four election triggers ------------------------------------------------------------------
 def test_c1_heartbeat_loss_elects_a_new_master():
-    """Seed 003 trigger a.i ("HeartbeatManager 监听到有 broker 心跳失效"): the master's channel closes
+    """The Raft article's trigger a.i ("HeartbeatManager 监听到有 broker 心跳失效"): the master's channel closes
     (killed process) or its heartbeats stop (a suspended process keeps its connections); the
     controller elects from the SyncStateSet and the old master comes back as a slave. Embedded
     deployment: the controllers run inside the three name servers."""
@@ -284,7 +285,7 @@ def test_c1_heartbeat_loss_elects_a_new_master():
 
 
 def test_c2_a_sync_state_set_without_a_live_master_is_re_elected_by_the_new_leader():
-    """Seed 003 trigger a.ii ("Controller 检测到有一组 Sync-State Set 不存在 master"): the master and
+    """The Raft article's trigger a.ii ("Controller 检测到有一组 Sync-State Set 不存在 master"): the master and
     the controller leader die together; the next leader never saw the master's channel close as
     leader, and its scan for sets without a live master (scanInactiveMasterInterval) elects one."""
     c = start(seed=14)
@@ -302,7 +303,7 @@ def test_c2_a_sync_state_set_without_a_live_master_is_re_elected_by_the_new_lead
 
 
 def test_c3_a_broker_nominates_itself_at_register_and_when_polling_finds_no_master():
-    """Seed 003 triggers b.ii ("Broker 向 controller 注册完后，仍未从 controller 获取到 master 信息")
+    """The Raft article's trigger b.ii ("Broker 向 controller 注册完后，仍未从 controller 获取到 master 信息")
     and b.i ("Broker 向 controller 查询元数据时，没找到master信息")."""
     c = start(seed=15)
     # b.ii: the set's first master is the first broker that registered and asked to be elected.
@@ -332,7 +333,7 @@ def test_c3_a_broker_nominates_itself_at_register_and_when_polling_finds_no_mast
 
 
 def test_c4_admin_elect_master_hands_the_role_to_the_designated_broker():
-    """Seed 003 trigger c ("通过 RocketMQ Admin Tools 发起"): mqadmin electMaster names a slave of the
+    """The Raft article's trigger c ("通过 RocketMQ Admin Tools 发起"): mqadmin electMaster names a slave of the
     SyncStateSet; it becomes master and the old master a slave; writes continue."""
     c = start(seed=16)
     master = c.master()
@@ -374,7 +375,7 @@ def unclean_schedule(seed: int, unclean: bool) -> tuple[Cluster, dict]:
 
 
 def test_e_unclean_election_loses_what_the_lost_master_acknowledged_clean_waits_and_loses_nothing():
-    """Seed 000: "enableElectUncleanMaster：是否可以从 SyncStateSet 以外选举 Master，若为 true，可能会选取
+    """"主备自动切换模式部署": "enableElectUncleanMaster：是否可以从 SyncStateSet 以外选举 Master，若为 true，可能会选取
     数据落后的副本作为 Master 而丢失消息"; allAckInSyncStateSet=true "可以保证消息不丢失"."""
     c, s = unclean_schedule(seed=17, unclean=True)
     assert c.master() == s["y"], "unclean: the replica outside the SyncStateSet is elected"
@@ -438,7 +439,8 @@ def test_f2_two_failovers_in_a_row_leave_three_equal_replicas():
 def test_f3_a_slave_that_wrote_under_an_epoch_the_new_master_never_saw_truncates_it():
     """The unclean schedule of test e: X wrote under epoch 2, Y (master of epoch 3) never saw epoch
     2. X returns: its epoch 2 is not in Y's cache, the consistent point is the end of epoch 1 as Y
-    has it, X cuts everything after it and replicates epoch 3 (reference §1.3, §2.4)."""
+    has it, X cuts everything after it and replicates epoch 3 (EpochFileCache.findConsistentPoint,
+    AutoSwitchHAClient.doTruncate)."""
     c, s = unclean_schedule(seed=20, unclean=True)
     x, y = s["x"], s["y"]
     assert c.master() == y
@@ -454,9 +456,9 @@ def test_f3_a_slave_that_wrote_under_an_epoch_the_new_master_never_saw_truncates
     print(f"\nX truncated its epoch-2 tail (it had {x_end} bytes)")
 
 
-# --- seed 000: one controller ------------------------------------------------------------------------
+# --- "主备自动切换模式部署": one controller -------------------------------------------------------------
 def test_a_single_controller_still_fails_over_and_its_loss_stops_only_failover():
-    """Seed 000 "Controller 部署": "Controller 若只部署单副本也能完成 Broker Failover，但若该单点
+    """"主备自动切换模式部署", "Controller 部署": "Controller 若只部署单副本也能完成 Broker Failover，但若该单点
     Controller 故障，会影响切换能力，但不会影响存量集群的正常收发"."""
     c = start(seed=21, controllers=1)
     _, new, took = fail_over(c, c.nemesis.kill)

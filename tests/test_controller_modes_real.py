@@ -1,4 +1,4 @@
-"""Controller mode as OS processes (issue 5 §6): `Cluster("controller-standalone", runtime="real")`.
+"""Controller mode as OS processes: `Cluster("controller-standalone", runtime="real")`.
 
 One name server, three `rmqlab controller` processes and three controller-mode brokers, started
 from copies of conf/controller/ with free 127.0.0.1 ports (the controllers' Raft ports, peer port +

@@ -1,4 +1,4 @@
-"""Three standalone controllers as OS processes (`rmqlab controller -c ...`, issue 5 §2).
+"""Three standalone controllers as OS processes (`rmqlab controller -c ...`).
 
 Started from conf files like conf/controller/controller-n*.conf (free ports on 127.0.0.1) with
 RealCluster, which stops them by PID. A broker's register flow goes through the leader; SIGKILL
@@ -109,7 +109,7 @@ def test_three_standalone_controllers_register_elect_and_survive_a_sigkilled_lea
         r = call(follower, RequestCode.CONTROLLER_APPLY_BROKER_ID, ApplyBrokerIdRequestHeader(CLUSTER, A, 1, "x;1"))
         assert r.code == RC.CONTROLLER_NOT_LEADER and r.ext_fields["controllerLeaderAddress"] == leader
 
-        # The register flow (reference §4.10) through the leader; the first election takes the asker.
+        # The register flow (ReplicasManager.register) through the leader; the first election takes the asker.
         r = call(leader, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, A))
         assert GetNextBrokerIdResponseHeader.decode(r).next_broker_id == 1
         r = call(leader, RequestCode.CONTROLLER_APPLY_BROKER_ID,

@@ -1,6 +1,6 @@
 """The Apache RocketMQ C++ client (PyPI `rocketmq` 0.4.4, which nobody here wrote) against rmqlab's
 NameServer and Broker running as real OS processes, started from conf files the way an operator
-starts RocketMQ (issue 4 §7; ../shared/reference/real-clients.md §3).
+starts RocketMQ.
 
 The client runs from its own venv as a subprocess with HOME in a temp dir; the servers run under a
 RealCluster (rmqlab.runtime.real_cluster), which stops them by PID.

@@ -1,5 +1,5 @@
 """Controller-mode failover on real processes with the Apache RocketMQ C++ client (PyPI `rocketmq`
-0.4.4; issue 5 §7).
+0.4.4).
 
 The deployment is the one conf/README.md describes for standalone controllers, started as an
 operator starts it: `rmqlab namesrv`, three `rmqlab controller -c controller-n*.conf` and three

@@ -2,7 +2,7 @@
 NameServer and Broker as real OS processes: its listener fails the first delivery of each message,
 the C++ core sends the message back (CONSUMER_SEND_MSG_BACK, 36), and the broker delivers it again
 through ``%RETRY%<group>`` after the delay level's time, which the C++ consumer subscribes to on its
-own (real-clients §3.3).
+own.
 
 Bounded: the broker runs with short delay levels (``messageDelayLevel``, level 3 = 1 s), and the
 retry topic is created up front with ``rmqlab admin updateTopic`` (mqadmin's way) so the C++

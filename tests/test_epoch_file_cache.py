@@ -1,4 +1,6 @@
-"""EpochEntry, EpochFileCache and CheckpointFile (reference §1, Appendix A items 1 and 2)."""
+"""EpochEntry, EpochFileCache and CheckpointFile (RocketMQ's EpochFileCache.java,
+EpochEntry.java, CheckpointFile.java, and two of their quirks: a stale end after a suffix truncation,
+an empty list never written)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from rmqlab.common.checkpoint_file import (
 from rmqlab.store.epoch_file_cache import EpochEntry, EpochEntrySerializer, EpochFileCache
 
 LONG_MAX = 2**63 - 1
-FILE_135 = b"3\n453994644\n1-100\n2-300\n3-500\n"  # reference §1.5 example
+FILE_135 = b"3\n453994644\n1-100\n2-300\n3-500\n"  # a three-entry file as CheckpointFile writes it
 
 
 def make_cache(pairs, path=None) -> EpochFileCache:
@@ -297,7 +299,7 @@ def test_truncate_suffix_by_epoch_removes_epoch_at_or_above(cache135, path):
 
 
 def test_quirk1_stale_end_after_suffix_truncation_is_fixed(cache135):
-    """Appendix A item 1: RocketMQ leaves getEntry(1) = (1,100,300) and finds no entry for 350."""
+    """EpochFileCache.truncateSuffixByOffset: RocketMQ leaves getEntry(1) = (1,100,300) and finds no entry for 350."""
     cache135.truncate_suffix_by_offset(150)
     assert cache135.get_entry(1) == EpochEntry(1, 100, LONG_MAX)
     assert cache135.find_epoch_entry_by_offset(350) == EpochEntry(1, 100, LONG_MAX)
@@ -395,7 +397,7 @@ def test_flush_failure_is_logged_and_memory_state_kept(tmp_path, caplog):
     assert any(p in r.getMessage() and r.name == "rmqlab.store" for r in caplog.records)
 
 
-# ---------------------------------------------------------------- the empty list (Appendix A item 2)
+# ---------------------------------------------------------------- the empty list (CheckpointFile.write)
 
 
 def test_quirk2_truncating_to_nothing_survives_a_restart(cache135, path):

@@ -1,4 +1,4 @@
-"""Issue 8 §3: the exercise registry, the sandboxed function server and its policy, and the hooks
+"""The exercise registry, the sandboxed function server and its policy, and the hooks
 that swap a student's function into the simulator (rmqlab.lab.exercises)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`rmqlab grade` end to end with local Spark (issue 8 §4, §6): sample submissions of every kind —
+"""`rmqlab grade` end to end with local Spark: sample submissions of every kind —
 correct, subtly wrong, nondeterministic, raising, looping forever, reading the hidden workloads,
 opening a socket — plus notebooks that fail, hang, flood output or lack the function, graded on a
 hidden workload; the expected grades and findings are asserted. One Spark session for the module.

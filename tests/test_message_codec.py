@@ -1,4 +1,4 @@
-"""Message codec tests (reference §7.1).
+"""Message codec tests (RocketMQ's MessageExtEncoder and MessageDecoder).
 
 The fixtures are assembled field by field with struct from the reference table, independently of
 the encoder; constants marked "JVM" were computed with OpenJDK 17 (String.hashCode,
@@ -30,7 +30,7 @@ from rmqlab.store.message_ext_encoder import (BLANK_MAGIC_CODE, END_FILE_MIN_BLA
 ENCODER = MessageExtEncoder()
 
 # ---------------------------------------------------------------------------------------------
-# Hand-built V1 fixture: the reference §7.1 example (body 32, topic "FooBar", 29 bytes of
+# Hand-built V1 fixture, laid out as MessageExtEncoder writes it (body 32, topic "FooBar", 29 bytes of
 # properties) = 158 bytes.
 
 BODY_32 = bytes(range(32))

@@ -1,4 +1,4 @@
-"""Broker metadata files under <storePathRootDir>/config (issue 2 section 3).
+"""Broker metadata files under <storePathRootDir>/config (RocketMQ's ConfigManager files).
 
 Covers DataVersion, the ConfigManager persist/load scheme (.bak fallback, crash points), the
 fastjson dialect the files are written in, and the four managers: TopicConfigManager

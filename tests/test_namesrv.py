@@ -1,4 +1,4 @@
-"""The name server (issue 4 §1): wire formats, route tables, expiry, several name servers, bad input.
+"""The name server: wire formats, route tables, expiry, several name servers, bad input.
 
 Most tests run on the simulator: a NamesrvController on node "namesrv" and fake brokers, each a
 RemotingClient on a node of its own sending exactly what a RocketMQ 5 broker sends
@@ -128,7 +128,7 @@ def namesrv_logs(sim: Simulation, node: str = "namesrv") -> list[str]:
 # Golden bytes
 
 
-# real-clients §3.2: the TopicRouteData body the C++ client accepts.
+# The TopicRouteData body the C++ client (PyPI ``rocketmq`` 0.4.4) accepts.
 REAL_CLIENTS_EXAMPLE = """{"orderTopicConf": null,
  "queueDatas": [{"brokerName": "broker-a", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicSysFlag": 0}],
  "brokerDatas": [{"cluster": "DefaultCluster", "brokerName": "broker-a", "brokerAddrs": {"0": "127.0.0.1:10911"}}],
@@ -484,7 +484,7 @@ def test_two_name_servers_side_by_side():
 
 
 # ---------------------------------------------------------------------------------------------
-# The stateVersion fence (reference §4.10) and role switches
+# The stateVersion fence (RouteInfoManager.registerBroker) and role switches
 
 
 def test_state_version_fence_keeps_a_stale_master_out():

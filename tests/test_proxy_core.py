@@ -1,5 +1,5 @@
 """The Proxy's protocol pieces without sockets: queue choice, handles, routes, settings, checks and
-conversions, each against what RocketMQ's Proxy does (issue 6 §1, §4)."""
+conversions, each against what RocketMQ's Proxy does."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Controller-mode failover under the Proxy, with Apache's 5.x gRPC client (issue 6 §3).
+"""Controller-mode failover under the Proxy, with Apache's 5.x gRPC client.
 
 Real processes (rmqlab namesrv / controller / broker / proxy; the standalone-controller deployment
 of conf/controller/ with the lab's short timeouts), the official client (rocketmq-python-client

@@ -1,4 +1,4 @@
-"""The Proxy against Apache's own 5.x gRPC client (issue 6 §2-§4; real-clients §2).
+"""The Proxy against Apache's own 5.x gRPC client.
 
 PyPI `rocketmq-python-client` 5.1.2 runs from its own venv as a subprocess (tests/oracles/
 py5_client.py), HOME in a temp dir, every run bounded in time; the servers are real processes on

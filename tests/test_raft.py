@@ -1,4 +1,4 @@
-"""pysyncobj on both runtimes (issue 3 §3, §7): rmqlab.raft in the simulator and as OS processes."""
+"""pysyncobj on both runtimes: rmqlab.raft in the simulator and as OS processes."""
 
 from __future__ import annotations
 

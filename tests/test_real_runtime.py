@@ -1,4 +1,4 @@
-"""The real runtime: OS processes, the fault-injecting relay and every fault kind (issue 3 §2, §4, §7).
+"""The real runtime: OS processes, the fault-injecting relay and every fault kind.
 
 Two layers. The relay tests run RealNodes inside this process, on their own loopback addresses,
 behind a Relay: they check the byte-level meaning of each knob (held, one-way, delayed, lost,

@@ -1,7 +1,7 @@
-"""Remoting protocol tests (reference §8, real-clients §3).
+"""Remoting protocol tests (RocketMQ's RemotingCommand, and what the C++ client sends).
 
-Fixtures are assembled by hand with struct from the layouts in reference §8 and real-clients §3.1,
-independently of the encoder. Constants marked "JVM" were printed by OpenJDK 17 (HashMap key
+Fixtures are assembled by hand with struct from the layouts of RocketMQ's RemotingCommand
+(RemotingSerializable, RocketMQSerializable), independently of the encoder. Constants marked "JVM" were printed by OpenJDK 17 (HashMap key
 order, RocketMQ's remark text). The header the C++ client sends is spelled as jsoncpp's FastWriter
 writes it: keys sorted, no spaces, a newline at the end, control characters as \\u00XX.
 
@@ -30,7 +30,7 @@ from rmqlab.runtime.real import RealNode
 
 
 def frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
-    """A frame from its parts, as reference §8 lays it out."""
+    """A frame from its parts, as RemotingCommand.encode lays it out."""
     return struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
 
 
@@ -288,7 +288,7 @@ def test_flags_factories_and_code_names():
     assert resp.flag == 1 and resp.is_response_type() and resp.remark == "no new message"
     assert get_request_code_desc(105) == "GET_ROUTEINFO_BY_TOPIC" and get_request_code_desc(4242) == "4242"
     assert get_response_code_desc(17) == "TOPIC_NOT_EXIST" and get_response_code_desc(3) == "REQUEST_CODE_NOT_SUPPORTED"
-    # Codes the name server, broker and controller work (reference §4.9, §8; real-clients §3.2).
+    # Codes the name server, broker and controller work (RequestCode.java, ResponseCode.java).
     assert (RequestCode.SEND_MESSAGE, RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT,
             RequestCode.GET_CONSUMER_LIST_BY_GROUP, RequestCode.GET_MAX_OFFSET, RequestCode.SEND_MESSAGE_V2,
             RequestCode.BROKER_HEARTBEAT, RequestCode.CONTROLLER_APPLY_BROKER_ID,

@@ -1,12 +1,12 @@
-"""The broker's side of controller mode (issue 5 §3; reference §4.10, §2.8-§2.11, §1.6; seed 003's
-election triggers): BrokerControllers with enableControllerMode=true, a NameServer and a controller
+"""The broker's side of controller mode (ReplicasManager; the election triggers of
+"一文详解 RocketMQ 如何利用 Raft 进行高可用保障"): BrokerControllers with enableControllerMode=true, a NameServer and a controller
 on the simulator.
 
 The controller here is *scripted*: a RemotingServer answering RocketMQ's controller requests with
 rmqlab's controller core (ReplicasInfoManager computing each answer and applying its events at once,
-DefaultBrokerHeartbeatManager for liveness, DefaultElectPolicy), and, like ControllerManager
-(reference §4.6), re-electing when a master's heartbeats lapse and notifying the live members with
-NOTIFY_BROKER_ROLE_CHANGED. It has no Raft: one controller, whose answers follow §4.3. The last
+DefaultBrokerHeartbeatManager for liveness, DefaultElectPolicy), and, like ControllerManager,
+re-electing when a master's heartbeats lapse and notifying the live members with
+NOTIFY_BROKER_ROLE_CHANGED. It has no Raft: one controller, whose answers follow ReplicasInfoManager. The last
 tests run the same brokers against rmqlab's ControllerManager (three Raft-replicated controllers).
 """
 
@@ -451,7 +451,7 @@ def test_notification_makes_the_slave_master_and_the_old_master_a_slave_that_tru
 
 
 def test_a_broker_that_finds_no_master_when_polling_nominates_itself():
-    """Seed 003, election trigger b.i: the controller's own election found no live candidate (the
+    """The Raft article's election trigger b.i: the controller's own election found no live candidate (the
     master died while B could not reach the controller), so the set has no master; B's next poll
     sees the newer epoch without a master and asks to be elected."""
     sim = master_and_slave(54)

@@ -1,4 +1,4 @@
-"""The simulated runtime: virtual time, the in-memory network and every fault kind (issue 3 §3, §4, §7)."""
+"""The simulated runtime: virtual time, the in-memory network and every fault kind."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The storage engine: append, dispatch, flush policies, crash model and recovery (issue 2 §3)."""
+"""The storage engine: append, dispatch, flush policies, crash model and recovery."""
 
 from __future__ import annotations
 

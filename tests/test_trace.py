@@ -1,4 +1,4 @@
-"""Tests for rmqlab.trace: the structured event trace (issue 3 §5).
+"""Tests for rmqlab.trace: the structured event trace.
 
 Covers emit validation against the kind catalog, canonical serialization (insertion order,
 PYTHONHASHSEED, separate processes), JSONL and Parquet round trips, schema versions, the torn last

@@ -1,4 +1,4 @@
-"""Recorded workloads (issue 8 §1, §2): the spec and its validation, the Parquet format and its
+"""Recorded workloads: the spec and its validation, the Parquet format and its
 errors, deterministic replay (also in another process with another PYTHONHASHSEED), the committed
 public workloads, and outcomes that catch a loss. Replays only a few short workloads (the
 simulator runs a 20-virtual-second workload in about a second)."""

@@ -159,7 +159,7 @@ class CheckpointFile(Generic[T]):
         the old main file, i.e. the truncation simply did not happen; removing the main file
         first could leave an old `.bak` that would be resurrected.
 
-        Durability - deviation: MixAll.string2File at the reference commit writes in place and
+        Durability - deviation: MixAll.string2File at RocketMQ commit 8fc57f1 writes in place and
         never forces the data to disk, so after a power loss the file can be stale or torn (the
         CRC line and `.bak` exist to survive that). rmqlab fsyncs the backup before the main file
         is overwritten, the main file, and the directory entry. Then at every instant at least one

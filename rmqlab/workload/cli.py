@@ -13,8 +13,8 @@ prints its outcome (a summary, or with --json the canonical JSON); with --exerci
 the student's function (a Python file defining it) is swapped in through the exercise's hook
 (rmqlab.lab.exercises), sandboxed.
 
-The lead's rmqlab/cli.py adds the two subcommands with `add_record_arguments` / `add_replay_arguments`
-and calls `run(args)`; `python -m rmqlab.workload.cli record|replay ...` works meanwhile.
+rmqlab/cli.py adds the two subcommands with `add_record_arguments` / `add_replay_arguments` and
+calls `run(args)`; `python -m rmqlab.workload.cli record|replay ...` works too.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Real RocketMQ clients nobody here wrote, run from their own virtualenvs as subprocesses.
 
-reference: ../shared/reference/real-clients.md. The C++ client (PyPI `rocketmq` 0.4.4, which
+The C++ client (PyPI `rocketmq` 0.4.4, which
 bundles librocketmq.so) and the official 5.x gRPC client (PyPI `rocketmq-python-client` 5.1.2)
 share the top-level module name `rocketmq`, and the gRPC client's generated protobuf classes would
 clash with rmqlab's own in one process, so neither ever enters rmqlab's process:

@@ -11,7 +11,7 @@ QUERY_CONSUMER_OFFSET for a group without a stored offset follows RocketMQ's lon
 or it is within the ``accessMessageInMemoryMaxRatio`` share of memory from the commitlog's end),
 which is the normal case for a fresh topic; otherwise QUERY_NOT_FOUND (22) ``Not found,
 V3_0_6_SNAPSHOT maybe this group consumer boot first`` and the client falls back to GET_MAX_OFFSET.
-Deviation from the reference commit 8fc57f1, which asks ``checkInMemByConsumeOffset`` instead and so
+Deviation from RocketMQ at commit 8fc57f1, which asks ``checkInMemByConsumeOffset`` instead and so
 answers 22 for an empty queue (its first message does not exist, hence is not "in memory"). A 5.x
 request with ``set_zero_if_not_found=false`` gets 22 ``Not found, do not set to zero, maybe this
 group boot first``.

@@ -42,9 +42,9 @@ on the event loop without awaiting, which gives the same atomicity.
 Deviations (each also commented where it happens):
 
 * RIP-32 (slave acting master) is only partly here: the registration and unregistration steps of
-  RocketMQ's RouteInfoManager are (the prime slave, the write-permission wipe for acting-master groups), but the
-  route rewrite of ``pickupTopicRouteData`` (``supportActingMaster``) and the
-  NOTIFY_MIN_BROKER_ID_CHANGE messages (``notifyMinBrokerIdChanged``) are a later issue; the
+  RocketMQ's RouteInfoManager are (the prime slave, the write-permission wipe for acting-master
+  groups), but the route rewrite of ``pickupTopicRouteData`` (``supportActingMaster``) and the
+  NOTIFY_MIN_BROKER_ID_CHANGE messages (``notifyMinBrokerIdChanged``) are not implemented; the
   constructor refuses a configuration that enables either, rather than ignoring it.
 * Unregistration is synchronous (Java queues it to a BatchUnregistrationService thread).
 * Static topics (RIP-21): a registration's topic-queue mappings are not kept, so
