@@ -235,7 +235,7 @@ def test_memory_only_cache_writes_nothing(tmp_path, monkeypatch):
         cache.init_cache_from_file()
 
 
-# ---------------------------------------------------------------- findConsistentPoint (§1.3)
+# ---------------------------------------------------------------- EpochFileCache.findConsistentPoint
 
 
 def test_consistent_point_sample1_start_differs_in_top_epoch(cache135):
@@ -276,7 +276,7 @@ def test_consistent_point_with_empty_caches(cache135):
     assert empty.find_consistent_point(EpochFileCache()) == -1
 
 
-# ---------------------------------------------------------------- truncation (§1.4)
+# ---------------------------------------------------------------- truncation (truncatePrefixByOffset, truncateSuffixByOffset)
 
 
 def test_truncate_suffix_by_offset_removes_start_at_or_after(cache135, path):
@@ -327,7 +327,7 @@ def test_truncate_prefix_can_remove_a_closed_last_entry(cache135):
     assert cache135.get_entry_size() == 0
 
 
-# ---------------------------------------------------------------- persistence (§1.5)
+# ---------------------------------------------------------------- persistence (CheckpointFile)
 
 
 def test_file_bytes_of_the_reference_examples(path):

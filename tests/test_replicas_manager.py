@@ -117,7 +117,7 @@ class ScriptedController(Component):
             return response
         return RemotingCommand.create_response_command(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not scripted")
 
-    # ControllerManager.onBrokerInactive / triggerElectMaster / notifyBrokerRoleChanged (§4.6).
+    # ControllerManager.onBrokerInactive / triggerElectMaster / notifyBrokerRoleChanged.
     def _on_broker_inactive(self, cluster_name, broker_name, broker_id) -> None:
         info = self.manager.sync_state_set_info_table.get(broker_name)
         if info is not None and info.master_broker_id == broker_id:

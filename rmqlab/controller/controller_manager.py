@@ -15,7 +15,7 @@ It wires together:
   :class:`ControllerRequestProcessor` and :class:`BrokerHousekeepingService`;
 * a RemotingClient for NOTIFY_BROKER_ROLE_CHANGED (1008).
 
-Flows (§4.6):
+Flows (as in RocketMQ's ControllerManager):
 
 * ``on_broker_inactive(cluster, brokerName, brokerId)`` — from the heartbeat scan, a closed
   channel, or (brokerId None) the leader's inactive-master scan. Only the leader acts: brokerId
@@ -181,7 +181,7 @@ class ControllerManager(Component):
     def status(self) -> dict[str, Any]:
         return self.controller.status()
 
-    # -- flows (§4.6) ----------------------------------------------------------------------------
+    # -- flows (ControllerManager) -----------------------------------------------------------------
     def on_broker_inactive(self, cluster_name: str | None, broker_name: str, broker_id: int | None) -> None:
         """``onBrokerInactive`` (a BrokerLifecycleListener)."""
         if not self.is_leader_state():
