@@ -124,7 +124,8 @@ def test_malformed_slave_frames_are_rejected(data, error):
 def test_short_slave_frames_wait_for_the_rest():
     d = SlaveFrameDecoder()
     frame = p.encode_slave_handshake(False, False, 3)
-    d.feed(frame[:12])  # Java would already decode here (AutoSwitchHAConnection checks 12 bytes); rmqlab waits for 16
+    # Java would already decode here (AutoSwitchHAConnection checks 12 bytes); rmqlab waits for 16.
+    d.feed(frame[:12])
     assert d.next_frame(0) is None
     d.feed(frame[12:] + p.encode_slave_ack(5)[:11])
     assert d.next_frame(10) == SlaveHandshake(False, False, 3)
@@ -208,9 +209,10 @@ def test_client_protocol_transfer_checks_and_epoch_changes():
 
 
 # --- doTruncate (AutoSwitchHAClient; the RIP-44 design doc's cases) ---------------------------
-# The six cases of the RIP-44 design doc survive only as one line of prose each (their figures
-# are not in RocketMQ's docs/*/controller/design.md nor under docs/*/image/controller/); these are scenarios that produce exactly the stated
-# outcomes. A, B, C are brokers; (epoch, start) lists are their epoch files.
+# The six cases of the RIP-44 design doc survive only as one line of prose each (their figures are
+# not in RocketMQ's docs/*/controller/design.md nor under docs/*/image/controller/); these are
+# scenarios that produce exactly the stated outcomes. A, B, C are brokers; (epoch, start) lists are
+# their epoch files.
 RIP44_CASES = {
     # (1) A (master, epoch 0) wrote to 1000, B had 900 when A failed; B leads epoch 1 from 900.
     "1": ([E(0, 0)], 1000, [E(0, 0), E(1, 900)], 1300, 900),
@@ -330,7 +332,8 @@ def test_sync_state_set_expand_shrink_and_union():
     s.set_sync_state_set({1, 2, 3})  # 3 never connected: shrunk at once
     s.caught_up[2] = 25_000
     assert s.maybe_shrink(25_001, 15_000) == {1, 2}
-    assert s.on_connection_removed(2) == {1, 3} and s.local == {1, 2, 3}  # only proposed (AutoSwitchHAService.removeConnection)
+    # Only proposed: AutoSwitchHAService.removeConnection does not shrink the local set.
+    assert s.on_connection_removed(2) == {1, 3} and s.local == {1, 2, 3}
     assert s.on_connection_removed(9) is None
 
 

@@ -1,8 +1,8 @@
 """Tests for rmqlab.config: RocketMQ's configuration keys, defaults, files and start-up checks.
 
 Defaults are RocketMQ's at commit 8fc57f1 (BrokerConfig, MessageStoreConfig, ControllerConfig,
-NamesrvConfig); deployment templates follow RocketMQ's deployment guide ("部署方式"). Every test works on files it writes under tmp_path or on conf/, and never opens
-a socket or starts a server.
+NamesrvConfig); deployment templates follow RocketMQ's deployment guide ("部署方式"). Every test works
+on files it writes under tmp_path or on conf/, and never opens a socket or starts a server.
 """
 
 from __future__ import annotations

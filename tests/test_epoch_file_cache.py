@@ -276,7 +276,7 @@ def test_consistent_point_with_empty_caches(cache135):
     assert empty.find_consistent_point(EpochFileCache()) == -1
 
 
-# ---------------------------------------------------------------- truncation (truncatePrefixByOffset, truncateSuffixByOffset)
+# ---------------------------------------------------------------- truncatePrefixByOffset, truncateSuffixByOffset
 
 
 def test_truncate_suffix_by_offset_removes_start_at_or_after(cache135, path):
@@ -299,7 +299,8 @@ def test_truncate_suffix_by_epoch_removes_epoch_at_or_above(cache135, path):
 
 
 def test_quirk1_stale_end_after_suffix_truncation_is_fixed(cache135):
-    """EpochFileCache.truncateSuffixByOffset: RocketMQ leaves getEntry(1) = (1,100,300) and finds no entry for 350."""
+    """EpochFileCache.truncateSuffixByOffset: RocketMQ leaves getEntry(1) = (1,100,300) and finds no
+    entry for 350."""
     cache135.truncate_suffix_by_offset(150)
     assert cache135.get_entry(1) == EpochEntry(1, 100, LONG_MAX)
     assert cache135.find_epoch_entry_by_offset(350) == EpochEntry(1, 100, LONG_MAX)

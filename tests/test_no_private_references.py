@@ -29,7 +29,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # "issue 7", "Issue 2 section 3", "issues 3 and 5"; not RocketMQ's "[ISSUE #5789]".
     ("numbered issue", re.compile(r"\bissues? \d+", re.I)),
     # A directory next to the checkout, never part of it.
-    ("path outside the repository", re.compile(r"\.\./shared\b|/work/shared\b|\bshared/(?:seeds|reference)\b", re.I)),
+    ("path outside the repository",
+     re.compile(r"\.\./shared\b|/work/shared\b|\bshared/(?:seeds|reference)\b", re.I)),
     # Sections of private notes.
     ("section of a private note", re.compile(r"\breference (?:§|section\b)", re.I)),
     ("private note", re.compile(r"\bplatform[- ]notes?\b", re.I)),
@@ -85,7 +86,8 @@ def hits_in(text: str) -> list[tuple[int, str, str]]:
         else:
             for m in SECTION.finditer(line):
                 if not NAMED_DOCUMENT.search(line[:m.start()]):
-                    found.append((lineno, "section of no named document", line[max(0, m.start() - 20):m.end() + 4]))
+                    context = line[max(0, m.start() - 20):m.end() + 4]
+                    found.append((lineno, "section of no named document", context))
                     break
     return found
 

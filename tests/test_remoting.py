@@ -1,9 +1,10 @@
 """Remoting protocol tests (RocketMQ's RemotingCommand, and what the C++ client sends).
 
 Fixtures are assembled by hand with struct from the layouts of RocketMQ's RemotingCommand
-(RemotingSerializable, RocketMQSerializable), independently of the encoder. Constants marked "JVM" were printed by OpenJDK 17 (HashMap key
-order, RocketMQ's remark text). The header the C++ client sends is spelled as jsoncpp's FastWriter
-writes it: keys sorted, no spaces, a newline at the end, control characters as \\u00XX.
+(RemotingSerializable, RocketMQSerializable), independently of the encoder. Constants marked "JVM"
+were printed by OpenJDK 17 (HashMap key order, RocketMQ's remark text). The header the C++ client
+sends is spelled as jsoncpp's FastWriter writes it: keys sorted, no spaces, a newline at the end,
+control characters as \\u00XX.
 
 Server and client tests run on the real runtime (RealNode, 127.0.0.1, port 0) and are bounded in
 time: every test body runs under a deadline and closes what it opened.

@@ -1,6 +1,6 @@
 """The broker's side of controller mode (ReplicasManager; the election triggers of
-"一文详解 RocketMQ 如何利用 Raft 进行高可用保障"): BrokerControllers with enableControllerMode=true, a NameServer and a controller
-on the simulator.
+"一文详解 RocketMQ 如何利用 Raft 进行高可用保障"): BrokerControllers with enableControllerMode=true, a
+NameServer and a controller on the simulator.
 
 The controller here is *scripted*: a RemotingServer answering RocketMQ's controller requests with
 rmqlab's controller core (ReplicasInfoManager computing each answer and applying its events at once,

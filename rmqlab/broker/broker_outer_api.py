@@ -11,10 +11,11 @@ RemotingClient:
 * to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
   GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
 * to the controllers, in controller mode (the ReplicasManager's calls):
-  CONTROLLER_GET_METADATA_INFO (1005) to find the leader; CONTROLLER_GET_NEXT_BROKER_ID (1012), CONTROLLER_APPLY_BROKER_ID (1013) and CONTROLLER_REGISTER_BROKER (1003) to register;
-  CONTROLLER_GET_REPLICA_INFO (1004) to poll the set's master; CONTROLLER_ELECT_MASTER (1002,
-  broker trigger) to nominate itself; CONTROLLER_ALTER_SYNC_STATE_SET (1001) as master; and the
-  oneway BROKER_HEARTBEAT (904). Each waits 3000 ms; an answer other than the ones RocketMQ
+  CONTROLLER_GET_METADATA_INFO (1005) to find the leader; CONTROLLER_GET_NEXT_BROKER_ID (1012),
+  CONTROLLER_APPLY_BROKER_ID (1013) and CONTROLLER_REGISTER_BROKER (1003) to register;
+  CONTROLLER_GET_REPLICA_INFO (1004) to poll the set's master; CONTROLLER_ELECT_MASTER (1002, broker
+  trigger) to nominate itself; CONTROLLER_ALTER_SYNC_STATE_SET (1001) as master; and the oneway
+  BROKER_HEARTBEAT (904). Each waits 3000 ms; an answer other than the ones RocketMQ
   accepts raises MQBrokerException with the controller's code and remark.
 
 Every request carries ``version`` = MQVersion.CURRENT_VERSION, as a Java broker's do (the name

@@ -406,9 +406,9 @@ def check_elections(events: Iterable[TraceEvent], *, unclean_allowed: bool = Fal
     """Each master the controllers elect is a member of its broker set's SyncStateSet as their
     replicated log has it at that point (AlterSyncStateSetEvent sets it, an ElectMasterEvent
     resets it to {the new master}); a set's first election, before any SyncStateSet, may pick any
-    replica. An election from outside is unclean (enableElectUncleanMaster, RocketMQ's "主备自动切换模式部署" documentation: "可能会选取
-    数据落后的副本作为 Master 而丢失消息"): violation `unclean-election` at the event, naming the
-    elected broker — unless `unclean_allowed` (the trace does not carry the controllers'
+    replica. An election from outside is unclean (enableElectUncleanMaster, RocketMQ's "主备自动切换模式部署"
+    documentation: "可能会选取数据落后的副本作为 Master 而丢失消息"): violation `unclean-election` at the event,
+    naming the elected broker — unless `unclean_allowed` (the trace does not carry the controllers'
     configuration; a lab that enabled it says so), when it is listed in the stats only."""
     events = list(events)
     nodes = broker_id_nodes(events)

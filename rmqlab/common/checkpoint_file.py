@@ -151,13 +151,13 @@ class CheckpointFile(Generic[T]):
     def write(self, entries: Sequence[T]) -> None:
         """Persist `entries`: copy the current main file to `.bak`, then rewrite the main file.
 
-        Empty list - FIXED, not mirrored: RocketMQ's `CheckpointFile.write`
-        returns without touching the disk when the list is empty, so a list truncated to nothing comes back after a
-        restart. rmqlab removes `.bak` and then the main file instead. "No file" is how a new
-        store looks and both RocketMQ and rmqlab read it as an empty list, so the directory stays
-        readable by RocketMQ with the same meaning. Order: a crash after removing `.bak` leaves
-        the old main file, i.e. the truncation simply did not happen; removing the main file
-        first could leave an old `.bak` that would be resurrected.
+        Empty list - FIXED, not mirrored: RocketMQ's `CheckpointFile.write` returns without touching
+        the disk when the list is empty, so a list truncated to nothing comes back after a restart.
+        rmqlab removes `.bak` and then the main file instead. "No file" is how a new store looks and
+        both RocketMQ and rmqlab read it as an empty list, so the directory stays readable by
+        RocketMQ with the same meaning. Order: a crash after removing `.bak` leaves the old main
+        file, i.e. the truncation simply did not happen; removing the main file first could leave an
+        old `.bak` that would be resurrected.
 
         Durability - deviation: MixAll.string2File at RocketMQ commit 8fc57f1 writes in place and
         never forces the data to disk, so after a power loss the file can be stale or torn (the

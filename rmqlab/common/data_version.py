@@ -1,10 +1,12 @@
 """DataVersion: the version stamp carried by every broker metadata file.
 
-Implements RocketMQ's ``remoting/src/main/java/org/apache/rocketmq/remoting/protocol/DataVersion.java``
-(and ``broker/.../BrokerPreOnlineService.java``). A broker stamps topics.json, consumerOffset.json, delayOffset.json and
-subscriptionGroup.json with one; RIP-32's pre-online step and the slave's metadata sync adopt a
-peer's table only when ``local.compare(remote) <= 0``, so the stamp is what stops a restarted master
-from rolling consumer offsets back (RIP-32 "Slave Acting Master Mode", "Pre-online mechanism").
+Implements RocketMQ's
+``remoting/src/main/java/org/apache/rocketmq/remoting/protocol/DataVersion.java`` (and
+``broker/.../BrokerPreOnlineService.java``). A broker stamps topics.json, consumerOffset.json,
+delayOffset.json and subscriptionGroup.json with one; RIP-32's pre-online step and the slave's
+metadata sync adopt a peer's table only when ``local.compare(remote) <= 0``, so the stamp is what
+stops a restarted master from rolling consumer offsets back (RIP-32 "Slave Acting Master Mode",
+"Pre-online mechanism").
 
 Fields and their JSON keys (fastjson writes bean properties in alphabetical order):
 

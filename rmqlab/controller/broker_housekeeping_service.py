@@ -1,7 +1,7 @@
 """BrokerHousekeepingService: a broker's connection to the controller closed (``BrokerHousekeepingService.java``).
 
-The ChannelEventListener of the controller's remoting server (``BrokerHousekeepingService.java``): when a channel
-closes, the replica that sent its heartbeats over it is inactive at once
+The ChannelEventListener of the controller's remoting server: when a channel closes, the replica
+that sent its heartbeats over it is inactive at once
 (``BrokerHeartbeatManager.on_broker_channel_close``), without waiting for its heartbeat timeout.
 Java reacts to a channel exception and to an idle channel too; rmqlab's remoting layer closes the
 channel on an exception and has no idle detection, so the close is the one event.

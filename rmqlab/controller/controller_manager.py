@@ -1,9 +1,9 @@
 """ControllerManager: a controller node as a component (``controller/ControllerManager.java``), on either runtime.
 
-Deployment as in RocketMQ's "主备自动切换模式部署" documentation ("Controller 部署": standalone
-with ``mqcontroller -c``, or embedded in a NameServer; "a single controller still performs broker failover"); elections on the
-triggers a.i and a.ii of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障" (a broker's heartbeat
-lapsed, a set without a live master).
+Deployment as in RocketMQ's "主备自动切换模式部署" documentation ("Controller 部署": standalone with
+``mqcontroller -c``, or embedded in a NameServer; "a single controller still performs broker
+failover"); elections on the triggers a.i and a.ii of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障" (a broker's
+heartbeat lapsed, a set without a live master).
 
 It wires together:
 

@@ -18,8 +18,8 @@ channel is symmetric:
   request oneway and expects nothing back;
 * **serving requests** - every incoming request is handed to the owner (the server or client the
   channel belongs to, see ``RemotingAbstract.process_request_command``) in a task of its own.
-  Clients multiplex everything over one connection (the C++ client, PyPI ``rocketmq`` 0.4.4, does): a PULL_MESSAGE held for a
-  long poll must not delay the requests behind it, so responses leave in completion order, each
+  Clients multiplex everything over one connection (the C++ client, PyPI ``rocketmq`` 0.4.4,
+  does): a PULL_MESSAGE held for a long poll must not delay the requests behind it, so responses leave in completion order, each
   carrying its request's opaque.
 
 Reading is an incremental :class:`FrameDecoder`; a :class:`FrameError` closes this connection only

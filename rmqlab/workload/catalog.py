@@ -166,7 +166,8 @@ add("ctrl-embedded-loss", EMB, "40% packet loss between the controllers (namesrv
 add("ctrl-embedded-kill-master.real", EMB, "ctrl-embedded-kill-master recorded from real OS processes.",
     process_fault("kill", MASTER, 4_000, 12_000), seed=19, runtime="real")
 
-# The unclean-election pair (RocketMQ's "主备自动切换模式部署" documentation on enableElectUncleanMaster: "可能会选取数据落后的副本作为 Master 而丢失消息"):
+# The unclean-election pair (RocketMQ's "主备自动切换模式部署" documentation on
+# enableElectUncleanMaster: "可能会选取数据落后的副本作为 Master 而丢失消息"):
 # both slaves go down, the SyncStateSet shrinks to the master, which goes on acknowledging alone;
 # then the master dies and the slaves come back behind it.
 # The slaves die one after the other (each death shrinks the SyncStateSet by one: two shrinks at

@@ -74,7 +74,8 @@ def t0_of(events: list[TraceEvent]) -> float:
 def promises_no_loss(workload: Workload) -> bool:
     """Whether the workload's deployment promises that an acknowledged message is never lost:
     every master replicates synchronously (brokerRole SYNC_MASTER, "同步双写"), or controller
-    mode with allAckInSyncStateSet=true on every broker (RocketMQ's "主备自动切换模式部署" documentation) and unclean elections off."""
+    mode with allAckInSyncStateSet=true on every broker (RocketMQ's "主备自动切换模式部署"
+    documentation) and unclean elections off."""
     from rmqlab.cluster import CONF_DIR, MODES
     from rmqlab.config import load_broker_config
 

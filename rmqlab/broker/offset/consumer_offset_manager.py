@@ -17,8 +17,9 @@ of the class, sorted by name::
 queue ids are written as bare integer keys (fastjson's map format).
 
 Versioning (RIP-32; ``ConsumerOffsetManager.commitOffset``): unlike the other metadata files the
-offsets change on every commit, so the data version advances only on every ``consumerOffsetUpdateVersionStep``-th commit
-(default 500), counted by an in-memory counter that starts at 0 in every process.
+offsets change on every commit, so the data version advances only on every
+``consumerOffsetUpdateVersionStep``-th commit (default 500), counted by an in-memory counter that
+starts at 0 in every process.
 """
 
 from __future__ import annotations

@@ -31,15 +31,15 @@ C++ client's too), the request timing out after 30 s. Then:
 and flow control: more than ``pull_threshold_for_queue`` (1000) messages held, or a span of more than
 ``consume_concurrently_max_span`` (2000) offsets, delays the pull 50 ms.
 
-Master failure (2m-2s-async, RocketMQ's deployment guide "部署方式"): the pulls to the dead master fail (every 3 s) until the
-next route refresh (at most pollNameServerInterval, 30 s) drops it from the route; from then on the
-queue's pulls go to the slave, which serves the replicated messages (RocketMQ 5 needs
-``slaveReadEnable=true`` on the slave for that; without it the slave refuses every pull), and
-the offsets are written to the slave (see RemoteBrokerOffsetStore). Known RocketMQ 5 behaviour kept
-as is: without slave-acting-master a slave answers an empty pull with PULL_RETRY_IMMEDIATELY and
-"suggest broker 0", so a consumer that has caught up on a slave re-pulls without waiting until its
-master is back. When the master returns and the route has it again, the slave sends the
-consumer back to it (suggestWhichBrokerId 0).
+Master failure (2m-2s-async, RocketMQ's deployment guide "部署方式"): the pulls to the dead master fail
+(every 3 s) until the next route refresh (at most pollNameServerInterval, 30 s) drops it from the
+route; from then on the queue's pulls go to the slave, which serves the replicated messages
+(RocketMQ 5 needs ``slaveReadEnable=true`` on the slave for that; without it the slave refuses every
+pull), and the offsets are written to the slave (see RemoteBrokerOffsetStore). Known RocketMQ 5
+behaviour kept as is: without slave-acting-master a slave answers an empty pull with
+PULL_RETRY_IMMEDIATELY and "suggest broker 0", so a consumer that has caught up on a slave re-pulls
+without waiting until its master is back. When the master returns and the route has it again, the
+slave sends the consumer back to it (suggestWhichBrokerId 0).
 
 Failed messages (RECONSUME_LATER, see ConsumeMessageConcurrentlyService) go back to the broker
 (``sendMessageBack``): CONSUMER_SEND_MSG_BACK (36) to the master of the broker group the message

@@ -5,8 +5,8 @@ Which broker: the id the last answer for this queue suggested (``suggestWhichBro
 queue in ``pull_from_which_node_table``; 0, the master, at first), resolved by
 MQClientInstance.find_broker_address_in_subscribe - which falls back to any member of the group,
 a slave, when the suggested one is not in the route: that is how a consumer keeps consuming the
-master's queues from its slave while the master is down (RocketMQ's deployment guide "部署方式", "多副本模式-异步复制": "Master
-宕机后，消费者仍然可以从Slave消费"). A pull sent to a slave never commits an offset (the
+master's queues from its slave while the master is down (RocketMQ's deployment guide "部署方式",
+"多副本模式-异步复制": "Master 宕机后，消费者仍然可以从Slave消费"). A pull sent to a slave never commits an offset (the
 commitOffset bit is cleared): offsets are committed to the master, or by UPDATE_CONSUMER_OFFSET.
 
 The answer (``processPullResult``): the body decoded into messages, then filtered again on the

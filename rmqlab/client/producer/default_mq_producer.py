@@ -138,9 +138,10 @@ class DefaultMQProducer:
     async def start(self, node: "Node", start_factory: bool = True,
                     client_factory: "MQClientInstance | None" = None) -> None:
         """Register with the node's MQClientInstance and start it (``start(startFactory)``). No
-        request is sent yet: the first route request goes out with the first send, as
-        RocketMQ's ``DefaultMQProducerImpl`` does. ``client_factory``: the instance to join, for its inner producer (Java finds that
-        same instance through MQClientManager by the cloned config's client id)."""
+        request is sent yet: the first route request goes out with the first send, as RocketMQ's
+        ``DefaultMQProducerImpl`` does. ``client_factory``: the instance to join, for its inner
+        producer (Java finds that same instance through MQClientManager by the cloned config's
+        client id)."""
         if self._running:
             return
         self.node = node

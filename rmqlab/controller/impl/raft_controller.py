@@ -1,8 +1,8 @@
 """RaftController: the Raft-replicated controller (RocketMQ's ``impl/DLedgerController.java``, here on pysyncobj).
 
-RIP-44, "DLedgerController core design" (the active controller is the Raft leader; it accepts requests, reaches consensus
-through the log and applies to the in-memory state machine; the others only apply);
-"一文详解 RocketMQ 如何利用 Raft 进行高可用保障" ("Raft In Controller", election trigger a.ii).
+RIP-44, "DLedgerController core design" (the active controller is the Raft leader; it accepts
+requests, reaches consensus through the log and applies to the in-memory state machine; the others
+only apply); "一文详解 RocketMQ 如何利用 Raft 进行高可用保障" ("Raft In Controller", election trigger a.ii).
 
 Requests. Each request method computes a :class:`ControllerResult` with
 ``ReplicasInfoManager`` on the leader, appends its events to the Raft log as one entry
@@ -228,7 +228,8 @@ class RaftController:
             for broker_name in need:
                 self.log.warning("The master of broker-set %s is inactive while replicas are alive: re-elect",
                                  broker_name)
-                # Election trigger a.ii (the Raft article's), in the trace (worded apart from the heartbeat trigger's line).
+                # The Raft article's election trigger a.ii, in the trace (worded apart from the heartbeat
+                # trigger's line).
                 self._trace_log("WARN", f"scanNeedReelectBrokerSets: broker-set {broker_name} has no live master "
                                         f"while replicas are alive: re-elect")
                 self._notify_listeners(None, broker_name, None)

@@ -1,6 +1,7 @@
 """AlterSyncStateSetEvent (id 1): replace a set's SyncStateSet (``impl/event/AlterSyncStateSetEvent.java``).
 
-Applied: if the broker set exists, syncStateSet := new set and syncStateSetEpoch += 1 (``ReplicasInfoManager.applyEvent``).
+Applied: if the broker set exists, syncStateSet := new set and syncStateSetEpoch += 1
+(``ReplicasInfoManager.applyEvent``).
 """
 
 from __future__ import annotations

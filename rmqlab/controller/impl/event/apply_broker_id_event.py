@@ -1,8 +1,9 @@
 """ApplyBrokerIdEvent (id 2): a broker claimed a controller id (``impl/event/ApplyBrokerIdEvent.java``).
 
-Applied (``ReplicasInfoManager.applyEvent``): if the set exists, the id is added unless already present (then nothing
-changes, the check code included); otherwise both tables are created for the set (an empty
-SyncStateInfo, masterEpoch 0) and the id is added. Every addition bumps nextAssignBrokerId.
+Applied (``ReplicasInfoManager.applyEvent``): if the set exists, the id is added unless already
+present (then nothing changes, the check code included); otherwise both tables are created for the
+set (an empty SyncStateInfo, masterEpoch 0) and the id is added. Every addition bumps
+nextAssignBrokerId.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """CleanBrokerDataEvent (id 5): forget replicas or a whole broker set (``impl/event/CleanBrokerDataEvent.java``).
 
-Applied (``ReplicasInfoManager.applyEvent``): no ids (null or empty): both tables drop the set. Otherwise each id
-leaves the replica table and the SyncStateSet, and a table left empty drops the set, so a set can
-vanish while replicas remain (the master id, if cleaned, stays recorded as master, as in RocketMQ).
+Applied (``ReplicasInfoManager.applyEvent``): no ids (null or empty): both tables drop the set.
+Otherwise each id leaves the replica table and the SyncStateSet, and a table left empty drops the
+set, so a set can vanish while replicas remain (the master id, if cleaned, stays recorded as master,
+as in RocketMQ).
 """
 
 from __future__ import annotations

@@ -442,8 +442,9 @@ class ReplicasInfoManager:
         return result
 
     def scan_need_reelect_broker_sets(self, valid_predicate: BrokerValidPredicate) -> list[str]:
-        """``scanNeedReelectBrokerSets`` (the leader, every scanInactiveMasterInterval; trigger
-        a.ii of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障"): sets whose master is on record but not alive while some replica is alive."""
+        """``scanNeedReelectBrokerSets`` (the leader, every scanInactiveMasterInterval; trigger a.ii
+        of "一文详解 RocketMQ 如何利用 Raft 进行高可用保障"): sets whose master is on record but not alive while
+        some replica is alive."""
         need: list[str] = []
         for broker_name in sorted(self.sync_state_set_info_table):
             info = self.sync_state_set_info_table[broker_name]

@@ -2,8 +2,8 @@
 
 RocketMQ keeps this class one package up, in ``protocol/header``; it lives here with the other
 controller headers because only the controller sends it. The controller pushes an election's
-result to every live member of the set (oneway; body SyncStateSet; ``ControllerManager.notifyBrokerRoleChanged``); the
-broker acts on it only if masterEpoch is newer than its own (``ReplicasManager.changeBrokerRole``).
+result to every live member of the set (oneway; body SyncStateSet;
+``ControllerManager.notifyBrokerRoleChanged``); the broker acts on it only if masterEpoch is newer than its own (``ReplicasManager.changeBrokerRole``).
 """
 
 from __future__ import annotations

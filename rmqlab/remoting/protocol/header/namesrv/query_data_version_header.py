@@ -4,7 +4,8 @@
 A broker asks whether the name server's copy of its topic table is current: the request body is
 the broker's DataVersion JSON, the response body the name server's stored one and ``changed`` says
 whether they differ. With ``compatibleWithOldNameSrv`` (the default) brokers send it as their
-heartbeat, since the name server refreshes the broker's live entry on it too (``RouteInfoManager.queryBrokerTopicConfig``).
+heartbeat, since the name server refreshes the broker's live entry on it too
+(``RouteInfoManager.queryBrokerTopicConfig``).
 """
 
 from __future__ import annotations

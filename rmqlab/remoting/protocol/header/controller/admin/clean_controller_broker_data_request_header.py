@@ -1,8 +1,10 @@
 """CLEAN_BROKER_DATA (1011) request header (``header/controller/admin/CleanControllerBrokerDataRequestHeader.java``).
 
-``mqadmin cleanBrokerMetadata -b "1;2" -bn broker-a -c cluster [-l]`` (``ReplicasInfoManager.cleanBrokerData``,
-``tools/.../command/controller/CleanControllerBrokerMetaSubCommand.java``): forget some replicas of a set (``brokerControllerIdsToClean``, ids joined
-by ";") or, with no ids, the whole set; ``isCleanLivingBroker`` skips the liveness checks.
+``mqadmin cleanBrokerMetadata -b "1;2" -bn broker-a -c cluster [-l]``
+(``ReplicasInfoManager.cleanBrokerData``,
+``tools/.../command/controller/CleanControllerBrokerMetaSubCommand.java``): forget some replicas of
+a set (``brokerControllerIdsToClean``, ids joined by ";") or, with no ids, the whole set;
+``isCleanLivingBroker`` skips the liveness checks.
 """
 
 from __future__ import annotations

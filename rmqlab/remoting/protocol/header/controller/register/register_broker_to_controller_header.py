@@ -1,7 +1,7 @@
 """CONTROLLER_REGISTER_BROKER (1003) headers (``header/controller/register/RegisterBrokerToController*Header.java``).
 
-Step 3 of a broker's registration, and every restart (``ReplicasManager.registerBrokerToController``): the broker
-reports its id and current address; the answer names the master (only if one exists and is alive)
+Step 3 of a broker's registration, and every restart
+(``ReplicasManager.registerBrokerToController``): the broker reports its id and current address; the answer names the master (only if one exists and is alive)
 and the body is the SyncStateSet.
 """
 
