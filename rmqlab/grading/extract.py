@@ -10,7 +10,8 @@ For each notebook:
 2. a child process (forked by a multiprocessing forkserver that imported papermill once: the
    grader's own process, which may hold Spark's JVM gateway, is never forked) runs papermill's
    Python API (not the CLI: measured with papermill 2.7, each CLI run costs 2.5-3 s, most of it
-   importing papermill, against 0.8 s in-process) with parameters `grading=True` and nbclient's `skip_cells_with_tag="rmqlab-grading-skip"`, plus one appended cell (EXTRACT_CELL)
+   importing papermill, against 0.8 s in-process) with parameters `grading=True` and nbclient's
+   `skip_cells_with_tag="rmqlab-grading-skip"`, plus one appended cell (EXTRACT_CELL)
    that displays the functions as `application/json` with metadata `{'rmqlab': {'name': 'functions'}}`;
 3. the parent kills the child's and the kernel's process groups when the time limit passes.
 
