@@ -1,4 +1,4 @@
-"""The storage engine, byte-compatible with RocketMQ's store (reference §7, seed 004).
+"""The storage engine, byte-compatible with RocketMQ's store.
 
 Layout mirrors org.apache.rocketmq.store: MappedFile / MappedFileQueue, CommitLog, ConsumeQueue,
 ReputMessageService (dispatcher), flush services, StoreCheckpoint, DefaultMessageStore (the

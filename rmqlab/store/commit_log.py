@@ -1,12 +1,12 @@
-"""CommitLog: every message of every topic, appended in arrival order (reference §7.1, seed 004).
+"""CommitLog: every message of every topic, appended in arrival order.
 
 Mirrors org.apache.rocketmq.store.CommitLog: `async_put_message` assigns the queue offset and the
 store timestamp, encodes the message (MessageExtEncoder), appends it to the last MappedFile —
 writing a BLANK filler and rolling to a new file when it does not fit — and then handles the disk
-flush and, on a SYNC_MASTER, the replica acknowledgements (`_handle_disk_flush_and_ha`, reference
-§2.10, §3). Recovery (`recover_normally`, `recover_abnormally`) re-validates the log after a restart
-and cuts it at the first message that is torn or corrupt. For HA, `get_data` feeds the master's
-transfer batches and `append_data` applies them on a slave.
+flush and, on a SYNC_MASTER, the replica acknowledgements (`_handle_disk_flush_and_ha`, Java's
+`handleDiskFlushAndHA`). Recovery (`recover_normally`, `recover_abnormally`) re-validates the log
+after a restart and cuts it at the first message that is torn or corrupt. For HA, `get_data` feeds
+the master's transfer batches and `append_data` applies them on a slave.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ class CommitLog:
     def async_put_message(self, msg: MessageExtBrokerInner) -> CompletableFuture[PutMessageResult]:
         """Append `msg`; the future completes when the flush policy is satisfied.
 
-        A SYNC_MASTER message waits for `needAckNums` replicas. The classic rule (reference §3):
-        inSyncReplicas. Controller mode (reference §2.10), which the AutoSwitchHAService brings
+        A SYNC_MASTER message waits for `needAckNums` replicas (`CommitLog.asyncPutMessage`). The
+        classic rule: inSyncReplicas. Controller mode, which the AutoSwitchHAService brings
         (``decide_write_ack``): refused before anything is written when fewer than
         minInSyncReplicas replicas are in sync, else inSyncReplicas or, with allAckInSyncStateSet,
         every SyncStateSet member. (slave-acting-master's enableAutoInSyncReplicas is not modelled.)
@@ -192,7 +192,7 @@ class CommitLog:
 
     def _handle_ha(self, result: AppendMessageResult, need_ack_nums: int) -> CompletableFuture[PutMessageStatus]:
         """handleHA. RIP-34: with needAckNums 0 or 1 — inSyncReplicas' default — a SYNC_MASTER
-        does not wait for any slave (reference §2.10, §3)."""
+        does not wait for any slave."""
         if 0 <= need_ack_nums <= 1:
             return CompletableFuture.completed(PutMessageStatus.PUT_OK)
         if self.ha_service is None:
@@ -211,7 +211,8 @@ class CommitLog:
 
         The bytes may span a file end only through a BLANK record, which the master wrote too, so
         they are split exactly where the master's files split. An empty commitlog accepts any file
-        start: a brand-new slave begins at the master's last file (reference §3).
+        start: a brand-new slave begins at the master's last file
+        (`DefaultHAConnection.WriteSocketService`).
         """
         mfq = self.mapped_file_queue
         if not mfq.mapped_files and start_offset % self.mapped_file_size == 0:

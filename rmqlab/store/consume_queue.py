@@ -1,6 +1,6 @@
 """ConsumeQueue: the per (topic, queueId) index of 20-byte units into the CommitLog.
 
-Mirrors org.apache.rocketmq.store.ConsumeQueue (reference §7.2). A unit is
+Mirrors org.apache.rocketmq.store.ConsumeQueue. A unit is
 `commitLogOffset (long) + size (int) + tagsCode (long)`, big-endian. Unit i lives at logical byte
 offset i*20; files hold `mappedFileSizeConsumeQueue` bytes (300000 units by default) and are named
 by their first logical byte offset, under `<root>/consumequeue/<topic>/<queueId>/`.

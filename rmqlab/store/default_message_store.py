@@ -10,9 +10,10 @@ runtime (simulator or asyncio) runs at their configured intervals. The lifecycle
 ways: `shutdown()` (clean: flush everything, remove `abort`), `kill()` (process crash: the page cache
 survives), or `kill()` followed by `crash_machine()` (power loss: unflushed bytes are gone).
 
-HA (reference §3): a broker's DefaultHAService attaches itself (`set_ha_service`); a SYNC_MASTER
-put then also waits for its slaves' acknowledgements (CommitLog), a SLAVE refuses puts and takes
-replicated bytes through `append_to_commit_log`, which its own dispatcher turns into consume queues.
+Classic HA (`store/.../ha/DefaultHAService.java`): a broker's DefaultHAService attaches itself
+(`set_ha_service`); a SYNC_MASTER put then also waits for its slaves' acknowledgements (CommitLog),
+a SLAVE refuses puts and takes replicated bytes through `append_to_commit_log`, which its own
+dispatcher turns into consume queues.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checking one CommitLog entry and describing it for dispatch (reference §7.1).
+"""Checking one CommitLog entry and describing it for dispatch.
 
 Mirrors RocketMQ's ``DispatchRequest`` and ``CommitLog.checkMessageAndReturnSize``, which
 recovery and the reput service use to walk the commitlog: a valid message yields success and

@@ -1,19 +1,20 @@
-"""EpochEntry and EpochFileCache: which master epoch wrote which commitlog range (reference §1).
+"""EpochEntry and EpochFileCache: which master epoch wrote which commitlog range.
 
 Mirrors `remoting/.../protocol/EpochEntry.java` and `store/.../ha/autoswitch/EpochFileCache.java`.
 In controller mode every broker keeps, per master epoch, the commitlog offset at which that epoch
 started; a slave compares its cache with the master's in the handshake to find the last offset
-both agree on (`find_consistent_point`) and truncates everything after it (reference §2.4).
+both agree on (`find_consistent_point`) and truncates everything after it
+(`AutoSwitchHAClient.doTruncate`).
 
 The cache is persisted to `<storePathRootDir>/epochFileCheckpoint` in RocketMQ's exact format
-(`rmqlab.common.checkpoint_file`, reference §1.5). endOffset is not stored: on load each entry's
-end is the next entry's start and the last one is open (LONG_MAX).
+(`rmqlab.common.checkpoint_file`, RocketMQ's `CheckpointFile`). endOffset is not stored: on load
+each entry's end is the next entry's start and the last one is open (LONG_MAX).
 
 Decisions on RocketMQ's quirks (each is also commented where it is implemented):
-* Stale endOffset after a suffix truncation (§1.4, Appendix A item 1): FIXED - the new last
+* Stale endOffset after a suffix truncation (`doTruncateSuffix`): FIXED - the new last
   entry is reopened (endOffset LONG_MAX), which is what the Java code intends and what a
   restart would produce; the protocol never relies on the stale value.
-* An emptied cache is never written (§1.5, Appendix A item 2): FIXED - the files are removed, so
+* An emptied cache is never written (`CheckpointFile.write`): FIXED - the files are removed, so
   truncating to nothing survives a restart; RocketMQ reads the result the same way.
 * Both the file and its `.bak` unusable: RocketMQ starts with an empty cache; rmqlab raises
   CheckpointFileCorruptError (see CheckpointFile.read for why).
@@ -47,7 +48,7 @@ def _check_int(name: str, value: object, high: int) -> None:
 
 @dataclass
 class EpochEntry:
-    """One epoch: commitlog range [start_offset, end_offset) written by that master (reference §1.1).
+    """One epoch: commitlog range [start_offset, end_offset) written by that master.
 
     end_offset defaults to LONG_MAX ("open / current"). Equality compares all three fields.
     """
@@ -107,7 +108,7 @@ class EpochEntry:
 
 
 class EpochEntrySerializer:
-    """EpochFileCache.EpochEntrySerializer: one `epoch-startOffset` line per entry (reference §1.5)."""
+    """EpochFileCache.EpochEntrySerializer: one `epoch-startOffset` line per entry."""
 
     def to_line(self, entry: EpochEntry) -> str:
         return f"{entry.epoch}-{entry.start_offset}"
@@ -142,7 +143,7 @@ def _check_ascending(entries: list[EpochEntry]) -> None:
 
 
 class EpochFileCache:
-    """Epoch -> EpochEntry map, optionally persisted to a checkpoint file (reference §1.2-§1.5).
+    """Epoch -> EpochEntry map, optionally persisted to a checkpoint file.
 
     Without a path the cache lives only in memory (the scratch caches of the handshake). With a
     path it is loaded on construction and the file is rewritten on every mutation. Returned
@@ -175,7 +176,7 @@ class EpochFileCache:
     # ------------------------------------------------------------------ loading
 
     def init_cache_from_file(self) -> None:
-        """Replace the cache with the file's entries, falling back to `.bak` (reference §1.2, §1.5).
+        """Replace the cache with the file's entries, falling back to `.bak` (`initCacheFromFile`).
 
         Ends are recomputed (each = next start, last = LONG_MAX). Raises CheckpointFileCorruptError
         when neither file can supply the entries, leaving the cache unchanged - RocketMQ returns
@@ -188,7 +189,7 @@ class EpochFileCache:
             self._init_entries(self._checkpoint.read())
 
     def init_cache_from_entries(self, entries: Iterable[EpochEntry]) -> None:
-        """Replace the cache with copies of `entries` and rewrite the file (reference §1.2).
+        """Replace the cache with copies of `entries` and rewrite the file (`initCacheFromEntries`).
 
         Each entry's end becomes the next entry's start; the last keeps the end it carries.
         ValueError unless epochs and starts strictly increase (a deviation, see
@@ -216,7 +217,7 @@ class EpochFileCache:
     # ------------------------------------------------------------------ mutations
 
     def append_entry(self, entry: EpochEntry) -> bool:
-        """Append a new epoch (reference §1.2 item 1).
+        """Append a new epoch (`appendEntry`).
 
         Rejected - False, nothing changes - unless both epoch and start offset are strictly
         greater than the last entry's. On success the previous last entry ends at the new start,
@@ -238,7 +239,7 @@ class EpochFileCache:
 
     def set_last_epoch_entry_end_offset(self, end_offset: int) -> None:
         """Set the last entry's end to `end_offset` if last.start_offset <= end_offset, else do
-        nothing (reference §1.2 item 3). Memory only: the file does not store end offsets."""
+        nothing (`setLastEpochEntryEndOffset`). Memory only: the file does not store end offsets."""
         if not isinstance(end_offset, int) or isinstance(end_offset, bool) or end_offset > LONG_MAX:
             raise ValueError(f"set_last_epoch_entry_end_offset: {end_offset!r} is not a 64-bit offset")
         with self._lock:
@@ -246,20 +247,19 @@ class EpochFileCache:
                 self._entries[-1].end_offset = end_offset
 
     def truncate_suffix_by_epoch(self, truncate_epoch: int) -> None:
-        """Remove entries with epoch >= truncate_epoch; the new last entry is reopened (reference §1.4).
+        """Remove entries with epoch >= truncate_epoch; the new last entry is reopened
+        (`truncateSuffixByEpoch`).
 
-        Quirk "stale endOffset after suffix truncation" (Appendix A item 1): FIXED, see
-        `_do_truncate_suffix`.
+        Quirk "stale endOffset after suffix truncation": FIXED, see `_do_truncate_suffix`.
         """
         self._do_truncate_suffix(lambda entry: entry.epoch >= truncate_epoch)
 
     def truncate_suffix_by_offset(self, truncate_offset: int) -> None:
         """Remove entries with start_offset >= truncate_offset; the new last entry is reopened
-        (reference §1.4).
+        (`truncateSuffixByOffset`).
 
-        Quirk "stale endOffset after suffix truncation" (Appendix A item 1): FIXED, see
-        `_do_truncate_suffix`. Truncating everything removes the file (Appendix A item 2, FIXED,
-        see CheckpointFile.write).
+        Quirk "stale endOffset after suffix truncation": FIXED, see `_do_truncate_suffix`.
+        Truncating everything removes the file (FIXED, see CheckpointFile.write).
         """
         self._do_truncate_suffix(lambda entry: entry.start_offset >= truncate_offset)
 
@@ -267,7 +267,7 @@ class EpochFileCache:
         with self._lock:
             self._entries = [entry for entry in self._entries if not remove(entry)]
             if self._entries:
-                # Quirk fixed (Appendix A item 1): RocketMQ calls setEndOffset(Long.MAX_VALUE) on
+                # Quirk fixed: RocketMQ's doTruncateSuffix calls setEndOffset(Long.MAX_VALUE) on
                 # the copy lastEntry() returns, so the stored entry keeps the start of the first
                 # removed entry as its end until the next append or restart, and offsets past it
                 # belong to no epoch. The protocol never relies on that stale value (the handshake
@@ -278,7 +278,8 @@ class EpochFileCache:
             self._flush()
 
     def truncate_prefix_by_offset(self, truncate_offset: int) -> None:
-        """Remove entries with end_offset <= truncate_offset and rewrite the file (reference §1.4).
+        """Remove entries with end_offset <= truncate_offset and rewrite the file
+        (`truncatePrefixByOffset`).
 
         Called after expired commitlog files are deleted, with minPhyOffset - 1. The open last
         entry survives any offset below LONG_MAX; the first survivor keeps its start offset (as
@@ -308,22 +309,22 @@ class EpochFileCache:
             return len(self._entries)
 
     def first_entry(self) -> EpochEntry | None:
-        """Copy of the lowest-epoch entry, None when empty (reference §1.2)."""
+        """Copy of the lowest-epoch entry, None when empty."""
         with self._lock:
             return self._entries[0].copy() if self._entries else None
 
     def last_entry(self) -> EpochEntry | None:
-        """Copy of the highest-epoch entry, None when empty (reference §1.2)."""
+        """Copy of the highest-epoch entry, None when empty."""
         with self._lock:
             return self._entries[-1].copy() if self._entries else None
 
     def last_epoch(self) -> int:
-        """The highest epoch, -1 when empty (reference §1.2)."""
+        """The highest epoch, -1 when empty."""
         with self._lock:
             return self._entries[-1].epoch if self._entries else -1
 
     def get_entry(self, epoch: int) -> EpochEntry | None:
-        """Copy of the entry for `epoch`, None if absent (reference §1.2)."""
+        """Copy of the entry for `epoch`, None if absent."""
         with self._lock:
             i = bisect_left(self._entries, epoch, key=lambda e: e.epoch)
             if i < len(self._entries) and self._entries[i].epoch == epoch:
@@ -341,13 +342,13 @@ class EpochFileCache:
             return self._entries[i].copy() if i < len(self._entries) else None
 
     def get_all_entries(self) -> list[EpochEntry]:
-        """Copies of all entries, ascending epoch (reference §1.2)."""
+        """Copies of all entries, ascending epoch."""
         with self._lock:
             return [entry.copy() for entry in self._entries]
 
     def find_epoch_entry_by_offset(self, offset: int) -> EpochEntry | None:
         """Copy of the first entry (ascending epoch) with start_offset <= offset < end_offset,
-        None if none (reference §1.2)."""
+        None if none."""
         with self._lock:
             for entry in self._entries:
                 if entry.start_offset <= offset < entry.end_offset:
@@ -355,7 +356,8 @@ class EpochFileCache:
             return None
 
     def find_consistent_point(self, compare_cache: EpochFileCache) -> int:
-        """The offset up to which this cache and `compare_cache` agree, -1 if none (reference §1.3).
+        """The offset up to which this cache and `compare_cache` agree, -1 if none
+        (`findConsistentPoint`).
 
         Walk the local entries from the highest epoch down; the first epoch that `compare_cache`
         also has with the same start offset is the consistent epoch, and the result is the smaller

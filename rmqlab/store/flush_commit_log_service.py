@@ -1,6 +1,6 @@
 """Disk flush services of the CommitLog: FlushRealTimeService (ASYNC_FLUSH) and GroupCommitService (SYNC_FLUSH).
 
-Mirrors CommitLog.FlushRealTimeService / GroupCommitService (reference §3, "sync-wait details").
+Mirrors CommitLog.FlushRealTimeService / GroupCommitService (`store/.../CommitLog.java`).
 RocketMQ runs each in its own thread; here each is a step function (`do_flush`, `do_commit`) that a
 runtime calls on its timer or wake-up, so the simulator can freeze, delay or step them and the
 "written but not yet flushed" window is visible and controllable.

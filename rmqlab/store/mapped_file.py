@@ -1,6 +1,6 @@
 """MappedFile: one fixed-size, memory-mapped file of a CommitLog or ConsumeQueue.
 
-Mirrors org.apache.rocketmq.store.logfile.DefaultMappedFile (reference §7.1): the file is named by
+Mirrors org.apache.rocketmq.store.logfile.DefaultMappedFile: the file is named by
 the 20-digit offset of its first byte, pre-allocated to its full size (sparse here), written through
 an `mmap` (so a process crash keeps what was written: the OS page cache survives) and made durable
 by `flush` (msync). `wrote_position` is how far data was appended; `flushed_position` how far it is

@@ -1,4 +1,4 @@
-"""Encoding a message into its CommitLog bytes (reference §7.1; RocketMQ ``MessageExtEncoder``).
+"""Encoding a message into its CommitLog bytes (RocketMQ ``MessageExtEncoder``).
 
 Java encodes in two steps: ``MessageExtEncoder.encode`` fills a buffer with QUEUEOFFSET and
 PHYSICALOFFSET still zero, then ``CommitLog.DefaultAppendMessageCallback.doAppend`` patches
@@ -60,7 +60,7 @@ class MessageEncodeError(MessageFormatError):
 
 def calc_msg_length(sys_flag: int, body_length: int, topic_length: int, properties_length: int,
                     version: MessageVersion = MessageVersion.MESSAGE_VERSION_V1) -> int:
-    """``MessageExtEncoder.calMsgLength``: the stored size of a message (reference §7.1).
+    """``MessageExtEncoder.calMsgLength``: the stored size of a message.
 
     91 + body + topic + properties for IPv4 hosts and V1; each IPv6 host adds 12, V2 adds 1.
     Negative body/properties lengths count as 0, as Java's ``Math.max(len, 0)`` does (which is
@@ -108,7 +108,7 @@ def _utf8(text: str, what: str) -> bytes:
 
 
 class MessageExtEncoder:
-    """``MessageExtEncoder``: builds the bytes of one stored message (reference §7.1).
+    """``MessageExtEncoder``: builds the bytes of one stored message.
 
     ``max_message_size`` is MessageStoreConfig.maxMessageSize: the largest BODY accepted; the
     whole message may exceed it by up to 64 KiB, as in Java.
@@ -130,7 +130,7 @@ class MessageExtEncoder:
 
     def encode(self, msg: MessageExtBrokerInner, *, queue_offset: int, physical_offset: int) -> bytes:
         """The stored bytes of ``msg`` at ``physical_offset`` with ``queue_offset``, fields in
-        the order of reference §7.1, big-endian.
+        the order ``MessageExtEncoder`` writes them, big-endian.
 
         As CommitLog.asyncPutMessage does before encoding: BODYCRC is ``crc32(body)`` (``msg.
         body_crc`` is not consulted), the version follows the topic length, and SYSFLAG gets

@@ -1,8 +1,8 @@
 """Results of appending to the CommitLog (PutMessageStatus, AppendMessageResult, PutMessageResult).
 
 Mirrors org.apache.rocketmq.store.{PutMessageStatus, AppendMessageStatus, AppendMessageResult,
-PutMessageResult}; reference §3 lists PutMessageStatus in ordinal order and the send-response
-mapping the broker applies to it.
+PutMessageResult}. PutMessageStatus keeps Java's ordinal order; the broker maps it to send-response
+codes in ``SendMessageProcessor.handlePutMessageResult``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ class PutMessageStatus(enum.Enum):
     WHEEL_TIMER_NOT_ENABLE = 15
 
     def is_stored(self) -> bool:
-        """The message is in the commitlog: OK, or only a flush/replication wait failed (ref §3)."""
+        """The message is in the commitlog: OK, or only a flush/replication wait failed
+        (``SendMessageProcessor.handlePutMessageResult`` sets sendOK for exactly these)."""
         return self in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
                         PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE)
 

@@ -1,4 +1,4 @@
-"""StoreCheckpoint: `<root>/checkpoint`, one OS page of longs (reference §7.3).
+"""StoreCheckpoint: `<root>/checkpoint`, one OS page of longs (``StoreCheckpoint.java``).
 
 Byte 0 physicMsgTimestamp (store time of the last *flushed* commitlog message), 8
 logicsMsgTimestamp (of the last flushed consume-queue unit), 16 indexMsgTimestamp, 24

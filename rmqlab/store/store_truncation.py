@@ -1,8 +1,8 @@
-"""Cutting a running store back to an offset: what controller-mode HA needs (reference §2.4, §2.13).
+"""Cutting a running store back to an offset: what controller-mode HA needs.
 
 Mirrors DefaultMessageStore.truncateFiles / isOffsetAligned / truncateDirtyFiles and
-AutoSwitchHAService.truncateInvalidMsg, as functions on a loaded DefaultMessageStore (they live
-here rather than on the store class so the store's own files stay untouched; see the HA report).
+AutoSwitchHAService.truncateInvalidMsg, as functions on a loaded DefaultMessageStore rather than
+methods of those classes, so all the cutting controller-mode HA does is in one module.
 
 A cut keeps the commitlog and every consume queue consistent: units pointing at or beyond the cut
 go first, then the commitlog is cut (whole files beyond it destroyed, the cut bytes zeroed, see
@@ -58,7 +58,7 @@ def truncate_files(store, offset: int) -> bool:
 
 
 def truncate_invalid_msg(store) -> int:
-    """AutoSwitchHAService.truncateInvalidMsg: cut a torn tail past the dispatcher (reference §2.13).
+    """AutoSwitchHAService.truncateInvalidMsg: cut a torn tail past the dispatcher.
 
     Walks from the dispatcher's position over whole records (no CRC check), a BLANK jumping to the
     next file, and cuts where the walk stops. Returns that offset, or -1 when the dispatcher is not
