@@ -1,4 +1,4 @@
-"""Lab 01 (deployment modes): the comparison's numbers tell seed 000's story, the figures draw the
+"""Lab 01 (deployment modes): the comparison's numbers tell the deployment guide's story, the figures draw the
 right things from a trace, and the same seed gives the same table.
 
 One seeded comparison of every mode (two worker processes) is shared by the module; the figure
@@ -30,7 +30,7 @@ def result(runs, mode: str) -> mc.ModeResult:
     return runs[mode].result
 
 
-# --- the comparison: seed 000's pros and cons, measured --------------------------------------------------
+# --- the comparison: the deployment guide's pros and cons, measured --------------------------------------------------
 def test_single_master_is_unavailable_while_it_is_down(runs):
     r = result(runs, "single-master")
     assert r.sends_during_outage > 0 and r.acked_during_outage == 0
@@ -97,9 +97,10 @@ def test_the_claims_table_marks_what_a_machine_crash_contradicts(runs):
     table = mc.claims({m: run.result for m, run in runs.items()})
     assert {c.mode for c in table} == set(mc.MODES)
     failing = [(c.mode, c.quote) for c in table if not c.holds]
-    # Sync double write loses nothing, but a silent machine delays its messages by the name
-    # server's 120 s expiry: "消息无延迟" does not hold for a power loss.
-    assert failing == [("2m-2s-sync", "数据与服务都无单点故障,Master宕机情况下,消息无延迟")]
+    # 「消息无延迟」 is about replication lag, and sync double write has none: it holds. 「大约低10%」 does
+    # not: on the simulator a send costs little but its hops, so the slave's round trip doubles it.
+    assert failing == [("2m-2s-sync", "性能比异步复制模式略低(大约低10%左右),发送单个消息的RT会略高")]
+    assert all(c.criterion for c in table), [c.quote for c in table if not c.criterion]
     html = mc.claims_html(table) + mc.results_html([run.result for run in runs.values()])
     assert html.count("<tr>") == len(table) + 1 + len(runs) + 1 and html.count("✘ no") == 1
 
