@@ -29,7 +29,7 @@ MAX_BYTES = 1024 * 1024  # each notebook under 1 MiB: it is committed with its o
 PUBLIC_SOURCE = re.compile(r"https://rocketmq\.apache\.org/\S+|https://github\.com/apache/rocketmq\S*")
 # Pointers a student cannot follow: files outside the repository (the course's source texts and
 # notes), and the issue tracker's section numbers.
-PRIVATE_POINTER = re.compile(r"\b00[0-4]_[0-9a-f]{16}\.txt\b|shared/|reference/|reference §|Appendix A|"
+PRIVATE_POINTER = re.compile(r"\b00[0-4]_[0-9a-f]{16}\.txt\b|shared/|reference/|reference\s§|Appendix\sA\b|"
                              r"\bissue \d+|\bseeds?\b \d{3}|\bseeds? 00[0-4]\b", re.IGNORECASE)
 LAB_TIMEOUT_S = 600      # one cell; the labs' own budget (60 s a notebook) is a benchmark, not a limit here
 
