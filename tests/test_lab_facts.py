@@ -296,3 +296,13 @@ def test_no_long_helper_cells_are_shown_to_students(path):
     for c in cells(path):
         if c.cell_type == "code":
             assert len(c.source.splitlines()) <= 60, (path.name, c.source[:80])
+
+
+def test_lab01_schedule_in_prose_is_the_one_it_prints():
+    printed = text_of(code_cell(LAB01, "print(f\"modes:"))
+    every, crash, down, reader = re.search(r"one send every (\d+) ms, \d+ sends; crash (\d+) s into the workload; "
+                                           r"down (\d+) s; new reader (\d+) s after the crash", printed).groups()
+    schedule = flat(next(s for s in markdown(LAB01) if "## 1. The experiment" in s))
+    assert f"one message every {every} ms" in schedule and f"*i* × {every} ms" in schedule
+    assert f"**crash**: {crash} s in" in schedule and f"stays down {down} s" in schedule
+    assert f"**reader**: {reader} s after the crash" in schedule
