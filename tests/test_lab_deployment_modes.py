@@ -105,6 +105,26 @@ def test_the_claims_table_marks_what_a_machine_crash_contradicts(runs):
     assert html.count("<tr>") == len(table) + 1 + len(runs) + 1 and html.count("✘ no") == 1
 
 
+def test_the_restart_hazard_is_read_from_the_trace(runs):
+    """A classic master that lost its unflushed tail restarts behind its slave (both replication
+    modes); under async replication it takes writes at once, at offsets its slave holds with other
+    messages. Under sync double write what it does depends on how it treats the slave's report."""
+    from rmqlab.lab.deployment_facts import restart_hazard
+
+    for mode in ("2m-2s-async", "2m-2s-sync"):
+        run = runs[mode]
+        h = restart_hazard(run.events, run.restart_at_ms, mc.TOPIC)
+        assert h.master_end is not None and h.slave_end is not None and h.behind == h.slave_end - h.master_end > 0
+        assert h.sends_after_restart > 0
+        acked = sum(r["outcome"] == "acknowledged" and r["broker_set"] == "broker-a"
+                    and r["time_s"] * 1000 >= run.restart_at_ms for r in send_rows(run.events, mc.TOPIC))
+        assert h.acked_after_restart == acked
+    assert restart_hazard(runs["2m-2s-async"].events, runs["2m-2s-async"].restart_at_ms, mc.TOPIC).acked_after_restart > 0
+    # single-master has no slave: nothing to be behind.
+    single = runs["single-master"]
+    assert restart_hazard(single.events, single.restart_at_ms, mc.TOPIC, slave="none").behind == 0
+
+
 def test_same_seed_same_table_and_trace_in_or_out_of_a_worker(runs):
     again = mc.simulate_mode("single-master", SEED)
     assert again.result == runs["single-master"].result
