@@ -1,5 +1,5 @@
-"""The instructor dashboard's Spark aggregations (issue 8 §5, rmqlab.grading.dashboard) on a small
-gradebook directory written here in the documented format (issue 8 §4), with every count known."""
+"""The instructor dashboard's Spark aggregations (rmqlab.grading.dashboard) on a small gradebook
+directory written here in the documented format (docs of `rmqlab grade`), with every count known."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def write_gradebook(path, results=RESULTS, gradebook=GRADEBOOK, findings=FINDING
 
 @pytest.fixture(scope="module")
 def spark():
-    # One session for the module (platform-notes §2.5: the first costs ~5 s, later ones ~0.1 s).
+    # One session for the module: the first costs seconds, later ones a fraction of one.
     s = dashboard.spark_session("rmqlab-test-dashboard")
     yield s
 
@@ -222,8 +222,8 @@ def test_table_is_plain_and_stable():
 
 def test_committed_dashboard_notebook_is_in_its_committed_form():
     """Like the labs (tests/test_lab_infra.py, which globs labs/*.ipynb only): under 1 MiB, no widget
-    state, a parameters cell with seed and grading, objectives, a seed link; and it reads the
-    committed sample gradebook by default."""
+    state, a parameters cell with seed and grading, objectives, a link to a public source; and it
+    reads the committed sample gradebook by default."""
     import nbformat
 
     from rmqlab.lab.notebooks import problems
@@ -234,3 +234,19 @@ def test_committed_dashboard_notebook_is_in_its_committed_form():
     assert 'gradebook_dir = "datasets/sample-grading"' in params.source
     for name in dashboard.GRADEBOOK_FILES + ("run.json",):
         assert os.path.isfile(os.path.join(dashboard.repo_path("datasets/sample-grading"), name)), name
+
+
+def test_the_dashboard_cites_each_property_where_the_source_states_it():
+    """allAckInSyncStateSet's guarantee is stated where the parameter is defined: the controller-mode
+    deployment guide's 「Broker 部署」 (and RIP-44's "A solution without losing messages") — not the
+    design document's 「基本概念与流程」, which does not mention it."""
+    import re
+
+    import nbformat
+
+    path = os.path.join(dashboard.REPO_ROOT, "labs", "instructor", "class-dashboard.ipynb")
+    intro = re.sub(r"\s+", " ", nbformat.read(path, as_version=4).cells[0].source)
+    cited = intro[intro.index("no acknowledged loss under `allAckInSyncStateSet`"):]
+    cited = cited[:cited.index("; the classic")]
+    assert "03autoswitchdeploy" in cited and "「Broker 部署」" in cited
+    assert "基本概念与流程" not in cited

@@ -1,4 +1,4 @@
-"""Lab 02 (the Raft controller, issue 7): the `controller.event` trace kind, the figures and tables
+"""Lab 02 (the Raft controller): the `controller.event` trace kind, the figures and tables
 of rmqlab.viz.controller built from a trace, their determinism, and the notebook's exercise check
 (with the reference solution, which lives here and never in labs/).
 
@@ -341,7 +341,7 @@ def test_redraw_leaves_the_widget_equal_to_the_figure(run):
 
 
 def triggers_run(seed: int, root_dir: Path) -> list[TraceEvent]:
-    """Seed 003's triggers one after the other (lab 02 section 5): start-up (b.ii), the master killed
+    """The Raft article's election triggers one after the other (lab 02 section 5): start-up (b.ii), the master killed
     (a.i), mqadmin electMaster (c), the master and the controller leader killed together (a.ii), the
     slaves cut off from the controllers before the master dies (a.i finds nobody, then b.i)."""
     from rmqlab.client import ClientProcess, DefaultMQAdminExt

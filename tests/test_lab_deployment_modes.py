@@ -1,4 +1,4 @@
-"""Lab 01 (deployment modes): the comparison's numbers tell seed 000's story, the figures draw the
+"""Lab 01 (deployment modes): the comparison's numbers tell the deployment guide's story, the figures draw the
 right things from a trace, and the same seed gives the same table.
 
 One seeded comparison of every mode (two worker processes) is shared by the module; the figure
@@ -30,7 +30,7 @@ def result(runs, mode: str) -> mc.ModeResult:
     return runs[mode].result
 
 
-# --- the comparison: seed 000's pros and cons, measured --------------------------------------------------
+# --- the comparison: the deployment guide's pros and cons, measured --------------------------------------------------
 def test_single_master_is_unavailable_while_it_is_down(runs):
     r = result(runs, "single-master")
     assert r.sends_during_outage > 0 and r.acked_during_outage == 0
@@ -97,11 +97,32 @@ def test_the_claims_table_marks_what_a_machine_crash_contradicts(runs):
     table = mc.claims({m: run.result for m, run in runs.items()})
     assert {c.mode for c in table} == set(mc.MODES)
     failing = [(c.mode, c.quote) for c in table if not c.holds]
-    # Sync double write loses nothing, but a silent machine delays its messages by the name
-    # server's 120 s expiry: "消息无延迟" does not hold for a power loss.
-    assert failing == [("2m-2s-sync", "数据与服务都无单点故障,Master宕机情况下,消息无延迟")]
+    # 「消息无延迟」 is about replication lag, and sync double write has none: it holds. 「大约低10%」 does
+    # not: on the simulator a send costs little but its hops, so the slave's round trip doubles it.
+    assert failing == [("2m-2s-sync", "性能比异步复制模式略低(大约低10%左右),发送单个消息的RT会略高")]
+    assert all(c.criterion for c in table), [c.quote for c in table if not c.criterion]
     html = mc.claims_html(table) + mc.results_html([run.result for run in runs.values()])
     assert html.count("<tr>") == len(table) + 1 + len(runs) + 1 and html.count("✘ no") == 1
+
+
+def test_the_restart_hazard_is_read_from_the_trace(runs):
+    """A classic master that lost its unflushed tail restarts behind its slave (both replication
+    modes); under async replication it takes writes at once, at offsets its slave holds with other
+    messages. Under sync double write what it does depends on how it treats the slave's report."""
+    from rmqlab.lab.deployment_facts import restart_hazard
+
+    for mode in ("2m-2s-async", "2m-2s-sync"):
+        run = runs[mode]
+        h = restart_hazard(run.events, run.restart_at_ms, mc.TOPIC)
+        assert h.master_end is not None and h.slave_end is not None and h.behind == h.slave_end - h.master_end > 0
+        assert h.sends_after_restart > 0
+        acked = sum(r["outcome"] == "acknowledged" and r["broker_set"] == "broker-a"
+                    and r["time_s"] * 1000 >= run.restart_at_ms for r in send_rows(run.events, mc.TOPIC))
+        assert h.acked_after_restart == acked
+    assert restart_hazard(runs["2m-2s-async"].events, runs["2m-2s-async"].restart_at_ms, mc.TOPIC).acked_after_restart > 0
+    # single-master has no slave: nothing to be behind.
+    single = runs["single-master"]
+    assert restart_hazard(single.events, single.restart_at_ms, mc.TOPIC, slave="none").behind == 0
 
 
 def test_same_seed_same_table_and_trace_in_or_out_of_a_worker(runs):

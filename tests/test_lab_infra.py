@@ -13,7 +13,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from rmqlab.lab import launcher
-from rmqlab.lab.notebooks import WIDGET_VIEW, problems, strip
+from rmqlab.lab.notebooks import PRIVATE_POINTER, WIDGET_VIEW, problems, strip
 from rmqlab.trace.event import TraceEvent
 from rmqlab.viz.trace_views import describe_state, node_states
 
@@ -28,7 +28,8 @@ def test_there_are_four_labs():
 
 @pytest.mark.parametrize("path", LABS, ids=os.path.basename)
 def test_committed_lab_is_in_its_committed_form(path):
-    """Under 1 MiB, no widget state, a parameters cell with seed and grading, objectives, a seed link."""
+    """Under 1 MiB, no widget state, a parameters cell with seed and grading, objectives, a link to a
+    public source, and no pointer a student cannot follow."""
     assert problems(path) == []
 
 
@@ -38,7 +39,8 @@ def _lab_notebook() -> nbformat.NotebookNode:
     text = new_output("stream", name="stdout", text="hello\n")
     more = new_output("stream", name="stdout", text="world\n")
     nb = new_notebook(cells=[
-        new_markdown_cell("# Lab\n\n## Learning objectives\n\nSeed `000_b706e6b38166b767.txt`, heading 「部署方式」."),
+        new_markdown_cell("# Lab\n\n## Learning objectives\n\nThe deployment guide "
+                          "(https://rocketmq.apache.org/zh/docs/deploymentOperations/01deploy), heading 「部署方式」."),
         new_code_cell("seed = 7\ngrading = False", metadata={"tags": ["parameters"]}),
         new_code_cell("w", outputs=[widget, text, more], metadata={"execution": {"iopub.status.busy": "2026"}}),
     ])
@@ -67,7 +69,20 @@ def test_problems_name_what_is_missing(tmp_path):
     nbformat.write(strip(nb), path)
     assert problems(str(path)) == ["the parameters cell does not set 'grading'",
                                    "the first cell is not markdown with 'Learning objectives'",
-                                   "no link to a seed passage (by seed file name and heading)"]
+                                   "no link to a public source (RocketMQ's docs site or repository)"]
+
+
+# Built from parts, so that this file itself points nowhere.
+@pytest.mark.parametrize("pointer", ["seed `000_" + "b706e6b38166b767.txt`", "the seeds in shared" + "/seeds/",
+                                     "reference " + "§2.7", "reference Appendix" + " A item 3",
+                                     "as issue" + " 8 §4 asks", "seed" + " 003's triggers"])
+def test_problems_name_a_pointer_a_student_cannot_follow(tmp_path, pointer):
+    nb = _lab_notebook()
+    nb.cells.append(new_markdown_cell(f"See {pointer}."))
+    path = tmp_path / "lab.ipynb"
+    nbformat.write(strip(nb), path)
+    assert problems(str(path)) == [f"cell 3 points to {PRIVATE_POINTER.search(pointer).group(0)!r}, "
+                                   "which a student cannot open"]
 
 
 def _event(seq, node, kind, **fields):

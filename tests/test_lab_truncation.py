@@ -33,7 +33,7 @@ def _close_clusters():
 
 # --- the reference solution and wrong ones ------------------------------------------------------------
 def reference(local, local_max, master, master_max):
-    """findConsistentPoint on the scratch caches doTruncate builds (reference §1.3, §2.4)."""
+    """findConsistentPoint on the scratch caches AutoSwitchHAClient.doTruncate builds (EpochFileCache.findConsistentPoint)."""
     def ends(entries, log_end):
         out = {}
         for i, (epoch, start) in enumerate(entries):

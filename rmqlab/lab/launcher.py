@@ -1,4 +1,4 @@
-"""`rmqlab lab`: JupyterLab on the labs/ folder of this checkout (issue 7 §3).
+"""`rmqlab lab`: JupyterLab on the labs/ folder of this checkout.
 
 It replaces itself with `python -m jupyterlab` (this interpreter, so the kernels see the installed
 rmqlab), serving on 127.0.0.1 unless told otherwise: a lab runs simulated clusters and, in its

@@ -1,4 +1,4 @@
-"""Execute the lab notebooks headless and store them the way they are committed (issue 7 §4).
+"""Execute the lab notebooks headless and store them the way they are committed.
 
     python -m rmqlab.lab.notebooks execute labs/01-deployment-modes.ipynb ...   # run, strip, save in place
     python -m rmqlab.lab.notebooks strip labs/*.ipynb                            # strip only
@@ -6,7 +6,7 @@
 
 A committed notebook keeps its outputs (nbval compares the cells tagged `nbval-check-output`
 against them) but no widget state: nbclient stores every widget model in `metadata.widgets`, and a
-plotly FigureWidget's model carries the whole plotly.js bundle (5 MB, platform-notes §5). A
+plotly FigureWidget's model carries the whole plotly.js bundle (about 5 MB). A
 widget's output is only a reference to that state, useless without it, so it goes too; a student
 sees the widget when the cell runs. Execution timestamps are not recorded, so re-running an
 unchanged notebook gives the same file.
@@ -23,8 +23,14 @@ import time
 import nbformat
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-MAX_BYTES = 1024 * 1024  # issue 7 §4: each notebook under 1 MiB
-SEED_FILE = re.compile(r"\b00[0-4]_[0-9a-f]{16}\.txt\b")  # a seed's file name: the notebooks link passages by it
+MAX_BYTES = 1024 * 1024  # each notebook under 1 MiB: it is committed with its outputs
+# What a student can open: RocketMQ's documentation site, its repository (source, docs, wiki), or a
+# published article named by title. A lab cites its facts by one of these, with the heading.
+PUBLIC_SOURCE = re.compile(r"https://rocketmq\.apache\.org/\S+|https://github\.com/apache/rocketmq\S*")
+# Pointers a student cannot follow: files outside the repository (the course's source texts and
+# notes), and the issue tracker's section numbers.
+PRIVATE_POINTER = re.compile(r"\b00[0-4]_[0-9a-f]{16}\.txt\b|shared/|reference/|reference\s§|Appendix\sA\b|"
+                             r"\bissue \d+|\bseeds?\b \d{3}|\bseeds? 00[0-4]\b", re.IGNORECASE)
 LAB_TIMEOUT_S = 600      # one cell; the labs' own budget (60 s a notebook) is a benchmark, not a limit here
 
 
@@ -51,7 +57,8 @@ def strip(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def problems(path: str) -> list[str]:
     """What keeps `path` from being a committable lab notebook: too big, widget state, no
-    parameters cell with `seed` and `grading`, no learning objectives, no seed link."""
+    parameters cell with `seed` and `grading`, no learning objectives, no link to a public source, or
+    a pointer to something outside the repository."""
     out = []
     size = os.path.getsize(path)
     if size > MAX_BYTES:
@@ -72,8 +79,18 @@ def problems(path: str) -> list[str]:
     first = nb.cells[0] if nb.cells else None
     if first is None or first.cell_type != "markdown" or "learning objectives" not in first.source.lower():
         out.append("the first cell is not markdown with 'Learning objectives'")
-    if not any(c.cell_type == "markdown" and SEED_FILE.search(c.source) for c in nb.cells):
-        out.append("no link to a seed passage (by seed file name and heading)")
+    if not any(c.cell_type == "markdown" and PUBLIC_SOURCE.search(c.source) for c in nb.cells):
+        out.append("no link to a public source (RocketMQ's docs site or repository)")
+    for i, cell in enumerate(nb.cells):
+        # Outputs count where nbval compares them: the others depend on the machine (paths, pids).
+        shown = cell.get("outputs", []) if "nbval-check-output" in cell.metadata.get("tags", []) else []
+        texts = [cell.source] + [o.get("text", "") for o in shown] \
+            + [o.get("data", {}).get(k, "") for o in shown for k in ("text/plain", "text/html", "text/markdown")]
+        for text in texts:
+            found = PRIVATE_POINTER.search(text if isinstance(text, str) else "".join(text))
+            if found:
+                out.append(f"cell {i} points to {found.group(0)!r}, which a student cannot open")
+                break
     return out
 
 

@@ -1,4 +1,4 @@
-"""rmqlab.lab.exercises: the labs' exercises (issue 8 §3) — their examples as data, the checkers
+"""rmqlab.lab.exercises: the labs' exercises — their examples as data, the checkers
 that run a student's function on them safely (a sandboxed child process with a time limit), and
 the hooks that swap a student's function into the simulator for grading.
 

@@ -1,5 +1,6 @@
-"""Lab 02's exercise: which replica the controller elects (issue 8 §3; seed 002 "Elect Master",
-seed 000 「Master 选举」, reference §4.4 DefaultElectPolicy).
+"""Lab 02's exercise: which replica the controller elects (the controller design document
+`docs/en/controller/design.md` "Elect Master", `docs/cn/controller/design.md` 「Master 选举」; RocketMQ's
+`controller/.../elect/impl/DefaultElectPolicy`).
 
 The student writes
 
@@ -40,7 +41,7 @@ from rmqlab.lab.exercises.registry import Example, Exercise
 
 
 def reference(candidates, old_master, prefer_broker_id):
-    """DefaultElectPolicy's choice among `candidates` (reference §4.4 steps 2-6)."""
+    """DefaultElectPolicy's choice among `candidates` (`DefaultElectPolicy.elect`)."""
     ids = [c[0] for c in candidates]
     if not ids:
         return None
@@ -75,8 +76,8 @@ def _describe(args) -> str:
     return f"candidates [{shown}], old master {old_master}, preferred {prefer}"
 
 
-_SEED = "seed 002 \"Elect Master\" / seed 000 「Master 选举」"
-_REF = "reference §4.4 DefaultElectPolicy"
+_SEED = "controller design document (docs/en/controller/design.md) \"Elect Master\" / 「Master 选举」"
+_REF = "RocketMQ's DefaultElectPolicy (controller/src/main/java/org/apache/rocketmq/controller/elect/impl)"
 
 
 def _ex(name, candidates, old_master, prefer, expected, hint, source=_REF) -> Example:
@@ -106,7 +107,8 @@ PUBLIC_EXAMPLES: tuple[Example, ...] = (
     _ex("the old master is the preferred one", [[1, [2, 1000, 0]], [2, [2, 2000, 0]]], 1, 1, 1,
         "Preferring the old master keeps it.", _REF),
     _ex("no live info for one candidate", [[2, None], [3, [1, 10, 9]]], 1, None, 3,
-        "A candidate the controller has no heartbeat for ranks after every candidate with one.", _REF),
+        "A candidate the controller has no heartbeat for ranks after every candidate with one (rmqlab's rule: "
+        "RocketMQ's comparator would throw on it).", _REF),
     _ex("no live info at all", [[3, None], [5, None]], None, None, 3,
         "Without live info every candidate ties: the lowest id.", _REF),
     _ex("the old master is gone, first election ever", [[1, [0, 0, 0]], [2, [0, 0, 0]], [3, [0, 0, 0]]], None,

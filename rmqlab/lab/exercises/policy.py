@@ -1,4 +1,4 @@
-"""The sandbox policy a child process running a student's function installs on itself (issue 8 §4:
+"""The sandbox policy a child process running a student's function installs on itself (grading's rule:
 "each in its own subprocess with a time limit and a memory limit, no network, in a scratch
 directory from which the hidden workloads and other submissions cannot be read").
 

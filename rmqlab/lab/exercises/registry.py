@@ -1,4 +1,4 @@
-"""The exercise registry (issue 8 §3): what an exercise is, how its public examples are checked, and
+"""The exercise registry: what an exercise is, how its public examples are checked, and
 how a student's function is swapped into the simulator for grading.
 
     from rmqlab.lab.exercises import EXERCISES
@@ -34,7 +34,7 @@ BUDGET_S = 10.0       # all examples together, so an endless loop costs seconds,
 @dataclass(frozen=True)
 class Example:
     """One public (or hidden) case: the JSON arguments, the expected answer, a hint shown when it
-    fails, and where the case comes from (a seed passage or RocketMQ's tests)."""
+    fails, and where the case comes from (a passage of RocketMQ's documentation or its tests)."""
 
     name: str
     args: tuple

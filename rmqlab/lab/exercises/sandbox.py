@@ -1,4 +1,4 @@
-"""A student's function served from a sandboxed child process (issue 8 §3 public checks, §4 grading).
+"""A student's function served from a sandboxed child process (the notebooks' public checks, and grading).
 
     with SandboxedFunction(truncation_point, "truncation_point") as fn:      # a callable (notebook)
         fn([[1, 0]], 1000, [[1, 0], [2, 900]], 1200)                      # -> 900

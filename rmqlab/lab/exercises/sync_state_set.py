@@ -1,5 +1,6 @@
-"""Lab 03's exercise: the master's SyncStateSet shrink-or-expand decision (issue 8 §3; seed 002
-"SyncStateSet change" (Shrink, Expand), seed 000 「SyncStateSet 变更」, reference §2.8).
+"""Lab 03's exercise: the master's SyncStateSet shrink-or-expand decision (the controller design
+document, "SyncStateSet change" (Shrink, Expand) / 「SyncStateSet 变更」; RocketMQ's
+`AutoSwitchHAService.maybeShrinkSyncStateSet` and `maybeExpandInSyncStateSet`).
 
 The student writes one function that says which SyncStateSet the master wants now:
 
@@ -51,7 +52,8 @@ from rmqlab.lab.exercises.registry import Example, Exercise
 
 
 def reference(sync_state_set, master_id, slaves, confirm_offset, epoch_start_offset, now_ms, max_not_catchup_ms):
-    """The SyncStateSet RocketMQ's master wants (reference §2.8: shrink steps 2-3, expand step 3)."""
+    """The SyncStateSet RocketMQ's master wants (`AutoSwitchHAService`: shrink in
+    maybeShrinkSyncStateSet, expand in maybeExpandInSyncStateSet)."""
     members = set(sync_state_set)
     caught_up = {s: last for s, _, last in slaves if last is not None}
     result = set()
@@ -87,8 +89,8 @@ def _describe(args) -> str:
             f"now {now}, max not-caught-up {max_ms}")
 
 
-_SEED = "seed 002 \"SyncStateSet change\" / seed 000 「SyncStateSet 变更」"
-_REF = "reference §2.8 SyncStateSet maintenance"
+_SEED = "controller design document (docs/en/controller/design.md) \"SyncStateSet change\" / 「SyncStateSet 变更」"
+_REF = "RocketMQ's AutoSwitchHAService (store/src/main/java/org/apache/rocketmq/store/ha/autoswitch)"
 _MAX = 15_000
 
 

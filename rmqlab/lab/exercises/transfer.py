@@ -1,6 +1,6 @@
 """Lab 01's exercise: the classic sync-replication wait — may a SYNC_MASTER answer this write yet?
-(issue 8 §3; seed 000 「多节点(集群)多副本模式-同步双写」, seed 004 "同步复制和异步复制",
-reference §2.10 and §3 GroupTransferService).
+(the deployment guide 「多节点(集群)多副本模式-同步双写」, the article 「RocketMQ原理解析-HA」
+"同步复制和异步复制"; RocketMQ's `store/.../ha/GroupTransferService`).
 
 The student writes
 
@@ -42,7 +42,7 @@ ALL_ACK_IN_SYNC_STATE_SET = -1
 
 
 def reference(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset) -> bool:
-    """GroupTransferService's transferOK (reference §2.10, §3)."""
+    """GroupTransferService's transferOK (`GroupTransferService.doWaitTransfer`)."""
     if ack_nums != ALL_ACK_IN_SYNC_STATE_SET and ack_nums <= 1:
         return push2slave_max_offset >= next_offset
     acks = 1  # the master
@@ -65,8 +65,9 @@ def _describe(args) -> str:
     return f"next offset {next_offset}, ack nums {ack_nums}, slave acks {acks}, push2SlaveMaxOffset {push2}"
 
 
-_SEED = "seed 000 「同步双写」 / seed 004 \"同步复制和异步复制\""
-_REF = "reference §2.10 GroupTransferService"
+_SEED = ("deployment guide (rocketmq.apache.org/zh/docs/deploymentOperations/01deploy) 「同步双写」 / "
+         "「RocketMQ原理解析-HA」 \"同步复制和异步复制\"")
+_REF = "RocketMQ's GroupTransferService (store/src/main/java/org/apache/rocketmq/store/ha)"
 
 
 def _ex(name, next_offset, ack_nums, acks, push2, expected, hint, source=_REF) -> Example:

@@ -1,5 +1,5 @@
-"""Lab 04's exercise: where a returning slave cuts its log (seed 000 「截断算法」, seed 002 "Truncation
-algorithm", reference §1.3 findConsistentPoint and §2.4 doTruncate).
+"""Lab 04's exercise: where a returning slave cuts its log (the controller design document 「截断算法」 /
+"Truncation algorithm"; RocketMQ's `EpochFileCache.findConsistentPoint` and `AutoSwitchHAClient.doTruncate`).
 
 The student writes
 
@@ -20,7 +20,7 @@ example in a sandboxed forked child (sandbox.py) with a time limit, so a student
 return type, endless loop, sys.exit or memory bomb becomes a line in the report, never a hung or
 dead kernel. Linux and macOS only (os.fork).
 
-The registry's `EXERCISE` (issue 8 §3) takes the same function on JSON arguments (epoch files as
+The registry's `EXERCISE` takes the same function on JSON arguments (epoch files as
 [[epoch, start], ...]; the notebook's function sees EpochStart tuples, as before) and its hook
 (`EXERCISE.install`) asks the function where doTruncate cuts: the slave's handshake decision
 (rmqlab.ha.autoswitch.auto_switch_ha_client calls do_truncate, which asks
@@ -94,10 +94,10 @@ def _ex(name: str, local: list[tuple[int, int]], local_max: int, master: list[tu
                    master_max, expected, hint, source)
 
 
-_SEED = "seed 000 「截断算法」 / seed 002 \"Truncation algorithm\""
-_REF = "reference §1.3 (RocketMQ's EpochFileCacheTest)"
-# Seed 000's six "truncation example analysis" cases come without their diagrams (reference §1.7:
-# the images were never committed), so the cases below that follow them are rebuilt from the prose.
+_SEED = "controller design document (docs/en/controller/design.md) 「截断算法」 / \"Truncation algorithm\""
+_REF = "RocketMQ's EpochFileCacheTest (store/src/test/java/org/apache/rocketmq/store/ha/autoswitch)"
+# RIP-44's six "truncation example analysis" cases come without their diagrams (the images were
+# never committed), so the cases below that follow them are rebuilt from the prose.
 PUBLIC_EXAMPLES: tuple[Example, ...] = (
     _ex("in step", [(1, 0)], 1000, [(1, 0)], 1000, 1000,
         "Same epoch, same start, same end: nothing to cut, the point is the end of the shared epoch.", _SEED),
@@ -154,8 +154,8 @@ def load_examples(path: str) -> tuple[Example, ...]:
 
 # --- running a student's function -------------------------------------------------------------
 def reference(local, local_max, master, master_max) -> int:
-    """RocketMQ's rule (EpochFileCache.findConsistentPoint on the scratch caches doTruncate builds,
-    reference §1.3/§2.4): each epoch covers [start, next start), the last one [start, log end) — or
+    """RocketMQ's rule (EpochFileCache.findConsistentPoint on the scratch caches
+    AutoSwitchHAClient.doTruncate builds): each epoch covers [start, next start), the last one [start, log end) — or
     is left open (LONG_MAX) when the log ends before it starts (setLastEpochEntryEndOffset); walk
     the local epochs from the newest; the first one the master holds with the same start offset
     gives min(local end, master end); none: -1."""
