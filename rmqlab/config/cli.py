@@ -150,7 +150,12 @@ def _serve(component: str, bundle, proxy_bundle=None) -> int:
     # The log is named after the instance, its node name and the port it serves (namesrv-9876.log,
     # broker-a-10911.log): RocketMQ writes namesrv.log / broker.log per ~/logs/rocketmqlogs, and two
     # instances on one machine would share it. In a RealCluster each node has a logs dir of its own.
-    port = bundle.proxyConfig.grpcServerPort if component == "proxy" else bundle.nettyServerConfig.listenPort
+    if component == "proxy":
+        port = bundle.proxyConfig.grpcServerPort
+    elif component == "controller":  # it serves on its own address among controllerDLegerPeers
+        port = int(bundle.controllerConfig.get_self_addr().rsplit(":", 1)[1])
+    else:
+        port = bundle.nettyServerConfig.listenPort
     log_name = name if settings.logs_dir else f"{name}-{port}"
     return run_process(controller, name, store_dir=store_dir, logs_dir=logs_dir,
                        boot_line=controller.boot_success_message, role=component, log_name=log_name)
