@@ -130,3 +130,26 @@ def test_a_lab_real_cluster_leaves_nothing(tmpdir_env, end):
     assert proc.returncode == {"close": 0, "raise": 1, "ctrl-c": -signal.SIGINT}[end], proc.stderr.read()
     assert os.listdir(tmpdir) == []
     assert not [pid for pid in pids if _pid_alive(pid)]
+
+
+def test_a_simulator_cluster_never_closed_is_removed_at_exit(tmpdir_env):
+    tmpdir, env, work = tmpdir_env
+    script = "from rmqlab.cluster import Cluster\nc = Cluster('single-master')\nc.start()\nprint(c.root_dir)\n"
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=str(work), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(str(tmpdir))  # it was made there
+    assert os.listdir(tmpdir) == []
+
+
+def test_a_simulation_removes_only_the_root_it_made(tmp_path):
+    from rmqlab.runtime.sim import Simulation
+
+    made = Simulation()
+    os.makedirs(made.store_dir("n0"))
+    made.close()
+    assert not os.path.exists(made.root_dir)
+    given = Simulation(root_dir=str(tmp_path / "sim"))
+    os.makedirs(given.store_dir("n0"))
+    given.close()
+    assert os.path.isdir(tmp_path / "sim" / "n0")  # the caller's directory is the caller's
