@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -65,7 +66,8 @@ def namesrv(tmp_path_factory):
     proc = subprocess.Popen([sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", conf], env=env, cwd=str(tmp),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stdout.readline()  # the boot line, or "" if it exited
+        ready, _, _ = select.select([proc.stdout], [], [], 60)  # bounded: a hung start fails the test
+        line = proc.stdout.readline() if ready else ""  # the boot line, or "" if it exited
         assert "boot success" in line, f"namesrv did not start: {line!r} {proc.stderr.read() if proc.poll() else ''}"
         yield port, tmp / "home", tmp / "home" / "logs" / "rmqlab"
     finally:

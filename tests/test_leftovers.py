@@ -9,6 +9,7 @@ tempfile.gettempdir() answers in that process; the directory is listed before an
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -116,7 +117,8 @@ def test_a_lab_real_cluster_leaves_nothing(tmpdir_env, end):
     proc = subprocess.Popen([sys.executable, "-c", REAL_CLUSTER, end], env=env, cwd=str(work),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stdout.readline()
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # bounded: a hung start fails the test
+        line = proc.stdout.readline() if ready else ""
         assert line.startswith("pids"), proc.communicate()
         pids = [int(p) for p in line.split()[1:]]
         if end == "ctrl-c":
