@@ -134,6 +134,16 @@ def test_producer_exits_non_zero_with_the_cause_when_no_send_succeeded(tmp_path)
     assert f"cannot reach 127.0.0.1:{port}" in result.stderr, result.stderr  # why there is no route
 
 
+def test_pull_consumer_exits_non_zero_with_the_cause_when_nothing_was_consumed_after_failures(tmp_path):
+    port = dead_port()
+    result = rmqlab("consumer", "-n", f"127.0.0.1:{port}", "--consumerType", "pull", "--duration", "1000",
+                    env=cli_env(tmp_path / "home"), cwd=str(tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Consume Total: 0" in result.stdout
+    assert "rmqlab consumer: nothing consumed; the first failure: fetchSubscribeMessageQueues" in result.stderr
+    assert f"cannot reach 127.0.0.1:{port}" in result.stderr, result.stderr
+
+
 def test_admin_reads_namesrv_addr_from_the_environment(namesrv, tmp_path):
     port, _home, _logs_dir = namesrv
     result = rmqlab("admin", "clusterList", env=cli_env(tmp_path / "home", NAMESRV_ADDR=f"127.0.0.1:{port}"),

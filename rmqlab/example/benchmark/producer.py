@@ -56,9 +56,8 @@ from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.exceptions import ClientErrorCode, MQClientException, outcome_unknown
 from rmqlab.client.producer import DefaultMQProducer
 from rmqlab.common.message.message import Message
-from rmqlab.example.benchmark.client_spec import SpecDict, check, pause
+from rmqlab.example.benchmark.client_spec import SpecDict, check, describe_failure, pause
 from rmqlab.example.benchmark.message_body import build_body
-from rmqlab.remoting.exceptions import RemotingConnectError
 from rmqlab.runtime.node import Node
 
 DEFAULT_TOPIC = "BenchmarkTest"
@@ -68,20 +67,6 @@ PROTOCOLS = ("remoting", "grpc")
 KEY_FIELDS = ("i", "name")
 # Java's benchmark sleeps this long after a RemotingException or MQBrokerException.
 FAILURE_PAUSE_MS = 3000
-
-
-def describe_failure(e: BaseException) -> str:
-    """An exception with the causes under it ("No route info ...: cannot connect to ..."), each
-    said once: the client's messages often repeat their cause's text."""
-    parts: list[str] = []
-    seen: set[int] = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        text = f"cannot reach {e}" if isinstance(e, RemotingConnectError) else (str(e) or type(e).__name__)
-        if not any(text in p for p in parts):
-            parts.append(text)
-        e = e.__cause__  # explicit causes only: the context may be the failure being explained
-    return ": ".join(parts)
 
 
 def check_key_pattern(pattern: str, flag: str) -> None:
