@@ -5,8 +5,9 @@ runs the component, with the RMQLAB_* environment a RealCluster sets (node name,
 trace file, loopback address) taking precedence over the defaults: node name ``producer`` or
 ``consumer``, logs under ``~/logs/rmqlab/``, client operations to ``$RMQLAB_TRACE`` when set.
 A boot line when the client has started, a clean stop on SIGTERM, and the summary line last. The
-producer exits with code 1 when it tried sends and none succeeded, with the first failure's cause
-on stderr (RocketMQ's tool exits 0 whatever happened).
+producer exits with code 1 when it tried sends and none succeeded, a pull or simple consumer when
+it consumed nothing and its lookups, pulls or receives failed; the first failure's cause goes to
+stderr (RocketMQ's tools exit 0 whatever happened).
 """
 
 from __future__ import annotations
