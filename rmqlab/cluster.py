@@ -32,8 +32,9 @@ it (`rmqlab broker -c conf/2m-2s-async/broker-a.properties`): only the store dir
 the real runtime the ports, which must be free on this machine — are changed. Node names are the
 template names: broker-a, broker-a-s, broker-b, broker-b-s.
 
-Controller mode ("主备自动切换模式部署", apache/rocketmq docs/cn/controller/deploy.md; conf/controller/), broker set broker-a of three
-replicas broker-n0..n2 (enableControllerMode=true; the controllers elect the master):
+Controller mode ("主备自动切换模式部署", apache/rocketmq docs/cn/controller/deploy.md; conf/controller/),
+broker set broker-a of three replicas broker-n0..n2 (enableControllerMode=true; the controllers
+elect the master):
 
     Cluster("controller-embedded")     name servers namesrv-n0..n2, each also a controller
                                        (enableControllerInNamesrv=true); brokers get -n "all three"
@@ -49,7 +50,8 @@ controller serving as leader, both read from the trace (the brokers' and the con
 events), so they work the same on either runtime; `master_changes()` lists every election a
 broker took part in (time, node, epoch), from which a lab measures failover times.
 
-Proxy (RocketMQ's docs/cn/proxy/deploy_guide.md: Local and Cluster mode), for clients of the 5.x protocol, on either runtime:
+Proxy (RocketMQ's docs/cn/proxy/deploy_guide.md: Local and Cluster mode), for clients of the 5.x
+protocol, on either runtime:
 
     Cluster("2m-noslave", proxy="cluster")   a node "proxy": `rmqlab proxy -n <name servers> -pc
                                        rmq-proxy.json` (conf/rmq-proxy.json); it survives a broker
@@ -164,16 +166,26 @@ class Cluster:
         self.proxy, self.proxy_overrides = proxy, dict(proxy_overrides or {})
         self.proxy_endpoints: list[str] = []
         self.mode, self.runtime, self.seed = mode, runtime, seed
+        self.brokers = dict(MODES[mode])
+        self.overrides = overrides or {}
+        self.controller_overrides = dict(controller_overrides or {})
+        self.mapped_file_size = mapped_file_size
         # A root of our own making is removed by close() (also at interpreter exit, e.g. after
         # Ctrl-C); a root_dir given by the caller is the caller's, and is left as it is.
         self._own_root = root_dir is None
         self.root_dir = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-{mode}-")
         self._closed = False
         self._final_events: list | None = None
-        self.brokers = dict(MODES[mode])
-        self.overrides = overrides or {}
-        self.controller_overrides = dict(controller_overrides or {})
-        self.mapped_file_size = mapped_file_size
+        if self._own_root:
+            atexit.register(self.close)
+        try:
+            self._build(controllers, relay)
+        except BaseException:  # nothing to close later: remove what was made
+            self.close()
+            raise
+
+    def _build(self, controllers: int, relay: bool) -> None:
+        mode, runtime, seed = self.mode, self.runtime, self.seed
         # Name servers and controllers: node name -> template under conf/ (None: the defaults,
         # `rmqlab namesrv` without -c). Embedded: the controllers are the name servers.
         where = CONTROLLER_MODES.get(mode)
@@ -204,9 +216,6 @@ class Cluster:
             self.real = RealCluster(os.path.join(self.root_dir, "nodes"), seed=seed, relay=relay)
             self._build_real()
             self.nemesis = self.real.nemesis
-        if self._own_root:
-            # Registered after the RealCluster's own close: atexit runs this one first.
-            atexit.register(self.close)
 
     # -- configuration -------------------------------------------------------------------------
     @staticmethod
@@ -630,9 +639,9 @@ class Cluster:
             return
         self._closed = True
         try:
-            if self.runtime == "sim":
+            if hasattr(self, "sim"):
                 self.sim.close()
-            else:
+            elif hasattr(self, "real"):  # (neither: the constructor failed before making one)
                 self.real.close()
                 if self._own_root:  # the processes' trace files go with the directory
                     self._final_events = self.real.merged_events()
