@@ -89,6 +89,40 @@ def test_a_server_log_is_named_after_the_instance(namesrv):
     assert "boot success" in (logs_dir / f"namesrv-{port}.log").read_text()
 
 
+def _boot(argv: list[str], env, cwd) -> subprocess.Popen:
+    """A process started and past its boot line (bounded wait)."""
+    proc = subprocess.Popen([sys.executable, "-m", "rmqlab.cli", *argv], env=env, cwd=str(cwd),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    line = proc.stdout.readline() if ready else ""
+    assert "boot success" in line, (line, proc.poll())
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_two_live_instances_of_one_name_never_share_a_log_file(tmp_path):
+    # Two producers, both named "producer" (clients have no port to tell them apart), both running.
+    env, argv = cli_env(tmp_path / "home"), ["producer", "-n", f"127.0.0.1:{dead_port()}", "-q", "0"]
+    first = _boot(argv, env, tmp_path)
+    try:
+        second = _boot(argv, env, tmp_path)
+        _stop(second)
+    finally:
+        _stop(first)
+    logs = _logs(tmp_path / "home" / "logs" / "rmqlab")
+    assert set(logs) == {"producer.log", f"producer-{second.pid}.log"}
+    for text in logs.values():
+        assert text.count("boot success") == 1
+
+
 @pytest.mark.parametrize("role", ["namesrv", "broker", "controller", "proxy"])
 def test_a_port_in_use_is_named_and_the_running_instance_log_is_left_alone(namesrv, role, tmp_path):
     port, home, logs_dir = namesrv
