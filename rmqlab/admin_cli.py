@@ -1,4 +1,4 @@
-"""`rmqlab admin <subcommand>`: the operator's tool, mirroring RocketMQ's mqadmin (issue 4 §5, issue 5 §5).
+"""`rmqlab admin <subcommand>`: the operator's tool, mirroring RocketMQ's mqadmin.
 
     rmqlab admin clusterList      -n 127.0.0.1:9876
     rmqlab admin topicRoute       -n 127.0.0.1:9876 -t TopicTest
@@ -15,6 +15,7 @@ broker/GetBrokerEpochSubCommand; `-a` takes one controller or a list "a;b;c"):
     rmqlab admin electMaster           -a 127.0.0.1:9878 -c DefaultCluster -bn broker-a -b 2
     rmqlab admin cleanBrokerMetadata   -a 127.0.0.1:9878 -bn broker-a [-b "1;2"] (-c DefaultCluster | -l)
 
+Without `-n`, the name servers come from $NAMESRV_ADDR, as for mqadmin and the clients.
 It runs rmqlab's DefaultMQAdminExt on a real-runtime node in this process; output follows
 mqadmin's columns and lines. Exit code 1 with the server's answer (or why no server answered) when
 a request fails; 2 for a missing or malformed option (argparse). `-i N` repeats the command every
@@ -35,9 +36,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import sys
 import tempfile
 
+NAMESRV_ADDR_ENV = "NAMESRV_ADDR"  # what mqadmin reads when -n is not given
 SUBCOMMANDS = ("clusterList", "topicRoute", "updateTopic", "brokerStatus", "consumerProgress",
                "getControllerMetaData", "getSyncStateSet", "getBrokerEpoch", "electMaster", "cleanBrokerMetadata")
 
@@ -65,8 +69,10 @@ def add_parser(sub) -> None:
 
     def command(name: str, help_text: str, namesrv_required: bool = True) -> argparse.ArgumentParser:
         c = cmds.add_parser(name, help=help_text, description=help_text)
-        c.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", required=namesrv_required,
-                       help='name server address list, "host:port;host:port"')
+        # Not required by argparse: $NAMESRV_ADDR stands in for -n, as for mqadmin (run checks).
+        c.add_argument("-n", "--namesrvAddr", dest="namesrv_addr",
+                       help='name server address list, "host:port;host:port" (default: $NAMESRV_ADDR)')
+        c.set_defaults(namesrv_required=namesrv_required, subparser=c)
         return c
 
     command("clusterList", "list the clusters, broker groups and their members")
@@ -116,7 +122,33 @@ def add_parser(sub) -> None:
                    help="clean living brokers too")
 
 
+def _namesrv_addr(args: argparse.Namespace) -> str | None:
+    """-n, else $NAMESRV_ADDR (mqadmin reads it too); a usage error (exit 2) if the command needs
+    one and neither is given, or if the address list is malformed."""
+    from rmqlab.config.addresses import check_addr_list
+
+    addr, where = args.namesrv_addr, "-n/--namesrvAddr"
+    if addr is None:
+        addr, where = os.environ.get(NAMESRV_ADDR_ENV) or None, f"${NAMESRV_ADDR_ENV}"
+    parser = getattr(args, "subparser", None)
+    if addr is None:
+        if getattr(args, "namesrv_required", False) and parser is not None:
+            parser.error(f"the following arguments are required: -n/--namesrvAddr (or set ${NAMESRV_ADDR_ENV})")
+        return None
+    expected = check_addr_list(addr)
+    if expected is not None and parser is not None:
+        parser.error(f"{where} {addr!r}: expected {expected}")
+    return addr
+
+
 def run(args: argparse.Namespace) -> int:
+    args.namesrv_addr = _namesrv_addr(args)
+    # The client library logs what it meets (an unreachable name server, ...) and, with no handler
+    # configured, Python prints its warnings on stderr: the cause would appear twice, once from the
+    # library and once below. mqadmin logs to a file; here the one line below says it.
+    quiet = logging.NullHandler()
+    library_log = logging.getLogger("rmqlab")
+    library_log.addHandler(quiet)
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:  # how an -i loop ends
@@ -124,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
     except Exception as e:  # a refused or failed request: say what the server answered
         print(f"rmqlab admin {args.subcommand}: {explain(e, args)}", file=sys.stderr)
         return 1
+    finally:
+        library_log.removeHandler(quiet)
 
 
 def explain(e: Exception, args: argparse.Namespace) -> str:
@@ -155,15 +189,18 @@ async def _run(args: argparse.Namespace) -> int:
     from rmqlab.client import ClientProcess, DefaultMQAdminExt
     from rmqlab.runtime.real import RealNode
 
-    node = RealNode("admin", tempfile.mkdtemp(prefix="rmqlab-admin-"))
-    admin = DefaultMQAdminExt(args.namesrv_addr)
-    process = ClientProcess(admin=admin)
-    await process.start(node)
-    try:
-        return await COMMANDS[args.subcommand](admin, args)
-    finally:
-        await process.shutdown()
-        await node.close()
+    # The node's store directory holds nothing for an admin tool: a temporary one, removed on
+    # the way out (an exception, or Ctrl-C: asyncio.run cancels this task and the with unwinds).
+    with tempfile.TemporaryDirectory(prefix="rmqlab-admin-") as store_dir:
+        node = RealNode("admin", store_dir)
+        admin = DefaultMQAdminExt(args.namesrv_addr)
+        process = ClientProcess(admin=admin)
+        await process.start(node)
+        try:
+            return await COMMANDS[args.subcommand](admin, args)
+        finally:
+            await process.shutdown()
+            await node.close()
 
 
 async def _cluster_list(admin, args) -> int:

@@ -38,17 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     from rmqlab.workload import cli as workload_cli
 
-    record = sub.add_parser("record", help="record a workload (cluster, clients, faults, seed) with its trace as Parquet",
-                            description=workload_cli.__doc__.split("\n\n")[0])
+    def described(name: str, help_text: str) -> argparse.ArgumentParser:
+        # The help line, as a sentence, is the description (not the module's docstring, which is
+        # written for the code's readers).
+        return sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+
+    record = described("record", "record a workload (cluster, clients, faults, seed) with its trace as Parquet")
     workload_cli.add_record_arguments(record)
-    replay = sub.add_parser("replay", help="re-run a recorded workload on the simulator and print its outcome",
-                            description=workload_cli.__doc__.split("\n\n")[0])
+    replay = described("replay", "re-run a recorded workload on the simulator and print its outcome")
     workload_cli.add_replay_arguments(replay)
 
     from rmqlab.grading import cli as grading_cli
 
-    grade = sub.add_parser("grade", help="grade a class's notebooks against (hidden) workloads with papermill and Spark",
-                           description=grading_cli.__doc__.split("\n\n")[0])
+    grade = described("grade", "grade a class's notebooks against (hidden) workloads with papermill and Spark")
     grading_cli.add_arguments(grade)
 
     from rmqlab.admin_cli import add_parser as add_admin_parser
@@ -65,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(subparser=p)  # for errors found after parsing, with this command's usage
 
     for name, what in SERVER_COMMANDS.items():
-        p = sub.add_parser(name, help=f"configure {what}")
+        p = sub.add_parser(name, help=f"start {what}", description=f"Start {what} as this process (with -p: print its configuration and exit).")
         p.add_argument("-c", "--configFile", dest="config_file", help="configuration file")
         p.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", help='name server address list, e.g. "127.0.0.1:9876;127.0.0.1:9877"')
         p.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true", help="print the effective configuration and exit")

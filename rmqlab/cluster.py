@@ -1,4 +1,5 @@
-"""rmqlab.cluster: a deployment mode of seed 000 as running software, on either runtime (issue 4 §5).
+"""rmqlab.cluster: a deployment mode of RocketMQ (its docs' "部署方式", conf/README.md) as running
+software, on either runtime.
 
     c = Cluster("2m-2s-async")                      # the simulator, seeded
     c.start()
@@ -7,6 +8,7 @@
     c.events()                                        # the event trace
 
     c = Cluster("2m-2s-sync", runtime="real", root_dir="/tmp/lab")   # the same, as OS processes
+    c.close()                                         # without root_dir: its temporary directory is removed
 
 Clients are described once for both runtimes (rmqlab.example.benchmark: plain, serializable values):
 
@@ -30,14 +32,15 @@ it (`rmqlab broker -c conf/2m-2s-async/broker-a.properties`): only the store dir
 the real runtime the ports, which must be free on this machine — are changed. Node names are the
 template names: broker-a, broker-a-s, broker-b, broker-b-s.
 
-Controller mode (seed 000 "主备自动切换模式部署", conf/controller/), broker set broker-a of three
-replicas broker-n0..n2 (enableControllerMode=true; the controllers elect the master):
+Controller mode ("主备自动切换模式部署", apache/rocketmq docs/cn/controller/deploy.md; conf/controller/),
+broker set broker-a of three replicas broker-n0..n2 (enableControllerMode=true; the controllers
+elect the master):
 
     Cluster("controller-embedded")     name servers namesrv-n0..n2, each also a controller
                                        (enableControllerInNamesrv=true); brokers get -n "all three"
     Cluster("controller-standalone")   one name server "namesrv" and controllers controller-n0..n2
                                        (`rmqlab controller -c conf/controller/controller-n0.conf`)
-    Cluster(..., controllers=1 | 3 | 5)  seed 000: "a single controller still performs failover";
+    Cluster(..., controllers=1 | 3 | 5)  the deploy guide: "a single controller still performs failover";
                                        n3, n4 are written like n0..n2 (next peer ports 9880, 9881)
     Cluster(..., controller_overrides={"enableElectUncleanMaster": True})   every controller
 
@@ -47,7 +50,8 @@ controller serving as leader, both read from the trace (the brokers' and the con
 events), so they work the same on either runtime; `master_changes()` lists every election a
 broker took part in (time, node, epoch), from which a lab measures failover times.
 
-Proxy (seed 000 "Proxy", issue 6), for clients of the 5.x protocol, on either runtime:
+Proxy (RocketMQ's docs/cn/proxy/deploy_guide.md: Local and Cluster mode), for clients of the 5.x
+protocol, on either runtime:
 
     Cluster("2m-noslave", proxy="cluster")   a node "proxy": `rmqlab proxy -n <name servers> -pc
                                        rmq-proxy.json` (conf/rmq-proxy.json); it survives a broker
@@ -87,9 +91,11 @@ process faults (kill, crash, suspend) reach controllers alike on both.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -160,11 +166,26 @@ class Cluster:
         self.proxy, self.proxy_overrides = proxy, dict(proxy_overrides or {})
         self.proxy_endpoints: list[str] = []
         self.mode, self.runtime, self.seed = mode, runtime, seed
-        self.root_dir = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-{mode}-")
         self.brokers = dict(MODES[mode])
         self.overrides = overrides or {}
         self.controller_overrides = dict(controller_overrides or {})
         self.mapped_file_size = mapped_file_size
+        # A root of our own making is removed by close() (also at interpreter exit, e.g. after
+        # Ctrl-C); a root_dir given by the caller is the caller's, and is left as it is.
+        self._own_root = root_dir is None
+        self.root_dir = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-{mode}-")
+        self._closed = False
+        self._final_events: list | None = None
+        if self._own_root:
+            atexit.register(self.close)
+        try:
+            self._build(controllers, relay)
+        except BaseException:  # nothing to close later: remove what was made
+            self.close()
+            raise
+
+    def _build(self, controllers: int, relay: bool) -> None:
+        mode, runtime, seed = self.mode, self.runtime, self.seed
         # Name servers and controllers: node name -> template under conf/ (None: the defaults,
         # `rmqlab namesrv` without -c). Embedded: the controllers are the name servers.
         where = CONTROLLER_MODES.get(mode)
@@ -569,14 +590,15 @@ class Cluster:
         async def on_real() -> None:
             from rmqlab.runtime.real import RealNode
 
-            node = RealNode(ADMIN_NODE, tempfile.mkdtemp(prefix="rmqlab-admin-"))
-            process = ClientProcess(admin=DefaultMQAdminExt(self.namesrv_addr))
-            await process.start(node)
-            try:
-                await work(process["admin"], lambda: time.monotonic() * 1000.0)
-            finally:
-                await process.shutdown()
-                await node.close()
+            with tempfile.TemporaryDirectory(prefix="rmqlab-admin-") as store_dir:  # holds nothing
+                node = RealNode(ADMIN_NODE, store_dir)
+                process = ClientProcess(admin=DefaultMQAdminExt(self.namesrv_addr))
+                await process.start(node)
+                try:
+                    await work(process["admin"], lambda: time.monotonic() * 1000.0)
+                finally:
+                    await process.shutdown()
+                    await node.close()
 
         # A thread of its own: the caller may be running an event loop (a notebook).
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -606,13 +628,27 @@ class Cluster:
             time.sleep(ms / 1000.0)
 
     def events(self):
+        if self._final_events is not None:  # closed, its files removed: the trace read at close
+            return self._final_events
         return self.sim.tracer.events if self.runtime == "sim" else self.real.merged_events()
 
     def close(self) -> None:
-        if self.runtime == "sim":
-            self.sim.close()
-        else:
-            self.real.close()
+        """Stop every node; a root directory this Cluster made (no root_dir given) is removed, so
+        nothing is left under the temporary directory. events() still answers afterwards. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if hasattr(self, "sim"):
+                self.sim.close()
+            elif hasattr(self, "real"):  # (neither: the constructor failed before making one)
+                self.real.close()
+                if self._own_root:  # the processes' trace files go with the directory
+                    self._final_events = self.real.merged_events()
+        finally:
+            if self._own_root:
+                shutil.rmtree(self.root_dir, ignore_errors=True)
+                atexit.unregister(self.close)
 
     def __enter__(self) -> "Cluster":
         return self

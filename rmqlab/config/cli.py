@@ -4,8 +4,10 @@ Mirrors RocketMQ's start scripts: ``-c`` names the configuration file (``-pc`` f
 rmq-proxy.json), ``-n`` the name server list, and ``-p`` prints the effective configuration and
 exits (BrokerStartup, NamesrvStartup and ControllerStartup all do this with
 MixAll.printObjectProperties). Without ``-p`` the server runs as this OS process (logs under
-``~/logs/rmqlab/`` like RocketMQ's ``~/logs/rocketmqlogs/``, a boot line on stdout, clean shutdown
-on SIGTERM). A standalone controller (``mqcontroller -c``) keeps its Raft journal under
+``~/logs/rmqlab/`` like RocketMQ's ``~/logs/rocketmqlogs/``, one file per instance named after it
+and its port, e.g. ``namesrv-9876.log``; a boot line on stdout, clean shutdown on SIGTERM). A start
+that fails says why on stderr, e.g. ``rmqlab namesrv: cannot listen on 127.0.0.1:9876: address
+already in use``. A standalone controller (``mqcontroller -c``) keeps its Raft journal under
 controllerStorePath. ``broker --enable-proxy`` runs a Local-mode Proxy in the broker's process.
 
 Exit codes: 0 after ``-p`` or a clean shutdown, 1 for a configuration error or a failed server.
@@ -145,5 +147,15 @@ def _serve(component: str, bundle, proxy_bundle=None) -> int:
                 f"{bc.brokerName}-s" + ("" if bc.brokerId == 1 else str(bc.brokerId))
         name = settings.name or default_name
         store_dir = bundle.messageStoreConfig.storePathRootDir
+    # The log is named after the instance, its node name and the port it serves (namesrv-9876.log,
+    # broker-a-10911.log): RocketMQ writes namesrv.log / broker.log per ~/logs/rocketmqlogs, and two
+    # instances on one machine would share it. In a RealCluster each node has a logs dir of its own.
+    if component == "proxy":
+        port = bundle.proxyConfig.grpcServerPort
+    elif component == "controller":  # it serves on its own address among controllerDLegerPeers
+        port = int(bundle.controllerConfig.get_self_addr().rsplit(":", 1)[1])
+    else:
+        port = bundle.nettyServerConfig.listenPort
+    log_name = name if settings.logs_dir else f"{name}-{port}"
     return run_process(controller, name, store_dir=store_dir, logs_dir=logs_dir,
-                       boot_line=controller.boot_success_message)
+                       boot_line=controller.boot_success_message, role=component, log_name=log_name)

@@ -3,6 +3,7 @@
 It replaces itself with `python -m jupyterlab` (this interpreter, so the kernels see the installed
 rmqlab), serving on 127.0.0.1 unless told otherwise: a lab runs simulated clusters and, in its
 real-process sections, servers on loopback ports; nothing needs to be reachable from outside.
+JupyterLab runs with binder/jupyterlab-settings/overrides.json, as on Binder: no news toast.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 import os
 import sys
 
-LABS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "labs")
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LABS_DIR = os.path.join(_CHECKOUT, "labs")
+# JupyterLab's app settings overrides, the same file binder/postBuild installs for Binder: "fetchNews":
+# "false", so the "get notified about official Jupyter news?" toast does not cover the figures.
+SETTINGS_DIR = os.path.join(_CHECKOUT, "binder", "jupyterlab-settings")
 
 
 def add_arguments(parser) -> None:
@@ -26,6 +31,11 @@ def jupyterlab_argv(args) -> list[str]:
                          "source checkout; pass --dir to point elsewhere)")
     argv = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={os.path.abspath(args.dir)}",
             f"--ServerApp.ip={args.ip}", f"--ServerApp.port={args.port}"]
+    if os.path.isfile(os.path.join(SETTINGS_DIR, "overrides.json")):
+        # JupyterLab reads overrides.json from one app settings directory (default
+        # <prefix>/share/jupyter/lab/settings, which a pip or venv install leaves empty); the
+        # user's own settings (~/.jupyter/lab/user-settings) still apply on top.
+        argv.append(f"--LabApp.app_settings_dir={SETTINGS_DIR}")
     if args.no_browser:
         argv.append("--no-browser")
     if os.geteuid() == 0:  # containers and CI run as root; JupyterLab refuses that unless told

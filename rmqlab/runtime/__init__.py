@@ -1,4 +1,4 @@
-"""One component model, two runtimes (issue 3): the Node interface, the simulator, the real runtime."""
+"""One component model, two runtimes: the Node interface, the simulator, the real runtime."""
 
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.nemesis import Nemesis

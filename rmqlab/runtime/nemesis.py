@@ -1,6 +1,7 @@
-"""The nemesis: one fault API for both runtimes (issue 3 §4), and the partition shapes.
+"""The nemesis: one fault API for both runtimes, and the partition shapes.
 
-Faults, as in OpenChaos (seed 003, "混沌工程"):
+Faults, as in OpenChaos (the "混沌工程" section of the article "一文详解 RocketMQ 如何利用 Raft
+进行高可用保障", Alibaba Cloud developer community):
 
   kill(node)        process crash (kill -9): the page cache survives
   crash(node)       machine crash (power loss): what was not flushed is lost

@@ -1,4 +1,4 @@
-"""Node: everything a component may use from outside itself (issue 3 §1).
+"""Node: everything a component may use from outside itself.
 
 Theory of operation
 -------------------

@@ -1,12 +1,17 @@
-"""The real runtime: Node on asyncio, TCP sockets and the wall clock (issue 3 §2, §4).
+"""The real runtime: Node on asyncio, TCP sockets and the wall clock.
 
 Several nodes can share one process (tests), or `run_process` runs one component as its own OS
 process the way RocketMQ's scripts do:
 
-* logs: `<logs_dir>/<name>.log`, one logs directory per component (RocketMQ writes
-  ~/logs/rocketmqlogs/broker.log); the boot-success line goes to the log and to stdout once the
-  component has started ("The PingPong node n0 boot success. ...", like "The broker[...] boot
-  success");
+* logs: `<logs_dir>/<log_name>.log`, named after the instance (`rmqlab namesrv` writes
+  namesrv-9876.log: RocketMQ's logs are per process, ~/logs/rocketmqlogs/namesrv.log, and two
+  instances on one machine must not share a file). The file is opened once the component has
+  started, and held with an advisory lock: a second live process of the same name writes
+  `<log_name>-<pid>.log` instead. The boot-success line goes to the log and to stdout ("The
+  PingPong node n0 boot success. ...", like "The broker[...] boot success");
+* a failed start writes no log file: the cause goes to stderr, which the operator sees (a port
+  taken: "rmqlab namesrv: cannot listen on 127.0.0.1:9876: address already in use"), and the
+  process exits with code 1;
 * clean shutdown on SIGTERM or SIGINT: the component's `shutdown()`, then the node's tasks are
   cancelled, a `node.stop` event is traced and the process exits with code 0;
 * the trace: with a `trace_path`, every event is appended to that JSONL file, the lines of one
@@ -175,6 +180,19 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class ListenError(OSError):
+    """A listener could not bind (host, port): the address, and why, in the message. An OSError
+    with the bind's errno, so callers that catch OSError still do."""
+
+    def __init__(self, host: str, port: int, cause: OSError):
+        reason = os.strerror(cause.errno).lower() if cause.errno else str(cause)
+        super().__init__(cause.errno, f"cannot listen on {host}:{port}: {reason}")
+        self.host, self.port = host, port
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
 class _ServerListener:
     def __init__(self, server: asyncio.base_events.Server):
         self._server = server
@@ -296,7 +314,10 @@ class RealNode(Node):
 
         # Behind the relay: bind the private address; the relay serves (host, port) to the peers.
         bind_host = self.node_ip if port in self._private_ports else host
-        server = await asyncio.start_server(on_connect, bind_host, port)
+        try:
+            server = await asyncio.start_server(on_connect, bind_host, port)
+        except OSError as e:  # asyncio's message buries the address in a tuple
+            raise ListenError(bind_host, port, e) from e
         listener = _ServerListener(server)
         self._listeners.append(listener)
         return listener
@@ -354,14 +375,48 @@ class RealNode(Node):
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+class _StartupBuffer(logging.Handler):
+    """Holds the log records of a start until it succeeds: a start that fails opens no log file,
+    so it cannot write into the log of a running instance of the same name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _open_log(logs_dir: str, log_name: str) -> tuple[logging.FileHandler, str]:
+    """A FileHandler on `<log_name>.log`, locked (flock) for as long as this process runs; if a live
+    process holds that lock, on `<log_name>-<pid>.log`. The lock dies with the process."""
+    import fcntl
+
+    path = os.path.join(logs_dir, f"{log_name}.log")
+    handler = logging.FileHandler(path)
+    try:
+        fcntl.flock(handler.stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handler.close()
+        path = os.path.join(logs_dir, f"{log_name}-{os.getpid()}.log")
+        handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s - %(message)s"))
+    return handler, path
+
+
 def run_process(component: Component, name: str | None = None, *, store_dir: str | None = None,
-                logs_dir: str | None = None, boot_line: Callable[[], str], trace_path: str | None = None) -> int:
+                logs_dir: str | None = None, boot_line: Callable[[], str], trace_path: str | None = None,
+                role: str | None = None, log_name: str | None = None) -> int:
     """Run `component` as this OS process until SIGTERM/SIGINT; returns the exit code.
 
     Arguments left out come from the RMQLAB_* environment a RealCluster sets (`ProcessSettings`);
     the node's IP, cluster map, incarnation and clock come only from there. SIGUSR1 / SIGUSR2
     pause / resume the node's clock. A process whose manager is gone (it was re-parented) stops
     cleanly instead of running on as an orphan.
+
+    `role` is the command that runs it (namesrv, broker, ...: how stderr names the process, with
+    the node's name when that differs); `log_name` names the log file (default: the node's name).
+    A start that fails prints its cause to stderr and returns 1, without opening the log file.
     """
     settings = ProcessSettings.from_environ()
     name = name or settings.name
@@ -371,21 +426,32 @@ def run_process(component: Component, name: str | None = None, *, store_dir: str
     missing = [what for what, value in (("name", name), ("store_dir", store_dir), ("logs_dir", logs_dir)) if not value]
     if missing:
         raise ValueError(f"run_process: {', '.join(missing)} not given (nor set in the RMQLAB_* environment)")
-    os.makedirs(logs_dir, exist_ok=True)
+    who = f"rmqlab {role} ({name})" if role and role != name else f"rmqlab {role or name}"
     os.makedirs(store_dir, exist_ok=True)
-    log_path = os.path.join(logs_dir, f"{name}.log")
-    handler = logging.FileHandler(log_path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s - %(message)s"))
+    buffer = _StartupBuffer()
     root = logging.getLogger("rmqlab")
-    root.addHandler(handler)
+    root.addHandler(buffer)
     root.setLevel(logging.INFO)
+    handlers: list[logging.Handler] = [buffer]
     meta = {"runtime": "real", "source": f"{name}.{settings.incarnation}"}
     tracer = Tracer(lambda: time.time() * 1000.0, jsonl_path=trace_path, meta=meta, buffered=True) \
         if trace_path else None
     node = RealNode(name, store_dir, tracer=tracer, node_ip=settings.node_ip, cluster=settings.cluster,
                     incarnation=settings.incarnation, clock=settings.clock)
+    started = False
+
+    def open_log() -> None:
+        """Started: the buffered records go to the instance's own log file, and from now on all."""
+        os.makedirs(logs_dir, exist_ok=True)
+        handler, _path = _open_log(logs_dir, log_name or name)
+        for record in buffer.records:
+            handler.handle(record)
+        root.addHandler(handler)
+        root.removeHandler(buffer)
+        handlers.append(handler)
 
     async def main() -> int:
+        nonlocal started
         stop = asyncio.Event()
         why: list[str] = []
         loop = asyncio.get_running_loop()
@@ -415,6 +481,8 @@ def run_process(component: Component, name: str | None = None, *, store_dir: str
         if settings.manager_pid is not None:
             check_orphan()
         await component.start(node)
+        started = True
+        open_log()
         node.trace("node.start", component=component.component_type, pid=os.getpid(), incarnation=node.incarnation)
         line = boot_line()
         root.info(line)
@@ -430,11 +498,20 @@ def run_process(component: Component, name: str | None = None, *, store_dir: str
     try:
         return asyncio.run(main())
     except Exception as e:
-        root.exception("%s: failed", name)
         node.trace("log", level="ERROR", message=f"process failed: {e!r}")
-        print(f"rmqlab {name}: failed, see {log_path}", file=sys.stderr)
+        if started:
+            root.exception("%s: failed", name)
+            print(f"{who}: failed: {e}, see {handlers[-1].baseFilename}", file=sys.stderr)
+        elif isinstance(e, ListenError):  # the cause says it all: no traceback
+            print(f"{who}: {e}", file=sys.stderr)
+        else:  # no log file was opened: the traceback goes to the console
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            print(f"{who}: failed to start: {e}", file=sys.stderr)
         return 1
     finally:
         node.tracer.close()
-        root.removeHandler(handler)
-        handler.close()
+        for handler in handlers:
+            root.removeHandler(handler)
+            handler.close()

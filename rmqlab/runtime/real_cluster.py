@@ -1,4 +1,4 @@
-"""RealCluster: the process manager of the real runtime, and RealNemesis, its faults (issue 3 §2, §4).
+"""RealCluster: the process manager of the real runtime, and RealNemesis, its faults.
 
     cluster = RealCluster("/tmp/lab")                 # starts the relay thread and the manager's trace
     cluster.add_node("n0", [sys.executable, "-m", "rmqlab.runtime.real_pingpong", ...], ports=[20000])

@@ -1,4 +1,4 @@
-"""One PingPong node as its own OS process: the real runtime's test component (issue 3 §2).
+"""One PingPong node as its own OS process: the real runtime's test component.
 
     python -m rmqlab.runtime.real_pingpong --name n0 --port 20000 --peer n1=20001 --peer n2=20002 \\
         --store-dir /tmp/n0/store --logs-dir /tmp/n0/logs --trace /tmp/n0/trace.jsonl

@@ -1,4 +1,4 @@
-"""The fault-injecting TCP relay of the real runtime: partitions, loss and delay without root (issue 3 §4).
+"""The fault-injecting TCP relay of the real runtime: partitions, loss and delay without root.
 
 Theory of operation
 -------------------

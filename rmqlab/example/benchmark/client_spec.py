@@ -8,6 +8,8 @@ import asyncio
 import dataclasses
 from typing import Any, ClassVar
 
+from rmqlab.remoting.exceptions import RemotingConnectError
+
 
 def check(ok: bool, flag: str, what: str, value: Any) -> None:
     """ValueError naming the flag, what it must be and what it got, unless `ok`."""
@@ -46,3 +48,17 @@ async def pause(node: Any, stopping: asyncio.Event, ms: float) -> None:
     finally:
         sleep.cancel()
         stop.cancel()
+
+
+def describe_failure(e: BaseException) -> str:
+    """An exception with the causes under it ("No route info ...: cannot connect to ..."), each
+    said once: the client's messages often repeat their cause's text."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        text = f"cannot reach {e}" if isinstance(e, RemotingConnectError) else (str(e) or type(e).__name__)
+        if not any(text in p for p in parts):
+            parts.append(text)
+        e = e.__cause__  # explicit causes only: the context may be the failure being explained
+    return ": ".join(parts)

@@ -64,7 +64,7 @@ from rmqlab.client.consumer import (ConsumeConcurrentlyStatus, DefaultMQPullCons
                                     PullStatus)
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
-from rmqlab.example.benchmark.client_spec import SpecDict, check, pause
+from rmqlab.example.benchmark.client_spec import SpecDict, check, describe_failure, pause
 from rmqlab.example.benchmark.producer import PROTOCOLS, add_protocol_arguments
 from rmqlab.example.benchmark.message_body import body_matches
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
@@ -183,6 +183,7 @@ class ConsumerStats:
     mismatched: int = 0      # bodies that do not belong to their key
     begin_ms: float | None = None
     end_ms: float | None = None
+    first_failure: str | None = None  # the first failed route lookup, pull or receive (pull, simple)
 
     def summary_line(self) -> str:
         total = self.ok + self.failed
@@ -266,6 +267,7 @@ class BenchmarkConsumer(ClientProcess):
                 mqs = await consumer.fetch_subscribe_message_queues(self.spec.topic)
             except Exception as e:  # no route yet: ask again later
                 self.node.log.warning("fetchSubscribeMessageQueues %s failed: %s", self.spec.topic, e)
+                self._failed(f"fetchSubscribeMessageQueues {self.spec.topic}", e)
                 mqs = []
             if mqs:
                 await asyncio.gather(*(self._pull_queue(mq) for mq in mqs))
@@ -285,6 +287,7 @@ class BenchmarkConsumer(ClientProcess):
                     return offset
             except Exception as e:
                 self.node.log.warning("the start offset of %s: %s", mq, e)
+                self._failed(f"the start offset of {mq}", e)
             await self._pause(PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
         return None
 
@@ -298,6 +301,7 @@ class BenchmarkConsumer(ClientProcess):
                 raise
             except Exception as e:
                 self.node.log.warning("pull %s from %d failed: %s", mq, offset, e)
+                self._failed(f"pull {mq} from {offset}", e)
                 await self._pause(PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
                 continue
             if result.pull_status is PullStatus.FOUND:
@@ -318,6 +322,7 @@ class BenchmarkConsumer(ClientProcess):
                 views = await consumer.receive(SIMPLE_BATCH, SIMPLE_INVISIBLE_MS)
             except ClientException as e:
                 self.node.log.warning("receive from %s failed: %s", self.spec.topic, e)
+                self._failed(f"receive from {self.spec.topic}", e)
                 await self._pause(PULL_TIME_DELAY_MILLS_WHEN_EXCEPTION)
                 continue
             for view in views:
@@ -341,6 +346,18 @@ class BenchmarkConsumer(ClientProcess):
     # -- stopping ------------------------------------------------------------------------------------
     def summary_line(self) -> str:
         return self.stats.summary_line()
+
+    def _failed(self, what: str, e: Exception) -> None:
+        if self.stats.first_failure is None:
+            self.stats.first_failure = f"{what}: {describe_failure(e)}"
+
+    def failure(self) -> str | None:
+        """Why the run failed, when nothing was consumed and a lookup, pull or receive failed (for
+        the exit code). Nothing consumed from a healthy, empty topic is no failure. A push
+        consumer's lookups and pulls run inside the client library, which only logs them."""
+        if self.stats.ok or self.stats.first_failure is None:
+            return None
+        return f"nothing consumed; the first failure: {self.stats.first_failure}"
 
     async def shutdown(self) -> None:
         """Stop pulling, trace the summary, shut the consumer down (it writes its offsets)."""

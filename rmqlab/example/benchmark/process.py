@@ -4,12 +4,16 @@ Like ``rmqlab namesrv`` and ``rmqlab broker`` (rmqlab.config.cli): rmqlab.runtim
 runs the component, with the RMQLAB_* environment a RealCluster sets (node name, directories,
 trace file, loopback address) taking precedence over the defaults: node name ``producer`` or
 ``consumer``, logs under ``~/logs/rmqlab/``, client operations to ``$RMQLAB_TRACE`` when set.
-A boot line when the client has started, a clean stop on SIGTERM, and the summary line last.
+A boot line when the client has started, a clean stop on SIGTERM, and the summary line last. The
+producer exits with code 1 when it tried sends and none succeeded, a pull or simple consumer when
+it consumed nothing and its lookups, pulls or receives failed; the first failure's cause goes to
+stderr (RocketMQ's tools exit 0 whatever happened).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from argparse import Namespace
 
 from rmqlab.config.addresses import check_addr_list
@@ -75,6 +79,10 @@ def run_client_command(command: str, client, address: str) -> int:
         where = "endpoints" if spec.protocol == "grpc" else "namesrv"
         return f"The benchmark {command}[{name}] boot success. {where}={address} {fields}"
 
-    code = run_process(client, name, store_dir=store_dir, logs_dir=logs_dir, boot_line=boot_line)
+    code = run_process(client, name, store_dir=store_dir, logs_dir=logs_dir, boot_line=boot_line, role=command)
     print(client.summary_line(), flush=True)
+    failure = client.failure() if code == 0 and hasattr(client, "failure") else None
+    if failure:
+        print(f"rmqlab {command}: {failure}", file=sys.stderr, flush=True)
+        return 1
     return code

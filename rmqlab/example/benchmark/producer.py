@@ -53,10 +53,10 @@ from typing import ClassVar
 
 from rmqlab.broker.topic.topic_config import TopicValidator
 from rmqlab.client.client_process import ClientProcess
-from rmqlab.client.exceptions import outcome_unknown
+from rmqlab.client.exceptions import ClientErrorCode, MQClientException, outcome_unknown
 from rmqlab.client.producer import DefaultMQProducer
 from rmqlab.common.message.message import Message
-from rmqlab.example.benchmark.client_spec import SpecDict, check, pause
+from rmqlab.example.benchmark.client_spec import SpecDict, check, describe_failure, pause
 from rmqlab.example.benchmark.message_body import build_body
 from rmqlab.runtime.node import Node
 
@@ -199,6 +199,7 @@ class ProducerStats:
     rt_max_ms: float = 0.0
     begin_ms: float | None = None
     end_ms: float | None = None
+    first_failure: str | None = None  # the first failed send's cause, for an operator to read
 
     @property
     def total(self) -> int:
@@ -289,6 +290,8 @@ class BenchmarkProducer(ClientProcess):
                     stats.unknown += 1
                 else:
                     stats.failed += 1
+                if stats.first_failure is None:
+                    stats.first_failure = await self._explain(e)
                 await self._pause(FAILURE_PAUSE_MS)
                 continue
             if spec.send_mode == "oneway":
@@ -299,6 +302,23 @@ class BenchmarkProducer(ClientProcess):
             stats.rt_total_ms += rt
             stats.rt_max_ms = max(stats.rt_max_ms, rt)
 
+    async def _explain(self, e: Exception) -> str:
+        """What a failed send says, and for "No route info" (which hides why there is no route)
+        the name servers' own answer to the route request: e.g. none reachable, or no such topic."""
+        text = describe_failure(e)
+        if self.spec.protocol == "remoting" and isinstance(e, MQClientException) \
+                and e.response_code == ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION:
+            factory = self.clients["producer"].client_factory
+            api = factory.mq_client_api_impl
+            try:
+                await api.get_topic_route_info_from_name_server(self.spec.topic,
+                                                                factory.client_config.mq_client_api_timeout)
+            except asyncio.CancelledError:
+                raise
+            except Exception as cause:
+                text += f" (the route request to the name servers failed: {describe_failure(cause)})"
+        return text
+
     async def _run(self) -> None:
         self.stats.begin_ms = self.node.now_ms()
         await asyncio.gather(*(self._sender() for _ in range(self.spec.in_flight)))
@@ -308,6 +328,17 @@ class BenchmarkProducer(ClientProcess):
 
     def summary_line(self) -> str:
         return self.stats.summary_line()
+
+    def failure(self) -> str | None:
+        """Why the run failed, when sends were tried and none succeeded (for the exit code): Java's
+        tool just counts; a process that sent nothing must not exit 0. A oneway send that left
+        counts (its outcome is never known)."""
+        s = self.stats
+        succeeded = s.ok + (s.unknown if self.spec.send_mode == "oneway" else 0)
+        if s.total == 0 or succeeded:
+            return None
+        return (f"no send succeeded ({s.failed} failed, {s.unknown} unknown); "
+                f"the first failure: {s.first_failure or 'unknown cause'}")
 
     async def shutdown(self) -> None:
         """Stop starting sends, let those in flight complete (at most the send timeout), trace

@@ -1,4 +1,4 @@
-"""The simulated runtime: one process, a virtual clock, an in-memory network, seeded (issue 3 §3)."""
+"""The simulated runtime: one process, a virtual clock, an in-memory network, seeded."""
 
 from rmqlab.runtime.sim.loop import SimLoop, SimulationDeadlock
 from rmqlab.runtime.sim.network import SimNetwork

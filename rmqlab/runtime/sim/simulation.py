@@ -1,4 +1,4 @@
-"""Simulation: every node of a cluster in one process, on a virtual clock, seeded (issue 3 §3).
+"""Simulation: every node of a cluster in one process, on a virtual clock, seeded.
 
     sim = Simulation(seed=7)
     sim.add_node("broker-a", lambda: Broker(config))   # a factory: a restart builds a new process
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -39,6 +40,7 @@ class Simulation:
         self.tracer = Tracer(lambda: self.loop.time() * 1000.0)
         self.network = SimNetwork(self.loop, seed, trace=self.tracer.emit, default_latency_ms=latency_ms)
         self.network._spawn = lambda node, coro: self.nodes[node].spawn(coro)
+        self._own_root = root_dir is None  # removed by close(); a given root_dir is the caller's
         self.root_dir = root_dir or tempfile.mkdtemp(prefix="rmqlab-sim-")
         self.nodes: dict[str, SimNode] = {}
         self.components: dict[str, Component | None] = {}
@@ -140,6 +142,8 @@ class Simulation:
         # Let the cancelled tasks unwind before the loop closes.
         self.loop.run_until_complete_nested(asyncio.sleep(0))
         self.loop.close()
+        if self._own_root:
+            shutil.rmtree(self.root_dir, ignore_errors=True)
 
 
 class SimNemesis(Nemesis):
