@@ -150,12 +150,32 @@ def test_a_port_in_use_is_named_and_the_running_instance_log_is_left_alone(names
     result = rmqlab(*argv, env=cli_env(home), cwd=str(tmp_path))
     assert result.returncode != 0
     assert "boot success" not in result.stdout
-    if role == "proxy":  # the gRPC server (grpcio) says only that the port could not be bound
-        assert f"{who}: " in result.stderr and f"127.0.0.1:{port}" in result.stderr, result.stderr
-    else:
-        assert f"{who}: cannot listen on 127.0.0.1:{port}: address already in use" in result.stderr, result.stderr
-        assert "Traceback" not in result.stderr
+    assert f"{who}: cannot listen on 127.0.0.1:{port}: address already in use" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
     assert _logs(logs_dir) == before  # no line appended, no file added
+
+
+def test_a_controller_whose_raft_port_is_taken_fails_instead_of_running_without_raft(tmp_path):
+    """pysyncobj retries a failed bind forever by default: the controller printed "boot success"
+    and ran with no Raft at all. Its remoting port is free here; only the Raft port is taken."""
+    from rmqlab.controller.impl.raft_controller import RAFT_PORT_OFFSET
+
+    while True:
+        port = free_port()
+        if port + RAFT_PORT_OFFSET <= 65535:
+            break
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port + RAFT_PORT_OFFSET))
+        holder.listen()
+        conf = write(tmp_path / "controller.properties",
+                     f"controllerDLegerGroup=g\ncontrollerDLegerPeers=n0-127.0.0.1:{port}\n"
+                     f"controllerDLegerSelfId=n0\ncontrollerStorePath={tmp_path / 'ctl'}\n")
+        result = rmqlab("controller", "-c", conf, env=cli_env(tmp_path / "home"), cwd=str(tmp_path))
+    assert result.returncode != 0, result.stdout
+    assert "boot success" not in result.stdout
+    assert (f"rmqlab controller (controller-n0): cannot listen on 127.0.0.1:{port + RAFT_PORT_OFFSET}: "
+            "address already in use") in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_producer_exits_non_zero_with_the_cause_when_no_send_succeeded(tmp_path):

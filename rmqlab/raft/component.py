@@ -59,6 +59,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pysyncobj import SyncObjConf, SyncObjConsumer
+from pysyncobj.syncobj import SyncObjException
 from pysyncobj.node import Node
 
 from rmqlab.config.addresses import parse_addr
@@ -72,9 +73,13 @@ from rmqlab.runtime.component import Component
 from rmqlab.runtime.node import Node as RuntimeNode
 from rmqlab.runtime.node import Timer
 from rmqlab.runtime.sim.node import SimNode
+from rmqlab.runtime.real import bind_error
 
 # SyncObjConf settings the component decides itself (the runtime and the files); the rest of
 # SyncObjConf's keyword arguments pass through `conf`.
+# Real runtime: bind attempts (one every bindRetryTime, 1 s) before a replica's start fails; a
+# restarted replica may briefly find its port still held by the process it replaces.
+BIND_RETRIES = 3
 _OWNED_CONF = ("autoTick", "journalFile", "fullDumpFile", "useFork", "bindAddress", "onStateChanged")
 
 
@@ -190,11 +195,23 @@ class RaftComponent(Component):
             # Left unset, TCPTransport binds 0.0.0.0 (every interface) on the peer address's port;
             # listen exactly where the peers are told to dial instead.
             conf.bindAddress = self.bind_addr or self.self_addr
+            # pysyncobj retries a failed bind every bindRetryTime forever by default, so a replica
+            # whose port is taken would run without Raft. Give up after a few tries and fail the
+            # start, as a DLedger controller that cannot bind does.
+            if "maxBindRetries" not in self.conf_overrides:
+                conf.maxBindRetries = BIND_RETRIES
             conf.validate()
             transport_class = functools.partial(TracingTCPTransport, report=self._report_frame)
             # SyncObj starts its autoTick thread and waits (briefly) until it has tried to bind.
             self.sync_obj = RaftSyncObj(self.self_addr, others, conf, self.consumers, node.random,
                                         transportClass=transport_class)
+            try:
+                await asyncio.to_thread(self.sync_obj.waitBinded)
+            except SyncObjException:
+                sync_obj, self.sync_obj = self.sync_obj, None
+                await asyncio.to_thread(sync_obj.destroy_synchronous)
+                host, port = parse_addr(conf.bindAddress)
+                raise bind_error(host, port) from None
             self._timer = node.call_later(self.poll_ms, self._poll)
         self._observe()
 

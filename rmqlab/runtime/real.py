@@ -193,6 +193,20 @@ class ListenError(OSError):
         return self.strerror
 
 
+def bind_error(host: str, port: int) -> ListenError:
+    """Why (host, port) cannot be bound, for a library that reports a failed bind without its
+    cause (grpcio, pysyncobj): bind a plain socket there and keep the OSError it raises."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as e:
+        return ListenError(host, port, e)
+    return ListenError(host, port, OSError(0, "the server library could not bind it"))
+
+
 class _ServerListener:
     def __init__(self, server: asyncio.base_events.Server):
         self._server = server

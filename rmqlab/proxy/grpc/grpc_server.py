@@ -19,6 +19,7 @@ from rmqlab.proxy.grpc.v2.common import status_name
 from rmqlab.proxy.grpc.v2.grpc_messaging_activity import (BIDI_STREAM, SERVER_STREAM, SERVICE_NAME, UNARY,
                                                           GrpcMessagingActivity, InvalidRequest, MethodSpec)
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext
+from rmqlab.runtime.real import bind_error
 
 if TYPE_CHECKING:
     from rmqlab.runtime.node import Node
@@ -46,9 +47,14 @@ class GrpcServer:
                                           ("grpc.so_reuseport", 0)])
         handlers = {name: self._handler(spec) for name, spec in self.activity.methods.items()}
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
-        bound = server.add_insecure_port(f"{self.host}:{self.port}")
+        # grpcio reports a failed bind without its cause (older versions return 0, newer raise
+        # RuntimeError("Failed to bind ...")): name the address and the OS's reason instead.
+        try:
+            bound = server.add_insecure_port(f"{self.host}:{self.port}")
+        except RuntimeError:
+            bound = 0
         if bound == 0:
-            raise OSError(f"the Proxy cannot listen on {self.host}:{self.port} (gRPC port in use?)")
+            raise bind_error(self.host, self.port)
         self.port = bound
         await server.start()
         self._server = server
