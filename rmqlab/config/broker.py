@@ -201,6 +201,13 @@ class MessageStoreConfig:
     haTransferBatchSize: int = int_field(1024 * 32, min=1)
     haMasterAddress: str | None = str_field(None)
     haMaxGapNotInSync: int = int_field(1024 * 1024 * 256, min=0)
+    # Not a RocketMQ key (RMQLAB_KEYS in rmqlab.config.rocketmq_keys): an rmqlab-only guard, off by
+    # default so classic HA behaves as RocketMQ's. RocketMQ's master takes any 8 bytes a slave sends
+    # as its ack offset (DefaultHAConnection.ReadSocketService.processReadEvent), even one beyond its
+    # own commitlog: a slave left ahead of a master that lost its unflushed tail then acknowledges
+    # SYNC_MASTER sends it does not hold. True closes such a connection instead (a report below 0 or
+    # beyond the master's max offset), so the labs can show what a check would change.
+    rmqlabRejectImpossibleHaReport: bool = bool_field(False)
     brokerRole: BrokerRole = enum_field(BrokerRole.ASYNC_MASTER)
     flushDiskType: FlushDiskType = enum_field(FlushDiskType.ASYNC_FLUSH)
     syncFlushTimeout: int = int_field(1000 * 5, min=1)

@@ -178,28 +178,33 @@ class ConnectionProtocol(ConnectionProtocolBase):
         super().__init__(TRANSFER)  # no handshake: a classic connection transfers from the start
         self._pending = b""  # an incomplete report
 
-    def feed_reports(self, data: bytes, master_max_offset: int) -> list[int]:
+    def feed_reports(self, data: bytes, master_max_offset: int, reject_impossible: bool = False) -> list[int]:
         """Decode the complete 8-byte reports in `data`; the last one becomes the slave's ack
         offset (and the first ever its request offset). Returns every report decoded.
 
         RocketMQ's ReadSocketService keeps only the last complete report of what it read at once
         (its buffer position rounded down to a multiple of 8), which is the last one here too.
 
-        Deviation: RocketMQ accepts any 8 bytes as an offset. Garbage (an HTTP request sent to the
-        HA port reads as an offset near 5e18) then becomes this connection's ack offset, and
-        GroupTransferService counts it as a slave holding every message: a SYNC_MASTER would
-        acknowledge sends no slave has. A report below 0 or beyond the master's max offset (which
-        a real slave can only send if its log diverged, e.g. the master lost unflushed data in a
-        machine crash) raises HAProtocolError here and closes this connection only.
+        As in RocketMQ, any 8 bytes are an offset: nothing is checked against the master's log.
+        A slave ahead of its master (the master lost its unflushed tail in a machine crash and
+        restarted) or garbage on the HA port (an HTTP request reads as an offset near 5e18) becomes
+        this connection's ack offset, and GroupTransferService counts the connection as a replica
+        of every message up to it: a SYNC_MASTER acknowledges sends that no slave holds.
+
+        `reject_impossible` is rmqlab's own guard (MessageStoreConfig.rmqlabRejectImpossibleHaReport,
+        not a RocketMQ key): a report below 0 or beyond `master_max_offset` raises HAProtocolError,
+        which closes this connection only, before the report counts as an ack.
         """
         data = self._pending + data
         whole = len(data) - len(data) % REPORT_HEADER_SIZE
         self._pending = data[whole:]
         reports = [v for (v,) in REPORT.codec.iter_unpack(data[:whole])]
-        for value in reports:
-            if not 0 <= value <= master_max_offset:
-                raise HAProtocolError(f"bad report: offset {value} (0x{value & (2**64 - 1):016x}) is outside "
-                                      f"[0, {master_max_offset}], the master's commitlog")
+        if reject_impossible:
+            for value in reports:
+                if not 0 <= value <= master_max_offset:
+                    raise HAProtocolError(f"bad report: offset {value} (0x{value & (2**64 - 1):016x}) is outside "
+                                          f"[0, {master_max_offset}], the master's commitlog "
+                                          "(rmqlabRejectImpossibleHaReport=true)")
         if reports:
             self.slave_ack_offset = reports[-1]
             if self.slave_request_offset < 0:
@@ -207,8 +212,11 @@ class ConnectionProtocol(ConnectionProtocolBase):
         return reports
 
     def transfer_start(self, master_max_offset: int, mapped_file_size: int) -> int:
-        """Fix where the transfer starts (once, after the first report) and return it."""
-        if self.slave_request_offset < 0:
+        """Fix where the transfer starts (once, after the first report) and return it.
+
+        As WriteSocketService, which waits while slaveRequestOffset == -1: a report of -1 (eight
+        0xff bytes) is no request, while any other offset, negative or beyond the log, is one."""
+        if self.slave_request_offset == -1:
             raise ValueError("the transfer starts after the slave's first report")
         if self.next_transfer_from_where < 0:
             self.next_transfer_from_where = transfer_start_offset(
