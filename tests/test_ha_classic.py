@@ -739,8 +739,9 @@ def test_a_slave_ahead_of_its_restarted_master_acknowledges_what_it_does_not_hol
 
 def test_a_slave_ahead_of_its_restarted_master_is_refused_with_the_rmqlab_guard():
     """rmqlabRejectImpossibleHaReport=true (not a RocketMQ key): the slave's report beyond the
-    master's log closes the connection, so the slave's log stays intact and sync puts time out
-    until an operator resolves it."""
+    master's log closes the connection, so the slave's log stays intact and a sync put times out
+    (as long as the master's log stays shorter than the slave's: tests/test_modes.py shows the
+    guard giving way once it is longer)."""
     sim, acked, slave_max = _master_restarted_behind_its_slave(22, rmqlabRejectImpossibleHaReport=True)
     refusals = [e for e in ha_closes(sim, "master") if "outside" in e.fields["reason"]]
     assert len(refusals) >= 2 and f"offset {slave_max} " in refusals[0].fields["reason"]

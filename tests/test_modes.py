@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 
+from rmqlab.checker.checkers import check_total_queue, read_commitlog
 from rmqlab.client import ClientProcess, DefaultMQProducer, DefaultMQPullConsumer, SendStatus
 from rmqlab.cluster import Cluster
 from rmqlab.common.message.message import Message
+from rmqlab.common.message.message_decoder import decode_message_id
 from rmqlab.trace import client_ops
 
 TOPIC = "SeedTopic"
@@ -126,4 +128,72 @@ def test_2m_2s_sync_loses_nothing_acknowledged_and_the_slave_stays_a_slave():
     assert roles and all(r == "SLAVE" for r in roles)
     after = send(c, 10, "after")
     assert all(not isinstance(r, Exception) and r.message_queue.broker_name == "broker-b" for r in after)
+    c.close()
+
+
+def _restart_broker_a_behind_its_slave(guard: bool) -> tuple[Cluster, int, int]:
+    """2m-2s-sync (SYNC_MASTER, ASYNC_FLUSH, inSyncReplicas=2): a burst is acknowledged once
+    broker-a-s holds it, broker-a's machine loses power before flushing it and restarts without it.
+    Returns the cluster, broker-a's log end after the restart and broker-a-s's log end."""
+    c = start("2m-2s-sync", seed=5, rmqlabRejectImpossibleHaReport=guard)
+    send(c, 30, "warm")
+    c.run_for(65_000)  # SlaveSynchronize copies the topic to the slave (see above)
+    burst = send(c, 40, "burst")
+    assert all(r.send_status is SendStatus.SEND_OK for r in burst)
+    c.nemesis.crash("broker-a")
+    slave_end = c.sim.components["broker-a-s"].message_store.get_max_phy_offset()
+    c.run_for(1_000)
+    c.nemesis.restart("broker-a")
+    c.run_for(40_000)  # broker-a-s notices the dead connection (housekeeping, 20 s) and reconnects
+    master_end = c.sim.components["broker-a"].message_store.get_max_phy_offset()
+    assert master_end < slave_end  # broker-a lost the unflushed tail broker-a-s holds
+    return c, master_end, slave_end
+
+
+def test_2m_2s_sync_master_restarted_behind_its_slave_acknowledges_sends_the_slave_never_holds():
+    """RocketMQ's classic HA takes broker-a-s's report (beyond broker-a's log) as its ack, so sync
+    sends are SEND_OK at once with no replica holding them: the first land at offsets where
+    broker-a-s holds the lost tail instead. The logs diverge silently, and once broker-a is gone for
+    good its consumers read from broker-a-s and the acknowledged messages are lost."""
+    c, master_end, slave_end = _restart_broker_a_behind_its_slave(guard=False)
+    after = send(c, 40, "after")
+    assert not [r for r in after if isinstance(r, Exception)]  # none waits: broker-a-s "acks" at once
+    to_a = [r for r in after if r.message_queue.broker_name == "broker-a"]
+    assert len(to_a) >= 10 and all(r.send_status is SendStatus.SEND_OK for r in to_a)
+    at = sorted(decode_message_id(r.offset_msg_id)[1] for r in to_a)  # commitlog offsets on broker-a
+    assert master_end <= at[0] < slave_end  # acknowledged where broker-a-s holds other bytes
+    c.run_for(2_000)
+    master, slave = (read_commitlog(c.sim.store_dir(n)) for n in ("broker-a", "broker-a-s"))
+    assert master[:master_end] == slave[:master_end]
+    assert master[at[0]:slave_end] != slave[at[0]:slave_end]  # same offsets, other bytes
+    c.nemesis.crash("broker-a")  # this time it stays down
+    c.run_for(160_000)  # the name server's 120 s live timeout, then a route refresh
+    acked_on_a = {r.msg_id for r in to_a}
+    assert not acked_on_a & readable_keys(c, "reader")  # broker-a-s cannot serve any of them
+    lost = {v.details["uniq_key"] for v in check_total_queue(c.events()).violations if v.what == "lost"}
+    assert acked_on_a <= lost  # the no-acknowledged-loss check reports every one of them
+    c.close()
+
+
+def test_2m_2s_sync_master_restarted_behind_its_slave_with_the_rmqlab_guard_refuses_only_for_a_while():
+    """rmqlabRejectImpossibleHaReport=true (rmqlab only): broker-a closes the connection of a slave
+    reporting beyond its log, so its sync sends wait for an ack that does not come and fail. But
+    broker-a stores each of them all the same: once its log is longer than broker-a-s's, the
+    report is no longer impossible, the slave is accepted and the logs splice as without the
+    guard. The guard delays the divergence; only a protocol that compares histories (controller
+    mode's epochs and truncation) prevents it."""
+    c, master_end, slave_end = _restart_broker_a_behind_its_slave(guard=True)
+    refused = [e for e in c.events() if e.kind == "net.close" and e.node == "broker-a"
+               and "outside" in str(e.fields.get("reason"))]
+    assert refused and f"offset {slave_end} " in refused[0].fields["reason"]
+    after = send(c, 40, "after")
+    # A send to broker-a waits slaveTimeout (3 s) for an ack, and the producer's 3 s send timeout
+    # runs out first: the send fails (indeterminate: broker-a stored it).
+    first_ok = next(i for i, r in enumerate(after) if not isinstance(r, Exception)
+                    and r.message_queue.broker_name == "broker-a")
+    assert first_ok >= 5 and all(isinstance(r, Exception) or r.message_queue.broker_name == "broker-b"
+                                 for r in after[:first_ok])
+    c.run_for(2_000)
+    master, slave = (read_commitlog(c.sim.store_dir(n)) for n in ("broker-a", "broker-a-s"))
+    assert master[master_end:slave_end] != slave[master_end:slave_end]  # diverged all the same
     c.close()

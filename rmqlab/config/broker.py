@@ -206,7 +206,8 @@ class MessageStoreConfig:
     # as its ack offset (DefaultHAConnection.ReadSocketService.processReadEvent), even one beyond its
     # own commitlog: a slave left ahead of a master that lost its unflushed tail then acknowledges
     # SYNC_MASTER sends it does not hold. True closes such a connection instead (a report below 0 or
-    # beyond the master's max offset), so the labs can show what a check would change.
+    # beyond the master's max offset), so the labs can show what such a check changes: it holds only
+    # until the master's log is longer than the slave's (rmqlab.ha.default_ha_protocol says more).
     rmqlabRejectImpossibleHaReport: bool = bool_field(False)
     brokerRole: BrokerRole = enum_field(BrokerRole.ASYNC_MASTER)
     flushDiskType: FlushDiskType = enum_field(FlushDiskType.ASYNC_FLUSH)

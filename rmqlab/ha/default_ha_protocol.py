@@ -19,6 +19,37 @@ max offset and reports its new max offset; a header whose offset is not where th
 first report puts the stream back where its log ends. Nothing is ever truncated: classic HA
 assumes the slave's log is a prefix of the master's.
 
+The master checks nothing either: any 8 bytes are the slave's ack offset
+(DefaultHAConnection.ReadSocketService.processReadEvent), DefaultHAService.notifyTransferSome
+raises push2SlaveMaxOffset to it, and GroupTransferService counts the connection as a replica of
+every message that ends at or below it. So when the assumption breaks, nothing notices. A master
+that loses its unflushed tail in a machine crash (ASYNC_FLUSH) restarts with a log shorter than
+its slave's, and in RocketMQ (store/src/main/java/org/apache/rocketmq/store/ha/DefaultHAConnection.java,
+DefaultHAClient.java, GroupTransferService.java) — rmqlab does the same:
+
+1. the slave reconnects and reports its max offset S, beyond the master's end M: S becomes the
+   request and ack offset, so every SYNC_MASTER put ending at or below S is acknowledged at once,
+   although the slave holds other bytes there (the tail the master lost);
+2. WriteSocketService starts at S (the request, not 0) and, as its log has nothing at S yet,
+   sends heartbeats at S; DefaultHAClient.dispatchReadRequest finds masterPhyOffset == S ==
+   its own max offset, so the check that would close the connection ("master pushed offset not
+   equal the max phy offset in slave") passes: no reconnect loop, no stall of the stream;
+3. once the master's log passes S it streams from S, usually the middle of one of its new
+   records; the slave appends those bytes at S and acknowledges them. Its commitlog is now the
+   common prefix, the lost tail, then the master's bytes from S: it diverged silently;
+4. the slave's ReputMessageService meets an invalid record at S and, on a slave, stops there for
+   good (doNext = false, nothing skipped, nothing logged): the slave never serves a message
+   written after S, while its reports say it holds everything.
+
+rmqlab's MessageStoreConfig.rmqlabRejectImpossibleHaReport (not a RocketMQ key, default false)
+makes the master close a connection whose report is below 0 or beyond its max offset instead:
+the slave keeps its log, retries every 5 s and is refused again, and sync puts wait for an ack
+that does not come (FLUSH_SLAVE_TIMEOUT). The master stores those puts all the same, so once its
+log is longer than the slave's the report is possible again, is accepted, and steps 2-4 follow:
+the guard delays the divergence, it cannot prevent it. Telling a diverged slave from a lagging
+one needs the history of the logs, which is what controller mode's epochs and truncation add
+(AutoSwitchHAConnection's handshake, rmqlab.ha.autoswitch).
+
 Each side also reports on a timer: the slave every haSendHeartbeatInterval since its last write,
 and either side closes a connection on which nothing was read for haHousekeepingInterval (20 s).
 
@@ -30,7 +61,8 @@ States (HAConnectionState, as RocketMQ names them):
 This module is the socket-free core: the frame layouts, the codecs and each end's protocol state.
 It never touches a stream, a clock or a store; the services (default_ha_client,
 default_ha_connection) feed it the bytes they read and the offsets they know, and write the bytes
-it returns. rmqlab deviations are marked "Deviation" where they occur.
+it returns. rmqlab deviations are marked "Deviation" where they occur; the rmqlab-only option
+above is named where it applies (ConnectionProtocol.feed_reports).
 """
 
 from __future__ import annotations
@@ -193,7 +225,8 @@ class ConnectionProtocol(ConnectionProtocolBase):
 
         `reject_impossible` is rmqlab's own guard (MessageStoreConfig.rmqlabRejectImpossibleHaReport,
         not a RocketMQ key): a report below 0 or beyond `master_max_offset` raises HAProtocolError,
-        which closes this connection only, before the report counts as an ack.
+        which closes this connection only, before the report counts as an ack. It only catches a
+        report the master's log cannot explain yet (see the module docstring for its limit).
         """
         data = self._pending + data
         whole = len(data) - len(data) % REPORT_HEADER_SIZE
