@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-from rmqlab.checker.checkers import check_total_queue, read_commitlog
+from rmqlab.checker.checkers import check_total_queue, read_commitlog, send_acknowledged
 from rmqlab.client import ClientProcess, DefaultMQProducer, DefaultMQPullConsumer, SendStatus
 from rmqlab.cluster import Cluster
+from rmqlab.demo import mode_comparison as mc
 from rmqlab.common.message.message import Message
 from rmqlab.common.message.message_decoder import decode_message_id
 from rmqlab.trace import client_ops
@@ -166,6 +167,11 @@ def test_2m_2s_sync_master_restarted_behind_its_slave_acknowledges_sends_the_sla
     master, slave = (read_commitlog(c.sim.store_dir(n)) for n in ("broker-a", "broker-a-s"))
     assert master[:master_end] == slave[:master_end]
     assert master[at[0]:slave_end] != slave[at[0]:slave_end]  # same offsets, other bytes
+    # The deployment-mode comparison counts these from the trace alone.
+    events = c.events()
+    restart_at = next(e.time_ms for e in events if e.kind == "node.restart" and e.node == "broker-a")
+    acked = [op for op in client_ops(events) if op.f == "send" and send_acknowledged(op)]
+    assert mc.acked_behind_slave(events, acked, "broker-a", restart_at) == sum(o < slave_end for o in at) > 0
     c.nemesis.crash("broker-a")  # this time it stays down
     c.run_for(160_000)  # the name server's 120 s live timeout, then a route refresh
     acked_on_a = {r.msg_id for r in to_a}
@@ -197,3 +203,25 @@ def test_2m_2s_sync_master_restarted_behind_its_slave_with_the_rmqlab_guard_refu
     master, slave = (read_commitlog(c.sim.store_dir(n)) for n in ("broker-a", "broker-a-s"))
     assert master[master_end:slave_end] != slave[master_end:slave_end]  # diverged all the same
     c.close()
+
+
+def _mode_result(**changes) -> mc.ModeResult:
+    base = dict(mode="2m-2s-sync", sent=100, acknowledged=100, failed=0, indeterminate=0, acknowledged_lost=0,
+                missing_after_recovery=0, acked_during_outage=50, sends_during_outage=50, p50_ms=2.0, p99_ms=3.0,
+                readable_during_outage=20, on_broker_a=20, seed_says="", read_from="slave broker-a-s (20)",
+                set_writable_after_ms=131_000.0, route_dropped_after_ms=1_000.0)
+    return mc.ModeResult(**{**base, **changes})
+
+
+def test_sync_double_write_claim_fails_when_the_restarted_master_acknowledged_what_no_replica_holds():
+    """Seed 000's "数据与服务都无单点故障" for 2m-2s-sync: acknowledgements that no replica holds (a
+    master restarted behind its slave, whose report classic HA takes as an ack) contradict it."""
+    def no_spof(result):
+        return next(c for c in mc.claims([result]) if c.quote.startswith("数据与服务都无单点故障"))
+
+    assert no_spof(_mode_result()).holds and "no replica" not in no_spof(_mode_result()).measured
+    hazard = no_spof(_mode_result(acked_behind_slave=3))
+    assert not hazard.holds
+    assert "acknowledged 3 sync sends that no replica holds" in hazard.measured
+    no_failover = next(c for c in mc.claims([_mode_result(acked_behind_slave=3)]) if c.quote.startswith("目前版本"))
+    assert no_failover.holds and "refused" not in no_failover.measured
