@@ -1,4 +1,4 @@
-"""Classic master–slave HA (issue 4 §3, reference §3): DefaultHAService on the simulator.
+"""Classic master–slave HA: DefaultHAService on the simulator.
 
 Two (or three) simulated machines, each with its own DefaultMessageStore under node.store_dir and
 small commitlog files. Facts of RocketMQ these tests lean on:

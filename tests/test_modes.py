@@ -1,4 +1,5 @@
-"""Seed 000's claims about the classic deployment modes, as seeded experiments (issue 4 §6).
+"""The claims of RocketMQ 5.0's deployment documentation (部署方式: single master, 2m-noslave,
+2m-2s-async, 2m-2s-sync) about the classic deployment modes, as seeded experiments.
 
 Each experiment builds a mode with rmqlab.cluster from the conf/ templates, drives it with
 rmqlab's clients, injects the fault of the claim, and judges the outcome from the event trace.
@@ -214,8 +215,9 @@ def _mode_result(**changes) -> mc.ModeResult:
 
 
 def test_sync_double_write_claim_fails_when_the_restarted_master_acknowledged_what_no_replica_holds():
-    """Seed 000's "数据与服务都无单点故障" for 2m-2s-sync: acknowledgements that no replica holds (a
-    master restarted behind its slave, whose report classic HA takes as an ack) contradict it."""
+    """The deployment documentation's "数据与服务都无单点故障" for 2m-2s-sync: acknowledgements that
+    no replica holds (a master restarted behind its slave, whose report classic HA takes as an ack)
+    contradict it."""
     def no_spof(result):
         return next(c for c in mc.claims([result]) if c.quote.startswith("数据与服务都无单点故障"))
 

@@ -245,7 +245,7 @@ COMPONENT_CLASSES: dict[str, tuple[str, ...]] = {
     "proxy": ("ProxyConfig", "AuthConfig"),
 }
 
-# Keys the seed documents describe but RocketMQ has since removed, with what became of them.
+# Keys RocketMQ's documentation still describes but its code has since removed, with what became of them.
 RETIRED_KEYS: dict[str, dict[str, str]] = {
     "broker": {
         "controllerDeployedStandAlone": (

@@ -488,7 +488,8 @@ def acked_behind_slave(events: list[TraceEvent], acked: list, victim: str, resta
     slave holding other bytes at their offsets (rmqlab.ha.default_ha_protocol). 0 when the victim
     is no master after its restart (controller modes) or its sends carry no offsetMsgId."""
     sets, roles, by_addr = broker_sets(events), Roles(events), broker_nodes_by_addr(events)
-    slaves = {n for n, s in sets.items() if s == sets.get(victim) and n != victim and roles.at(n, restart_at) == "SLAVE"}
+    slaves = {n for n, s in sets.items()
+              if s == sets.get(victim) and n != victim and roles.at(n, restart_at) == "SLAVE"}
     ahead = max((e.fields["value"] for e in events if e.kind == "offset" and e.fields.get("which") == "written"
                  and e.node in slaves and e.time_ms < restart_at), default=None)
     if ahead is None:

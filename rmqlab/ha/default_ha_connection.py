@@ -1,4 +1,4 @@
-"""DefaultHAConnection: the master's end of one slave's HA connection (reference §3, seed 004).
+"""DefaultHAConnection: the master's end of one slave's HA connection.
 
 Mirrors org.apache.rocketmq.store.ha.DefaultHAConnection and its two threads, here two tasks on
 the master's Node:

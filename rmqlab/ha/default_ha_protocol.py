@@ -1,4 +1,4 @@
-"""The classic master–slave replication protocol (DefaultHAService), without sockets (reference §3).
+"""The classic master–slave replication protocol (RocketMQ's DefaultHAService), without sockets.
 
 Theory of operation
 -------------------
