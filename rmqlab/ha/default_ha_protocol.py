@@ -45,7 +45,7 @@ rmqlab's MessageStoreConfig.rmqlabRejectImpossibleHaReport (not a RocketMQ key, 
 makes the master close a connection whose report is below 0 or beyond its max offset instead:
 the slave keeps its log, retries every 5 s and is refused again, and sync puts wait for an ack
 that does not come (FLUSH_SLAVE_TIMEOUT). The master stores those puts all the same, so once its
-log is longer than the slave's the report is possible again, is accepted, and steps 2-4 follow:
+log is longer than the slave's the report is possible again, is accepted, and steps 3 and 4 follow:
 the guard delays the divergence, it cannot prevent it. Telling a diverged slave from a lagging
 one needs the history of the logs, which is what controller mode's epochs and truncation add
 (AutoSwitchHAConnection's handshake, rmqlab.ha.autoswitch).
