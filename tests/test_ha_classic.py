@@ -1,4 +1,4 @@
-"""Classic master–slave HA (issue 4 §3, reference §3): DefaultHAService on the simulator.
+"""Classic master–slave HA: DefaultHAService on the simulator.
 
 Two (or three) simulated machines, each with its own DefaultMessageStore under node.store_dir and
 small commitlog files. Facts of RocketMQ these tests lean on:
@@ -215,7 +215,7 @@ def test_client_reports_on_the_heartbeat_interval_from_construction():
     assert c.housekeeping_expired(21_011, 20_000) and not c.housekeeping_expired(21_010, 20_000)
 
 
-def test_master_protocol_keeps_the_last_complete_report_and_rejects_garbage():
+def test_master_protocol_keeps_the_last_complete_report():
     p = ConnectionProtocol()
     assert p.state is HAConnectionState.TRANSFER  # no handshake in classic HA
     assert p.feed_reports(encode_report(64)[:5], master_max_offset=1000) == []
@@ -225,10 +225,34 @@ def test_master_protocol_keeps_the_last_complete_report_and_rejects_garbage():
     assert (p.slave_request_offset, p.slave_ack_offset) == (128, 128)
     assert p.feed_reports(encode_report(192)[2:], 1000) == [192]
     assert (p.slave_request_offset, p.slave_ack_offset) == (128, 192)
+
+
+def test_master_protocol_takes_any_report_as_rocketmq_does():
+    """DefaultHAConnection.ReadSocketService.processReadEvent checks nothing: a report beyond the
+    master's log (a slave ahead of a master that lost its tail) or garbage is the ack offset."""
+    ahead = ConnectionProtocol()
+    assert ahead.feed_reports(encode_report(5_000), master_max_offset=1000) == [5_000]
+    assert (ahead.slave_request_offset, ahead.slave_ack_offset) == (5_000, 5_000)
+    http = ConnectionProtocol()
+    assert http.feed_reports(b"GET / HTTP/1.1\r\n", 1000) == [int.from_bytes(b"GET / HT", "big"),
+                                                               int.from_bytes(b"TP/1.1\r\n", "big")]
+    assert http.slave_request_offset == http.slave_ack_offset == int.from_bytes(b"TP/1.1\r\n", "big")  # ~6e18
+    minus_one = ConnectionProtocol()
+    assert minus_one.feed_reports(b"\xff" * 8, 1000) == [-1] and minus_one.slave_request_offset == -1
+
+
+def test_master_protocol_rejects_impossible_reports_with_the_rmqlab_option():
+    """rmqlabRejectImpossibleHaReport=true: a report outside [0, the master's max offset] closes the
+    connection before it counts as an ack."""
+    p = ConnectionProtocol()
+    assert p.feed_reports(encode_report(1000), 1000, reject_impossible=True) == [1000]  # at the end: fine
     with pytest.raises(HAProtocolError, match="outside"):
-        ConnectionProtocol().feed_reports(b"GET / HTTP/1.1\r\n", 1000)
+        p.feed_reports(encode_report(1001), 1000, reject_impossible=True)
+    assert p.slave_ack_offset == 1000  # the refused report did not count
+    with pytest.raises(HAProtocolError, match="outside"):
+        ConnectionProtocol().feed_reports(b"GET / HTTP/1.1\r\n", 1000, reject_impossible=True)
     with pytest.raises(HAProtocolError, match="offset -1"):
-        ConnectionProtocol().feed_reports(b"\xff" * 8, 1000)
+        ConnectionProtocol().feed_reports(b"\xff" * 8, 1000, reject_impossible=True)
 
 
 def test_master_start_offset_rule():
@@ -475,13 +499,18 @@ def test_offset_gap_makes_the_slave_reconnect_and_resume_without_loss_or_duplica
     assert dispatched(sim, "slave") == [f"key-{i}" for i in range(60)]
 
 
-@pytest.mark.parametrize("garbage, closes_within_ms", [
-    (b"GET / HTTP/1.1\r\nHost: broker\r\n\r\n", 10),  # reads as an offset near 5e18
-    (b"\xff" * 16, 10),                               # reads as offset -1
-    (b"hi!", 20_100),                                 # never a whole report: housekeeping closes it
+@pytest.mark.parametrize("garbage, guard, closes_within_ms", [
+    # RocketMQ's behaviour: whatever the bytes, only housekeeping ends the connection (nothing read
+    # for haHousekeepingInterval), the HTTP request having been the connection's ack offset meanwhile.
+    (b"GET / HTTP/1.1\r\nHost: broker\r\n\r\n", False, 20_100),
+    (b"\xff" * 16, False, 20_100),
+    # rmqlabRejectImpossibleHaReport=true: a report outside the master's log closes it at once.
+    (b"GET / HTTP/1.1\r\nHost: broker\r\n\r\n", True, 10),  # reads as an offset near 5e18
+    (b"\xff" * 16, True, 10),                               # reads as offset -1
+    (b"hi!", True, 20_100),                                 # never a whole report: housekeeping closes it
 ])
-def test_garbage_on_the_ha_port_closes_only_that_connection(garbage, closes_within_ms):
-    sim = world(17, BrokerRole.SYNC_MASTER, junk=True, inSyncReplicas=2)
+def test_garbage_on_the_ha_port_closes_only_that_connection(garbage, guard, closes_within_ms):
+    sim = world(17, BrokerRole.SYNC_MASTER, junk=True, inSyncReplicas=2, rmqlabRejectImpossibleHaReport=guard)
     sim.run_for(6_000)
     assert [put_and_wait(sim, i).put_message_status for i in range(5)] == [OK] * 5
     master = broker(sim, "master").ha
@@ -507,16 +536,21 @@ def test_garbage_on_the_ha_port_closes_only_that_connection(garbage, closes_with
     assert real.close_reason is None
     closes = ha_closes(sim, "master")
     assert len(closes) == 1 and closes[0].fields["peer"] != real.client_address
-    assert ("outside" in closes[0].fields["reason"]) or closes[0].fields["reason"].startswith("housekeeping")
+    if closes_within_ms > 10:
+        assert closes[0].fields["reason"].startswith("housekeeping")
+    else:
+        assert "outside" in closes[0].fields["reason"]
     assert put_and_wait(sim, 6).put_message_status is OK
     wait_caught_up(sim, 1_000)
     assert dispatched(sim, "slave") == [f"key-{i}" for i in range(7)]
 
 
-def test_a_forged_ack_cannot_acknowledge_a_sync_put():
-    """In RocketMQ any 8 bytes count as an ack: a forged report would complete SYNC_MASTER puts
-    that no slave holds. rmqlab closes such a connection instead (a documented deviation)."""
-    sim = world(18, BrokerRole.SYNC_MASTER, junk=True, inSyncReplicas=2)
+@pytest.mark.parametrize("guard, status", [(False, OK), (True, PutMessageStatus.FLUSH_SLAVE_TIMEOUT)])
+def test_a_forged_ack_acknowledges_a_sync_put_unless_the_rmqlab_guard_is_on(guard, status):
+    """In RocketMQ any 8 bytes on the HA port count as an ack: a forged report completes a
+    SYNC_MASTER put that no slave holds. rmqlabRejectImpossibleHaReport=true closes such a
+    connection instead (a report beyond the master's log), and the put times out."""
+    sim = world(18, BrokerRole.SYNC_MASTER, junk=True, inSyncReplicas=2, rmqlabRejectImpossibleHaReport=guard)
     sim.run_for(6_000)
     sim.nemesis.suspend("slave")
 
@@ -527,8 +561,10 @@ def test_a_forged_ack_cannot_acknowledge_a_sync_put():
     future = put(sim, 0)
     sim.run(forge())
     sim.run_until(future.done, 5_000)
-    assert future.result().put_message_status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
-    assert "outside" in ha_closes(sim, "master")[0].fields["reason"]
+    assert future.result().put_message_status is status
+    refused = [e for e in ha_closes(sim, "master") if "outside" in e.fields["reason"]]
+    assert len(refused) == (1 if guard else 0)
+    assert broker(sim, "slave").store.get_max_phy_offset() == 0  # suspended: it holds nothing
     sim.nemesis.resume("slave")
 
 
@@ -643,13 +679,11 @@ def test_trace_shows_the_ha_protocol_and_is_deterministic():
     assert any(e.kind == "offset" and e.node == "slave" and e.fields["which"] == "written" for e in evs)
 
 
-def test_a_slave_ahead_of_its_restarted_master_is_refused():
-    """Classic HA cannot reconcile logs (no epochs, no truncation). After a machine crash the
-    ASYNC_FLUSH master restarts with less than its slave holds; in RocketMQ the slave's report
-    would become the connection's ack offset (so new SYNC_MASTER puts would be acknowledged without
-    any replica) and the stream would resume mid-message. rmqlab refuses the report instead, so
-    the slave's log stays intact and sync puts time out until an operator resolves it."""
-    sim = world(22, BrokerRole.SYNC_MASTER, inSyncReplicas=2)
+def _master_restarted_behind_its_slave(seed: int, **master_overrides) -> tuple[Simulation, dict, int]:
+    """A SYNC_MASTER (inSyncReplicas=2, ASYNC_FLUSH) loses power under load and restarts without
+    its unflushed tail, which its slave already holds; 30 s later the slave has reconnected.
+    Returns the simulation, the sends acknowledged before the crash and the slave's max offset."""
+    sim = world(seed, BrokerRole.SYNC_MASTER, inSyncReplicas=2, **master_overrides)
     sim.run_for(6_000)
     acked: dict[int, PutMessageStatus] = {}
     _produce(sim, 400, 7, acked, [])
@@ -657,9 +691,58 @@ def test_a_slave_ahead_of_its_restarted_master_is_refused():
     sim.nemesis.crash("master")
     slave_max = broker(sim, "slave").store.get_max_phy_offset()
     sim.nemesis.restart("master")
-    sim.run_for(30_000)  # the slave notices (housekeeping), reconnects, is refused, retries
-    master_store = broker(sim, "master").store
-    assert master_store.get_max_phy_offset() < slave_max  # the master's disk lost the unflushed tail
+    sim.run_for(30_000)  # the slave notices (housekeeping) and reconnects
+    assert broker(sim, "master").store.get_max_phy_offset() < slave_max  # the master lost its unflushed tail
+    return sim, acked, slave_max
+
+
+def commitlog(sim: Simulation, name: str) -> bytes:
+    """A store's commitlog files end to end (every test log starts at offset 0)."""
+    files = commitlog_files(sim, name)
+    assert [int(f) for f in files] == [i * COMMITLOG for i in range(len(files))]
+    return b"".join(files.values())
+
+
+def test_a_slave_ahead_of_its_restarted_master_acknowledges_what_it_does_not_hold():
+    """RocketMQ's classic HA after the master lost its tail (DefaultHAConnection, DefaultHAClient):
+
+    * the slave's first report (its max offset, beyond the master's log) is taken as the request
+      and ack offset: every SYNC_MASTER put that ends below it is PUT_OK at once, though the slave
+      holds other bytes there (the lost tail);
+    * the master's WriteSocketService starts at the request offset and heartbeats there until its
+      own log reaches it, then streams from it; the header offset equals the slave's max offset, so
+      DefaultHAClient's check ("master pushed offset not equal the max phy offset in slave") passes
+      and the slave appends the master's bytes from the middle of a record;
+    * the slave's dispatcher (ReputMessageService) meets that invalid record and stops there for
+      good: the slave never serves what the master acknowledged after the restart.
+    """
+    sim, _acked, slave_max = _master_restarted_behind_its_slave(22)
+    master, slave = broker(sim, "master"), broker(sim, "slave")
+    lost_at = master.store.get_max_phy_offset()
+    assert [c.slave_request_offset for c in master.ha.connection_list] == [slave_max]  # accepted
+    assert not [e for e in ha_closes(sim, "master") if "outside" in e.fields["reason"]]
+    results = [put_and_wait(sim, 1_000 + i) for i in range(60)]
+    assert [r.put_message_status for r in results] == [OK] * 60  # all acknowledged as replicated
+    sim.run_for(1_000)
+    end = master.store.get_max_phy_offset()
+    assert end > slave_max and caught_up(sim)  # by the offsets, the slave holds everything
+    m, s = commitlog(sim, "master"), commitlog(sim, "slave")
+    assert m[:lost_at] == s[:lost_at]                     # the common prefix
+    assert m[lost_at:slave_max] != s[lost_at:slave_max]   # the master's new messages vs the lost tail
+    assert m[slave_max:end] == s[slave_max:end]           # the stream resumed mid-record
+    # The slave's dispatcher stopped at the splice: nothing after it is readable on the slave.
+    assert slave.store.dispatch_behind_bytes() == end - slave_max
+    on_slave = set(keys(slave.store))
+    after_restart = {f"key-{1_000 + i}" for i in range(60)}
+    assert after_restart <= set(keys(master.store)) and not after_restart & on_slave
+
+
+def test_a_slave_ahead_of_its_restarted_master_is_refused_with_the_rmqlab_guard():
+    """rmqlabRejectImpossibleHaReport=true (not a RocketMQ key): the slave's report beyond the
+    master's log closes the connection, so the slave's log stays intact and a sync put times out
+    (as long as the master's log stays shorter than the slave's: tests/test_modes.py shows the
+    guard giving way once it is longer)."""
+    sim, acked, slave_max = _master_restarted_behind_its_slave(22, rmqlabRejectImpossibleHaReport=True)
     refusals = [e for e in ha_closes(sim, "master") if "outside" in e.fields["reason"]]
     assert len(refusals) >= 2 and f"offset {slave_max} " in refusals[0].fields["reason"]
     assert put_and_wait(sim, 1_000).put_message_status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT

@@ -1,8 +1,8 @@
 """Broker configuration: BrokerIdentity, BrokerConfig, MessageStoreConfig and their enums.
 
 Field names are RocketMQ's property keys, exactly as a broker.conf spells them, and defaults are
-those of apache/rocketmq at commit 8fc57f1 (reference §5 and §3;
-common/src/main/java/org/apache/rocketmq/common/BrokerConfig.java, BrokerIdentity.java,
+those of apache/rocketmq at commit 8fc57f1
+(common/src/main/java/org/apache/rocketmq/common/BrokerConfig.java, BrokerIdentity.java,
 store/src/main/java/org/apache/rocketmq/store/config/MessageStoreConfig.java). Only the settings
 rmqlab implements are fields; the loader recognises RocketMQ's other keys and warns that they
 have no effect here (see :mod:`rmqlab.config.rocketmq_keys`).
@@ -26,7 +26,7 @@ from rmqlab.config.fields import (
 )
 from rmqlab.common.delay_level import parse_delay_level
 
-# ConsumeQueue entry size (offset 8 + size 4 + tags code 8), reference §7.2.
+# ConsumeQueue entry size (offset 8 + size 4 + tags code 8): ConsumeQueue.CQ_STORE_UNIT_SIZE.
 CQ_STORE_UNIT_SIZE = 20
 
 MASTER_ID = 0  # MixAll.MASTER_ID
@@ -81,7 +81,7 @@ class BrokerIdentity:
 
 @dataclass
 class BrokerConfig(BrokerIdentity):
-    """common/.../BrokerConfig.java (reference §5, §6): naming, registration, RIP-32 and
+    """common/.../BrokerConfig.java: naming, registration, RIP-32 and
     controller-mode (RIP-44) settings of a broker."""
 
     # RocketMQ falls back to -Drocketmq.namesrv.addr or $NAMESRV_ADDR; rmqlab takes the address
@@ -108,7 +108,7 @@ class BrokerConfig(BrokerIdentity):
     forceRegister: bool = bool_field(True)
     # The effective period is clamped to [10000, 60000] ms (get_register_name_server_period).
     registerNameServerPeriod: int = int_field(30000, min=1)
-    # RIP-32 "new configuration" (seed 001, reference §6.2).
+    # RIP-32 (slave acting master) "new configuration".
     brokerHeartbeatInterval: int = int_field(1000, min=1)
     brokerNotActiveTimeoutMillis: int = long_field(10000, min=1)
     syncBrokerMemberGroupPeriod: int = int_field(1000, min=1)
@@ -123,7 +123,7 @@ class BrokerConfig(BrokerIdentity):
     delayOffsetUpdateVersionStep: int = long_field(200, min=1)
     lockInStrictMode: bool = bool_field(False)
     compatibleWithOldNameSrv: bool = bool_field(True)
-    # Controller mode, RIP-44 (seed 000 "Broker 部署", reference §5).
+    # Controller mode, RIP-44 (RocketMQ 5 controller-mode deployment docs, "Broker 部署").
     enableControllerMode: bool = bool_field(False)
     controllerAddr: str = str_field("", check=check_addr_list)
     fetchControllerAddrByDnsLookup: bool = bool_field(False)
@@ -161,7 +161,7 @@ class BrokerConfig(BrokerIdentity):
 
 @dataclass
 class MessageStoreConfig:
-    """store/.../config/MessageStoreConfig.java (reference §3, §5): where and how the CommitLog,
+    """store/.../config/MessageStoreConfig.java: where and how the CommitLog,
     ConsumeQueues and HA replication work.
 
     Paths: storePathRootDir defaults to ``~/store``; storePathCommitLog, storePathEpochFile and
@@ -201,6 +201,15 @@ class MessageStoreConfig:
     haTransferBatchSize: int = int_field(1024 * 32, min=1)
     haMasterAddress: str | None = str_field(None)
     haMaxGapNotInSync: int = int_field(1024 * 1024 * 256, min=0)
+    # Not a RocketMQ key (RMQLAB_KEYS in rmqlab.config.rocketmq_keys): an rmqlab-only guard, off by
+    # default so classic HA behaves as RocketMQ's. RocketMQ's master takes any 8 bytes a slave sends
+    # as its ack offset (DefaultHAConnection.ReadSocketService.processReadEvent), even one beyond its
+    # own commitlog: a slave left ahead of a master that lost its unflushed tail then acknowledges
+    # SYNC_MASTER sends it does not hold. True closes such a connection instead (a report below 0 or
+    # beyond the master's max offset), so the labs can show what such a check changes: it holds only
+    # until the master's log is longer than the slave's (rmqlab.ha.default_ha_protocol says more).
+    # Classic HA only: controller mode's handshake truncates a slave to the master's history first.
+    rmqlabRejectImpossibleHaReport: bool = bool_field(False)
     brokerRole: BrokerRole = enum_field(BrokerRole.ASYNC_MASTER)
     flushDiskType: FlushDiskType = enum_field(FlushDiskType.ASYNC_FLUSH)
     syncFlushTimeout: int = int_field(1000 * 5, min=1)
@@ -262,7 +271,7 @@ class MessageStoreConfig:
         return self.storePathBrokerIdentity or self._under_root("brokerIdentity")
 
     def get_config_dir(self) -> str:
-        """<root>/config, home of topics.json, consumerOffset.json, ... (reference §7.4)."""
+        """<root>/config, home of topics.json, consumerOffset.json, ... (BrokerPathConfigHelper)."""
         return self._under_root("config")
 
     def get_topic_config_path(self) -> str:

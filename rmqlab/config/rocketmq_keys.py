@@ -11,7 +11,7 @@ from the same files by the broker/proxy and the controller respectively.
 rmqlab models a subset of them as dataclass fields. The loader uses these lists to tell apart a
 genuine RocketMQ setting that rmqlab does not implement (a warning saying so) from a typo (a
 warning with the closest key), and tests/test_config.py checks that every rmqlab field name is a
-real RocketMQ key of its class.
+real RocketMQ key of its class, or one of rmqlab's own labelled options (RMQLAB_KEYS, at the end).
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ COMPONENT_CLASSES: dict[str, tuple[str, ...]] = {
     "proxy": ("ProxyConfig", "AuthConfig"),
 }
 
-# Keys the seed documents describe but RocketMQ has since removed, with what became of them.
+# Keys RocketMQ's documentation still describes but its code has since removed, with what became of them.
 RETIRED_KEYS: dict[str, dict[str, str]] = {
     "broker": {
         "controllerDeployedStandAlone": (
@@ -253,4 +253,11 @@ RETIRED_KEYS: dict[str, dict[str, str]] = {
             "(commit 3d8296e): a broker sends its heartbeat to the controller however the controller is deployed"
         ),
     },
+}
+
+# rmqlab's own keys: fields of a configuration class that RocketMQ does not have, each a labelled
+# rmqlab option whose default is RocketMQ's behaviour (the field's comment says why it exists).
+# The loader reads them like any field; they are kept apart so no one mistakes them for RocketMQ's.
+RMQLAB_KEYS: dict[str, frozenset[str]] = {
+    "MessageStoreConfig": frozenset({"rmqlabRejectImpossibleHaReport"}),
 }

@@ -1,4 +1,4 @@
-"""DefaultHAConnection: the master's end of one slave's HA connection (reference §3, seed 004).
+"""DefaultHAConnection: the master's end of one slave's HA connection.
 
 Mirrors org.apache.rocketmq.store.ha.DefaultHAConnection and its two threads, here two tasks on
 the master's Node:
@@ -53,12 +53,14 @@ class DefaultHAConnection(HAConnection):
     def process_read(self, data: bytes) -> None:
         """The slave's 8-byte reports: the first is its request, each its ack."""
         ha = self.ha_service
-        reports = self.protocol.feed_reports(data, ha.store.get_max_phy_offset())
+        reports = self.protocol.feed_reports(data, ha.store.get_max_phy_offset(),
+                                             reject_impossible=ha.config.rmqlabRejectImpossibleHaReport)
         for offset in reports:
             self.node.trace("frame.recv", proto="ha", peer=self.client_address, size=REPORT_HEADER_SIZE,
                             name="report", offset=offset, hex=encode_report(offset).hex())
         if reports:
-            if not self.first_report.is_set():
+            # WriteSocketService waits while slaveRequestOffset == -1 (a report of -1 is no request).
+            if not self.first_report.is_set() and self.slave_request_offset != -1:
                 log.info("slave[%s] request offset %d", self.client_address, self.slave_request_offset)
                 self.first_report.set()
             ha.notify_transfer_some(self.slave_ack_offset)

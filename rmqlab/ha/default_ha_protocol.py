@@ -1,4 +1,4 @@
-"""The classic master–slave replication protocol (DefaultHAService), without sockets (reference §3).
+"""The classic master–slave replication protocol (RocketMQ's DefaultHAService), without sockets.
 
 Theory of operation
 -------------------
@@ -19,6 +19,37 @@ max offset and reports its new max offset; a header whose offset is not where th
 first report puts the stream back where its log ends. Nothing is ever truncated: classic HA
 assumes the slave's log is a prefix of the master's.
 
+The master checks nothing either: any 8 bytes are the slave's ack offset
+(DefaultHAConnection.ReadSocketService.processReadEvent), DefaultHAService.notifyTransferSome
+raises push2SlaveMaxOffset to it, and GroupTransferService counts the connection as a replica of
+every message that ends at or below it. So when the assumption breaks, nothing notices. A master
+that loses its unflushed tail in a machine crash (ASYNC_FLUSH) restarts with a log shorter than
+its slave's, and in RocketMQ (store/src/main/java/org/apache/rocketmq/store/ha/DefaultHAConnection.java,
+DefaultHAClient.java, GroupTransferService.java) — rmqlab does the same:
+
+1. the slave reconnects and reports its max offset S, beyond the master's end M: S becomes the
+   request and ack offset, so every SYNC_MASTER put ending at or below S is acknowledged at once,
+   although the slave holds other bytes there (the tail the master lost);
+2. WriteSocketService starts at S (the request, not 0) and, as its log has nothing at S yet,
+   sends heartbeats at S; DefaultHAClient.dispatchReadRequest finds masterPhyOffset == S ==
+   its own max offset, so the check that would close the connection ("master pushed offset not
+   equal the max phy offset in slave") passes: no reconnect loop, no stall of the stream;
+3. once the master's log passes S it streams from S, usually the middle of one of its new
+   records; the slave appends those bytes at S and acknowledges them. Its commitlog is now the
+   common prefix, the lost tail, then the master's bytes from S: it diverged silently;
+4. the slave's ReputMessageService meets an invalid record at S and, on a slave, stops there for
+   good (doNext = false, nothing skipped, nothing logged): the slave never serves a message
+   written after S, while its reports say it holds everything.
+
+rmqlab's MessageStoreConfig.rmqlabRejectImpossibleHaReport (not a RocketMQ key, default false)
+makes the master close a connection whose report is below 0 or beyond its max offset instead:
+the slave keeps its log, retries every 5 s and is refused again, and sync puts wait for an ack
+that does not come (FLUSH_SLAVE_TIMEOUT). The master stores those puts all the same, so once its
+log is longer than the slave's the report is possible again, is accepted, and steps 3 and 4 follow:
+the guard delays the divergence, it cannot prevent it. Telling a diverged slave from a lagging
+one needs the history of the logs, which is what controller mode's epochs and truncation add
+(AutoSwitchHAConnection's handshake, rmqlab.ha.autoswitch).
+
 Each side also reports on a timer: the slave every haSendHeartbeatInterval since its last write,
 and either side closes a connection on which nothing was read for haHousekeepingInterval (20 s).
 
@@ -30,7 +61,8 @@ States (HAConnectionState, as RocketMQ names them):
 This module is the socket-free core: the frame layouts, the codecs and each end's protocol state.
 It never touches a stream, a clock or a store; the services (default_ha_client,
 default_ha_connection) feed it the bytes they read and the offsets they know, and write the bytes
-it returns. rmqlab deviations are marked "Deviation" where they occur.
+it returns. rmqlab deviations are marked "Deviation" where they occur; the rmqlab-only option
+above is named where it applies (ConnectionProtocol.feed_reports).
 """
 
 from __future__ import annotations
@@ -178,28 +210,34 @@ class ConnectionProtocol(ConnectionProtocolBase):
         super().__init__(TRANSFER)  # no handshake: a classic connection transfers from the start
         self._pending = b""  # an incomplete report
 
-    def feed_reports(self, data: bytes, master_max_offset: int) -> list[int]:
+    def feed_reports(self, data: bytes, master_max_offset: int, reject_impossible: bool = False) -> list[int]:
         """Decode the complete 8-byte reports in `data`; the last one becomes the slave's ack
         offset (and the first ever its request offset). Returns every report decoded.
 
         RocketMQ's ReadSocketService keeps only the last complete report of what it read at once
         (its buffer position rounded down to a multiple of 8), which is the last one here too.
 
-        Deviation: RocketMQ accepts any 8 bytes as an offset. Garbage (an HTTP request sent to the
-        HA port reads as an offset near 5e18) then becomes this connection's ack offset, and
-        GroupTransferService counts it as a slave holding every message: a SYNC_MASTER would
-        acknowledge sends no slave has. A report below 0 or beyond the master's max offset (which
-        a real slave can only send if its log diverged, e.g. the master lost unflushed data in a
-        machine crash) raises HAProtocolError here and closes this connection only.
+        As in RocketMQ, any 8 bytes are an offset: nothing is checked against the master's log.
+        A slave ahead of its master (the master lost its unflushed tail in a machine crash and
+        restarted) or garbage on the HA port (an HTTP request reads as an offset near 5e18) becomes
+        this connection's ack offset, and GroupTransferService counts the connection as a replica
+        of every message up to it: a SYNC_MASTER acknowledges sends that no slave holds.
+
+        `reject_impossible` is rmqlab's own guard (MessageStoreConfig.rmqlabRejectImpossibleHaReport,
+        not a RocketMQ key): a report below 0 or beyond `master_max_offset` raises HAProtocolError,
+        which closes this connection only, before the report counts as an ack. It only catches a
+        report the master's log cannot explain yet (see the module docstring for its limit).
         """
         data = self._pending + data
         whole = len(data) - len(data) % REPORT_HEADER_SIZE
         self._pending = data[whole:]
         reports = [v for (v,) in REPORT.codec.iter_unpack(data[:whole])]
-        for value in reports:
-            if not 0 <= value <= master_max_offset:
-                raise HAProtocolError(f"bad report: offset {value} (0x{value & (2**64 - 1):016x}) is outside "
-                                      f"[0, {master_max_offset}], the master's commitlog")
+        if reject_impossible:
+            for value in reports:
+                if not 0 <= value <= master_max_offset:
+                    raise HAProtocolError(f"bad report: offset {value} (0x{value & (2**64 - 1):016x}) is outside "
+                                          f"[0, {master_max_offset}], the master's commitlog "
+                                          "(rmqlabRejectImpossibleHaReport=true)")
         if reports:
             self.slave_ack_offset = reports[-1]
             if self.slave_request_offset < 0:
@@ -207,8 +245,11 @@ class ConnectionProtocol(ConnectionProtocolBase):
         return reports
 
     def transfer_start(self, master_max_offset: int, mapped_file_size: int) -> int:
-        """Fix where the transfer starts (once, after the first report) and return it."""
-        if self.slave_request_offset < 0:
+        """Fix where the transfer starts (once, after the first report) and return it.
+
+        As WriteSocketService, which waits while slaveRequestOffset == -1: a report of -1 (eight
+        0xff bytes) is no request, while any other offset, negative or beyond the log, is one."""
+        if self.slave_request_offset == -1:
             raise ValueError("the transfer starts after the slave's first report")
         if self.next_transfer_from_where < 0:
             self.next_transfer_from_where = transfer_start_offset(

@@ -28,6 +28,7 @@ class ReputMessageService:
         self.message_arriving_listeners: list[Callable[[DispatchRequest], None]] = []
         # Dispatch stops here when set (controller mode dispatches only up to the confirm offset).
         self.dispatch_limit: Callable[[], int] | None = None
+        self._stopped_at: int | None = None  # where an invalid record stopped dispatch (logged once)
 
     def dispatch_behind_bytes(self) -> int:
         return self._end() - self.reput_from_offset
@@ -64,6 +65,10 @@ class ReputMessageService:
             elif req.success:
                 self.reput_from_offset = self.commit_log.roll_next_file(self.reput_from_offset)
             else:
-                log.error("[BUG] dispatch stopped: invalid record at commitlog offset %d", self.reput_from_offset)
+                # It stays stopped (a slave's RocketMQ dispatcher does too: doNext = false, nothing
+                # skipped), retried on every pass; say so once per offset, not on every pass.
+                if self._stopped_at != self.reput_from_offset:
+                    self._stopped_at = self.reput_from_offset
+                    log.error("[BUG] dispatch stopped: invalid record at commitlog offset %d", self.reput_from_offset)
                 break
         return n
