@@ -34,6 +34,7 @@ from rmqlab.controller.impl.event.event_type import EventType
 from rmqlab.controller.impl.manager.replicas_info_manager import ReplicasInfoManager
 from rmqlab.trace.event import TraceEvent
 from rmqlab.viz.figure_widgets import redraw
+from rmqlab.viz.timeaxis import time_axis
 
 RAFT_STATES = ("LEADER", "CANDIDATE", "FOLLOWER", "suspended", "down")
 STATE_COLORS = {"LEADER": "#d62728", "CANDIDATE": "#ff7f0e", "FOLLOWER": "#1f77b4", "suspended": "#9467bd",
@@ -56,7 +57,8 @@ TRIGGERS = {
 
 
 def _t0(events: Sequence[TraceEvent]) -> float:
-    return events[0].time_ms if events else 0.0
+    """x = 0 of the run's one time axis (rmqlab.viz.timeaxis): every figure of a run shares it."""
+    return time_axis(events).origin_ms
 
 
 def _end(events: Sequence[TraceEvent], end_ms: float | None) -> float:
@@ -177,7 +179,7 @@ def raft_text(events: Sequence[TraceEvent]) -> str:
 
 def raft_figure(events: Sequence[TraceEvent], end_ms: float | None = None, title: str | None = None) -> go.Figure:
     """Two rows: each controller's Raft role over time (bars by state; a leader's bar names its term),
-    and each controller's term (a step line). Time in seconds since the trace began."""
+    and each controller's term (a step line). x: the run's time axis (rmqlab.viz.timeaxis)."""
     t0, spans = _t0(events), raft_spans(events, end_ms)
     nodes = controller_nodes(events)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38], vertical_spacing=0.08,
@@ -202,7 +204,7 @@ def raft_figure(events: Sequence[TraceEvent], end_ms: float | None = None, title
                       uniformtext_minsize=9, uniformtext_mode="hide", margin=dict(l=10, r=10, t=60 if title else 40, b=10))
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(nodes)), row=1, col=1)
     fig.update_yaxes(title_text="term", rangemode="tozero", dtick=1, row=2, col=1)
-    fig.update_xaxes(title_text="time (s)", row=2, col=1)
+    fig.update_xaxes(title_text=time_axis(events).label, row=2, col=1)
     return fig
 
 
@@ -291,7 +293,7 @@ def describe_entry(entry: LogEntry) -> str:
 def event_log_rows(events: Iterable[TraceEvent], broker_set: str | None = None,
                    include_open_term: bool = True) -> list[dict]:
     """The log as plain rows (for a table): index, term, writer, event, broker set, what it does,
-    applied (False: fenced), time (s since the trace began), and the controllers that applied it."""
+    applied (False: fenced), time (s on the run's time axis), and the controllers that applied it."""
     events = list(events)
     t0 = _t0(events)
     rows = []
@@ -435,7 +437,7 @@ def sync_state_figure(events: Sequence[TraceEvent], broker_set: str = "broker-a"
                       uniformtext_minsize=9, uniformtext_mode="hide", margin=dict(l=10, r=10, t=60 if title else 40, b=10))
     fig.update_yaxes(categoryorder="array", categoryarray=[label[i] for i in reversed(ids)], row=1, col=1)
     fig.update_yaxes(title_text="epoch", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(title_text="time (s)", row=2, col=1)
+    fig.update_xaxes(title_text=time_axis(events).label, row=2, col=1)
     return fig
 
 

@@ -31,6 +31,7 @@ from rmqlab.checker.checkers import (check_elections, check_replicas, check_sing
 from rmqlab.checker.result import CheckResult, Violation
 from rmqlab.trace.event import TraceEvent
 from rmqlab.viz.figure_widgets import redraw
+from rmqlab.viz.timeaxis import time_axis
 
 
 @dataclass(frozen=True)
@@ -166,16 +167,17 @@ def invariant_text(statuses: Iterable[InvariantStatus]) -> str:
 
 def invariant_figure(statuses: Iterable[InvariantStatus], events: Iterable[TraceEvent],
                      title: str | None = "Invariants over the run") -> go.Figure:
-    """A timeline (virtual seconds): one row per invariant, green while it holds and red from where
+    """A timeline (the run's time axis, rmqlab.viz.timeaxis): one row per invariant, green while it holds and red from where
     it first broke (an ✗ with the violation on hover); dotted lines mark the faults injected."""
     statuses = list(statuses)
     events = list(events)
-    end = (events[-1].time_ms / 1000) if events else 0.0
+    axis = time_axis(events)
+    end = axis.s(events[-1].time_ms) if events else 0.0
     fig = go.Figure()
     labels = [s.invariant.short for s in statuses]
     for s in statuses:
         y = s.invariant.short
-        broke = s.first.time_ms / 1000 if s.first is not None and s.first.time_ms is not None else None
+        broke = axis.s(s.first.time_ms) if s.first is not None and s.first.time_ms is not None else None
         if s.state == "pending":
             fig.add_trace(go.Scatter(x=[0, end], y=[y, y], mode="lines", showlegend=False,
                                      line={"color": "#BBBBBB", "width": 6, "dash": "dot"},
@@ -195,17 +197,17 @@ def invariant_figure(statuses: Iterable[InvariantStatus], events: Iterable[Trace
     faults = [e for e in events if e.kind in _FAULTS]
     if faults:
         for e in faults:
-            fig.add_vline(x=e.time_ms / 1000, line={"color": "#999999", "width": 1, "dash": "dot"})
+            fig.add_vline(x=axis.s(e.time_ms), line={"color": "#999999", "width": 1, "dash": "dot"})
         names = [_fault_name(e) for e in faults]
         fig.add_trace(go.Scatter(
-            x=[e.time_ms / 1000 for e in faults], y=[FAULT_ROW] * len(faults), mode="markers+text", showlegend=False,
+            x=[axis.s(e.time_ms) for e in faults], y=[FAULT_ROW] * len(faults), mode="markers+text", showlegend=False,
             text=names, textposition=["top center" if i % 2 == 0 else "bottom center" for i in range(len(faults))],
             textfont={"size": 10, "color": "#555555"},
             marker={"symbol": "triangle-down", "size": 10, "color": "#555555"},
             hovertemplate="%{text} at %{x:.1f} s<extra></extra>"))
         labels.append(FAULT_ROW)
     fig.update_layout(title=title, height=140 + 45 * len(labels), margin={"l": 10, "r": 10, "t": 50, "b": 40},
-                      xaxis={"title": "virtual time (s)", "range": [0, max(end, 1.0)]},
+                      xaxis={"title": axis.label, "range": [0, max(end, 1.0)]},
                       yaxis={"categoryorder": "array", "categoryarray": labels, "autorange": "reversed"})
     return fig
 
