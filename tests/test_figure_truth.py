@@ -171,6 +171,24 @@ def test_real_runtime_figures_show_wall_clock_seconds_since_the_run_started():
     assert topology_figure(events).layout.title.text == "Cluster at t = 6.0 s wall-clock"
 
 
+def test_real_runtime_sequence_diagram_and_invariant_hover_use_the_runs_time_axis():
+    from rmqlab.checker.result import Violation
+    from rmqlab.viz.invariants import Invariant, InvariantStatus, invariant_figure
+    from rmqlab.viz.lamport import lamport_figure
+
+    tr = _run_trace(WALL_T0_MS)
+    tr.add(2.0, "broker-a", "frame.send", proto="ha", name="transfer", peer="broker-b", offset=0)
+    tr.add(2.003, "broker-b", "frame.recv", proto="ha", name="transfer", peer="broker-a", offset=0)
+    fig = lamport_figure(tr.events, y="time")
+    assert fig.layout.yaxis.title.text == "wall-clock time since the run started (ms)"
+    ys = [y for t in fig.data if t.y is not None for y in t.y if y is not None]
+    assert ys and all(0 <= y <= 6_000 for y in ys), f"y from {min(ys)} to {max(ys)}: epoch ms"
+    first = Violation("cut-committed", "a message", node="broker-a", seq=3, time_ms=WALL_T0_MS + 4_000)
+    status = InvariantStatus(Invariant("replicas", "Replicas agree", "replicas agree"), "broken", first, "", ())
+    hover = [c for t in invariant_figure([status], tr.events).data if t.customdata is not None for c in t.customdata]
+    assert hover and "4.0 s wall-clock" in hover[0], hover
+
+
 def test_simulator_figures_keep_virtual_time_from_the_simulation_start():
     events = _run_trace(0.0).events
     later = [e for e in events if e.time_ms >= 500]  # a slice of the run: its figures keep x = trace time

@@ -31,7 +31,7 @@ from rmqlab.checker.checkers import (check_elections, check_replicas, check_sing
 from rmqlab.checker.result import CheckResult, Violation
 from rmqlab.trace.event import TraceEvent
 from rmqlab.viz.figure_widgets import redraw
-from rmqlab.viz.timeaxis import time_axis
+from rmqlab.viz.timeaxis import TimeAxis, time_axis
 
 
 @dataclass(frozen=True)
@@ -126,13 +126,14 @@ def _status(invariant: Invariant, results: tuple[CheckResult, ...], detail: str)
     return InvariantStatus(invariant, "broken", first, detail + f"; {len(violations)} violation(s)", results)
 
 
-def describe_first(v: Violation | None) -> str:
-    """"seq 2533 · 92.4 s · broker-n1 · cut-committed: ..." (files-only violations have no seq)."""
+def describe_first(v: Violation | None, axis: TimeAxis | None = None) -> str:
+    """"seq 2533 · 92.4 s · broker-n1 · cut-committed: ..." (files-only violations have no seq).
+    The time is on `axis` (the run's time axis) when given, else trace time / 1000."""
     if v is None:
         return ""
     at = [f"seq {v.seq}" if v.seq is not None else "in the files"]
     if v.time_ms is not None:
-        at.append(f"{v.time_ms / 1000:.1f} s")
+        at.append(f"{axis.s(v.time_ms):.1f} {axis.unit}" if axis is not None else f"{v.time_ms / 1000:.1f} s")
     if v.node:
         at.append(v.node)
     return " · ".join(at + [f"{v.what}: {v.message}"])
@@ -193,7 +194,7 @@ def invariant_figure(statuses: Iterable[InvariantStatus], events: Iterable[Trace
             fig.add_trace(go.Scatter(
                 x=[broke], y=[y], mode="markers", showlegend=False,
                 marker={"symbol": "x", "size": 16, "color": colour, "line": {"color": "black", "width": 1}},
-                customdata=[describe_first(s.first)], hovertemplate="%{customdata}<extra></extra>"))
+                customdata=[describe_first(s.first, axis)], hovertemplate="%{customdata}<extra></extra>"))
     faults = [e for e in events if e.kind in _FAULTS]
     if faults:
         for e in faults:

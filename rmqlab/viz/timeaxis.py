@@ -45,6 +45,14 @@ class TimeAxis:
         as this axis' x (s)."""
         return time_s - self.origin_ms / 1000.0
 
+    def ms(self, time_ms: float) -> float:
+        """A trace time (ms) as this axis' x in ms (sequence diagrams: frames are ms apart)."""
+        return time_ms - self.origin_ms
+
+    @property
+    def label_ms(self) -> str:
+        return self.label.replace("(s)", "(ms)")
+
     @property
     def unit(self) -> str:
         """How a text label names a time on this axis ("12.0 s virtual", "3.1 s wall-clock")."""
