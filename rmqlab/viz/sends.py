@@ -363,9 +363,15 @@ def sends_by_mode_figure(traces: dict[str, list[TraceEvent]], *, topic: str | No
             fig.add_vline(x=0, line_dash="dot", line_color="#d62728", row=row, col=1)
         if restart:
             fig.add_vline(x=restart.time_ms / 1000.0 - zero, line_dash="dot", line_color="#2ca02c", row=row, col=1)
-    fig.update_layout(barmode="stack", bargap=0, title=title, height=110 * len(labels) + 120,
-                      margin={"t": 60, "b": 40, "r": 150}, legend={"orientation": "h", "y": -0.08})
+    height = 110 * len(labels) + 160
+    # The legend a fixed 60 px under the plot, below the x axis' title, whatever the number of rows.
+    fig.update_layout(barmode="stack", bargap=0, title=title, height=height, margin={"t": 60, "b": 80, "r": 150},
+                      legend={"orientation": "h", "yanchor": "top", "y": -60 / (height - 140)})
     fig.update_annotations(font_size=10)
+    # Row titles written across, beside their row: plotly's default (rotated 90°) makes the long
+    # labels of neighbouring rows run into each other.
+    fig.for_each_annotation(lambda a: a.update(textangle=0, xanchor="left", xshift=4),
+                            selector=lambda a: a.text in labels)
     clock = "wall-clock" if any(time_axis(events).real for events in traces.values()) else "virtual"
     fig.update_layout(title=title or f"Sends per {bin_s:g} s around the crash, by outcome")
     fig.update_xaxes(title_text=f"{clock} seconds since the master's machine crashed (red); green: it is back",
