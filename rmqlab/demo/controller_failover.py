@@ -1,6 +1,6 @@
 """The demo's headline scenario: controller-mode failover, measured from the trace.
 
-Controller mode as seed 000 deploys it (「主备自动切换模式部署」): three controllers (standalone,
+Controller mode as RocketMQ's docs deploy it (「主备自动切换模式部署」): three controllers (standalone,
 Raft over pysyncobj) and broker set broker-a of three replicas, allAckInSyncStateSet=true. A
 producer sends every 50 ms; 5 s in, the master's machine loses power (the `@master` of the chaos
 schedules: whoever is master then); 10 s later it comes back and rejoins as a slave, truncating

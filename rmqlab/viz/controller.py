@@ -1,9 +1,11 @@
-"""The controller, from the trace (issue 7 §2; lab 02): the controllers' Raft roles and terms, the
+"""The controller, from the trace (lab 02): the controllers' Raft roles and terms, the
 replicated event log and the metadata tables it builds, the SyncStateSet over time, and what
 triggered each election.
 
-Seed 000 (RIP-44 "DLedgerController core design", "Consistent metadata", "Event") and seed 003
-("Raft In Controller", "3S Algorithm", the election triggers a.i-c). Everything here reads only the
+RIP-44 as RocketMQ's docs give it ("DLedgerController core design", "Consistent metadata",
+"Event"; the "主备自动切换模式部署" page) and the article
+"一文详解 RocketMQ 如何利用 Raft 进行高可用保障" ("Raft In Controller", "3S Algorithm", the
+election triggers a.i-c). Everything here reads only the
 event trace (`Cluster.events()`, schema in datasets/README.md):
 
 * `raft` and `role` (component raft) events of the controllers: who leads, in which term;
@@ -45,7 +47,8 @@ _EVENT_TYPES = {t.event_name: t for t in EventType}
 # Remoting request codes of the broker-controller protocol (RIP-44 "New RequestCode").
 _ELECT_MASTER, _REGISTER_BROKER, _GET_REPLICA_INFO = 1002, 1003, 1004
 
-# Seed 003 (“3S 算法”): what may start an election, with the seed's own picture of each.
+# "一文详解 RocketMQ 如何利用 Raft 进行高可用保障" (“3S 算法”): what may start an election, with the
+# article's own picture of each.
 TRIGGERS = {
     "a.i": "control plane: the HeartbeatManager saw a broker's heartbeat lapse (班主任发现有小组同学退学了)",
     "a.ii": "control plane: a SyncStateSet without a live master (班主任发现有组长虽然在名册里，但是旷课了)",
@@ -352,8 +355,8 @@ def replay(events: Iterable[TraceEvent], upto_index: int | None = None) -> Repli
 
 
 def metadata_rows(manager: ReplicasInfoManager) -> tuple[list[dict], list[dict]]:
-    """(replicaInfoTable rows, syncStateSetInfoTable rows), RIP-44's two tables (seed 000
-    "Consistent metadata")."""
+    """(replicaInfoTable rows, syncStateSetInfoTable rows), RIP-44's two tables ("Consistent
+    metadata")."""
     replicas, syncs = [], []
     for name in sorted(manager.replica_info_table):
         info = manager.replica_info_table[name]
@@ -483,7 +486,7 @@ def _cause_kind(e: TraceEvent, broker_set: str, master: int | None) -> str | Non
 
 
 def elections(events: Sequence[TraceEvent]) -> list[Election]:
-    """Every ElectMasterEvent of the log with its trigger (seed 003, `TRIGGERS`), read from the
+    """Every ElectMasterEvent of the log with its trigger (`TRIGGERS`), read from the
     trace: the latest cause the writing leader saw after the set's previous election and before it
     applied this one. A cause is a CONTROLLER_ELECT_MASTER request (designateElect: the admin, c;
     otherwise a broker nominating itself right after registering, b.ii, or after a

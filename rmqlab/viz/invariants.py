@@ -1,15 +1,17 @@
-"""The invariant panel (issue 7 §2): the four promises of controller mode, each shown as holding or
+"""The invariant panel: the four promises of controller mode, each shown as holding or
 as FIRST broken at (seq, time, node, what) — from the trace alone, plus the replicas' store files
 when the byte-for-byte comparison is asked for.
 
-1. At most one master per broker set and epoch (seed 000 "Algorithm Consistency Proof": "During
+The quotations are from RocketMQ's controller design document and RIP-44 (RocketMQ's docs).
+
+1. At most one master per broker set and epoch ("Algorithm Consistency Proof": "During
    each epoch, the controller assigns only one broker to be the master") — check_single_master.
-2. The elected master is in the SyncStateSet, unless the election is unclean (seed 000
-   enableElectUncleanMaster) — check_elections on the controllers' replicated log.
-3. Replicas truncate to the consistent point (seed 000 「截断算法」), never below what they had
+2. The elected master is in the SyncStateSet, unless the election is unclean
+   (enableElectUncleanMaster) — check_elections on the controllers' replicated log.
+3. Replicas truncate to the consistent point (「截断算法」), never below what they had
    confirmed — check_truncations; with store files also check_replicas (equal byte for byte up to
    the committed offset).
-4. No acknowledged message is lost (allAckInSyncStateSet=true, clean elections: seed 000 "可以保证
+4. No acknowledged message is lost (allAckInSyncStateSet=true, clean elections: "可以保证
    消息不丢失") — check_total_queue, Jepsen's total queue over the client operations.
 
 The checkers are rmqlab.checker's; this module words their verdicts. `evaluate` gives the

@@ -3,7 +3,7 @@
     sends_figure(events)         acknowledged / failed / unknown / in-flight sends per second, by the
                                  broker set that stored them, and the latency of each acknowledged send
     consumption_figure(events)   every pull that returned messages: which broker node served it and
-                                 whether that node was a master or a slave then (seed 000: "Master
+                                 whether that node was a master or a slave then (RocketMQ's "部署方式" docs: "Master
                                  宕机后，消费者仍然可以从Slave消费"); failed pulls by broker set
 
 Sends are `client` operations f="send" (rmqlab.trace.client_ops); "acknowledged" is

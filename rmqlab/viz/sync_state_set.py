@@ -1,5 +1,7 @@
-"""The SyncStateSet and the master epochs of a broker set over time (seed 000 「SyncStateSet 变更」,
-seed 002 "SyncStateSet change", reference §2.8 and §4.2), read from the trace.
+"""The SyncStateSet and the master epochs of a broker set over time (RocketMQ's controller design
+document, docs/cn/controller/design.md 「SyncStateSet 变更」, docs/en/controller/design.md
+"SyncStateSet change"; AutoSwitchHAService and ReplicasManager in RocketMQ's source), read from the
+trace.
 
 Two views of the set are traced, and the figure shows both:
 
