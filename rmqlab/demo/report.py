@@ -111,7 +111,7 @@ def write_report(results: list[ScenarioResult], path: str, modes=(), failover=No
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>rmqlab demo</title><style>{_CSS}</style>"
            "</head><body><h1>rmqlab demo: what survives a crash?</h1>"
            "<p>A producer sends 1 KiB messages every 10 ms to a RocketMQ-format store; each run ends with a "
-           "different crash, then the store restarts and recovers (RocketMQ's "部署方式" docs: async flush may lose a few "
+           "different crash, then the store restarts and recovers (RocketMQ's 「部署方式」 docs: async flush may lose a few "
            "messages on a machine crash, sync flush loses none).</p>"
            "<table><tr><th>run</th><th>sent</th><th>acknowledged</th><th>flushed/written bytes</th>"
            "<th>recovery</th><th>readable after restart</th><th>acknowledged lost</th></tr>"
