@@ -3,8 +3,9 @@
     sends_figure(events)         acknowledged / failed / unknown / in-flight sends per second, by the
                                  broker set that stored them, and the latency of each acknowledged send
     consumption_figure(events)   every pull that returned messages: which broker node served it and
-                                 whether that node was a master or a slave then (RocketMQ's "部署方式" docs: "Master
-                                 宕机后，消费者仍然可以从Slave消费"); failed pulls by broker set
+                                 whether that node was a master or a slave then (RocketMQ's
+                                 「部署方式」 docs: "Master宕机后，消费者仍然可以从Slave消费");
+                                 failed pulls by broker set
 
 Sends are `client` operations f="send" (rmqlab.trace.client_ops); "acknowledged" is
 rmqlab.checker's `send_acknowledged` (ok with SEND_OK), any other ok (FLUSH_SLAVE_TIMEOUT,
@@ -13,9 +14,11 @@ waiting for its answer when the trace ends is "in flight": not a failure, not a 
 only a question the run ended before (its client was neither stopped nor restarted after it).
 The broker set that stored an acknowledged send is the one its result names (`broker_name`);
 a send through a Proxy is not told, so the set comes from any pull that returned the message
-(its `broker_name`); failing both, the send is counted as acknowledged by an unknown set. A pull names the
-broker address that answered (`broker_addr`); the address becomes a node through the brokers' own
-REGISTER_BROKER frames, and the node's role at that moment comes from its `role` events.
+(its `broker_name`); failing both, the send is counted as acknowledged by an unknown set.
+
+A pull names the broker address that answered (`broker_addr`); the address becomes a node through
+the brokers' own REGISTER_BROKER frames, and the node's role at that moment comes from its `role`
+events. A pull still in flight when the trace ends (a long poll the broker holds) is no failure.
 
 Faults (`node.*` and `fault.*` events) are drawn as vertical lines so cause and effect line up.
 x is rmqlab.viz.timeaxis's: virtual seconds on the simulator, wall-clock seconds since the run

@@ -218,7 +218,8 @@ def topology_figure(events: Iterable[TraceEvent], at_ms: float | None = None, *,
     xs = [n.x for n in topo.nodes.values()] or [0.0]
     fig.update_xaxes(visible=False, range=[min(xs) - 0.8, max(xs) + 0.8])
     fig.update_yaxes(visible=False, range=[-0.7, 2.5])
-    fig.update_layout(title=title or f"Cluster at t = {time_axis(events).s(topo.time_ms):.1f} {time_axis(events).unit}", height=height,
+    axis = time_axis(events)
+    fig.update_layout(title=title or f"Cluster at t = {axis.s(topo.time_ms):.1f} {axis.unit}", height=height,
                       margin={"t": 50, "b": 10, "l": 10, "r": 10}, plot_bgcolor="white",
                       legend={"orientation": "h", "y": -0.02})
     return fig
