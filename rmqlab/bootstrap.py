@@ -96,22 +96,50 @@ def install(extras: str) -> None:
 
 
 CHROMIUM = "/usr/bin/chromium"
+# The labs and the demo report quote Chinese design documents; without a CJK font Debian's Chromium
+# draws each character as an empty box. fonts-noto-cjk provides "Noto Sans CJK SC", which the
+# report's and the labs' font stacks name (rmqlab.viz.FONT_FAMILY).
+CJK_FONT_PACKAGE = "fonts-noto-cjk"
+CJK_FONT = "Noto Sans CJK SC"
+
+
+def cjk_font_installed() -> bool:
+    """Does fontconfig know a font that covers Simplified Chinese (the one Chromium would use)?"""
+    fc_list = shutil.which("fc-list")
+    if fc_list is None:
+        return False
+    try:
+        out = subprocess.run([fc_list, ":lang=zh-cn", "family"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and bool(out.stdout.strip())
+
+
+def _apt_install(apt: str, packages: "list[str]") -> None:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if subprocess.call([apt, "install", "-y", "-q", *packages], env=env) != 0:
+        subprocess.run([apt, "update", "-q"], check=True, env=env)  # a fresh image has no package lists
+        subprocess.run([apt, "install", "-y", "-q", *packages], check=True, env=env)
 
 
 def ensure_chromium() -> None:
-    """The labs' browser test drives Debian's Chromium (issue 7 §6). As root (CI) it is installed
-    with apt-get when missing; otherwise say how."""
-    if os.path.exists(os.environ.get("RMQLAB_CHROMIUM", CHROMIUM)):
+    """The labs' browser test drives Debian's Chromium, and checks that Chinese text renders, so a
+    CJK font must be installed beside it. As root (CI) both are installed with apt-get when
+    missing; otherwise say how."""
+    missing = [] if os.path.exists(os.environ.get("RMQLAB_CHROMIUM", CHROMIUM)) else ["chromium"]
+    if not cjk_font_installed():
+        missing.append(CJK_FONT_PACKAGE)
+    if not missing:
         return
     apt = shutil.which("apt-get")
     if os.geteuid() != 0 or apt is None:
-        fail("The labs' browser test needs Chromium at /usr/bin/chromium (or RMQLAB_CHROMIUM set to one):\n"
-             "  Debian/Ubuntu:  sudo apt-get install -y chromium")
-    print("rmqlab bootstrap: installing Debian's chromium for the labs' browser test", flush=True)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    if subprocess.call([apt, "install", "-y", "-q", "chromium"], env=env) != 0:
-        subprocess.run([apt, "update", "-q"], check=True, env=env)  # a fresh image has no package lists
-        subprocess.run([apt, "install", "-y", "-q", "chromium"], check=True, env=env)
+        fail("The labs' browser test needs Chromium at /usr/bin/chromium (or RMQLAB_CHROMIUM set to one) and a "
+             f"CJK font ({CJK_FONT}):\n  Debian/Ubuntu:  sudo apt-get install -y {' '.join(missing)}")
+    print(f"rmqlab bootstrap: installing {' and '.join(missing)} for the labs' browser test", flush=True)
+    _apt_install(apt, missing)
+    if not cjk_font_installed():
+        fail(f"{CJK_FONT_PACKAGE} is installed but fontconfig lists no Chinese font (fc-list :lang=zh-cn); "
+             "run fc-cache -f and try again.")
 
 
 def main(argv: "list[str]") -> int:

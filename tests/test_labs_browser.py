@@ -1,4 +1,4 @@
-"""Issue 7 §6: every lab notebook in a real browser.
+"""Every lab notebook in a real browser, and Chinese text rendered as glyphs, not boxes.
 
 JupyterLab runs headless on 127.0.0.1 over a copy of labs/ (so autosave never touches the committed
 notebooks); Debian's Chromium, driven by Playwright (`executable_path`, no browser download),
@@ -7,6 +7,11 @@ opens each notebook, runs all cells, then clicks a fault button of the notebook'
 the role display (`.rmqlab-roles`) and a plotly figure change. Screenshots of each notebook and of
 its main widget go to test-artifacts/browser/ (RMQLAB_ARTIFACTS overrides). The README's test
 command installs Chromium when it is missing; this test never skips.
+
+The labs and the demo report quote Chinese design documents. Without a CJK font Chromium draws
+every such character as the same empty box, and a page that "loads" says nothing: the CJK checks
+draw each character of a quotation in the element's own font (a canvas, the font the page
+declares, its fallbacks included) and require different glyphs, not one box repeated.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(os.environ.get("RMQLAB_BROWSER_LABS", os.path.join(ROOT, "labs")), "*.ipynb")))
 CHROMIUM = os.environ.get("RMQLAB_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = os.environ.get("RMQLAB_ARTIFACTS", os.path.join(ROOT, "test-artifacts"))
-# The flags this machine's headless Chromium needs (issue 7 §6): no sandbox as root, no GPU, and
+# The flags this machine's headless Chromium needs: no sandbox as root, no GPU, and
 # none of the background connections a closed network refuses.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
@@ -116,6 +121,52 @@ _PROMPTS_JS = """() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-In
     .map(p => p.textContent.trim())"""
 
 
+# Each character of `text` drawn alone on a canvas in `family` (the element's computed font-family,
+# fallbacks included): a digest of its pixels, or "" when it drew nothing.
+_GLYPHS_JS = """([text, family]) => Array.from(text).map(ch => {
+    const c = document.createElement('canvas'); c.width = 64; c.height = 64;
+    const g = c.getContext('2d'); g.font = '40px ' + family;
+    g.textBaseline = 'top'; g.fillStyle = '#000'; g.fillText(ch, 4, 4);
+    const px = g.getImageData(0, 0, 64, 64).data; let h = 0, ink = 0;
+    for (let i = 3; i < px.length; i += 4) { if (px[i]) { ink++; } h = (h * 31 + px[i]) | 0; }
+    return ink ? ink + ':' + h : ''; })"""
+CJK_SAMPLE = "消息无延迟"  # "messages without delay": five different characters
+
+
+def cjk_glyphs(page, selector: str, text: str = CJK_SAMPLE) -> list[str]:
+    """The pixel digests of `text`'s characters drawn in the font-family of `selector`'s element."""
+    family = page.eval_on_selector(selector, "e => getComputedStyle(e).fontFamily")
+    return page.evaluate(_GLYPHS_JS, [text, family])
+
+
+def assert_cjk_renders(page, selector: str, text: str = CJK_SAMPLE) -> None:
+    glyphs = cjk_glyphs(page, selector, text)
+    font = page.eval_on_selector(selector, "e => getComputedStyle(e).fontFamily")
+    assert all(glyphs), f"{selector}: some of {text!r} drew nothing in {font}"
+    assert len(set(glyphs)) == len(set(text)), (f"{selector}: {text!r} drew {len(set(glyphs))} different glyphs "
+                                                 f"for {len(set(text))} characters in {font}: boxes, no CJK font")
+
+
+def test_chinese_quotations_in_the_demo_report_render_as_glyphs(browser, tmp_path):
+    """The report's font stack, in Debian's Chromium: the seed's Chinese renders (fonts-noto-cjk)."""
+    import types
+
+    from rmqlab.demo.report import write_report
+
+    f = types.SimpleNamespace(seed=7, crashed="broker-n0", new_master="broker-n1", elected_after_ms=10_000.0,
+                              first_ack_after_ms=12_000.0, acknowledged=1, unknown=0, in_flight=0, checks={},
+                              run=types.SimpleNamespace(events=[]))
+    path = write_report([], str(tmp_path / "report.html"), failover=f)
+    html = open(path, encoding="utf-8").read().replace("</body>", f"<p id='cjk'>「{CJK_SAMPLE}」</p></body>")
+    page = browser.new_page()
+    try:
+        page.set_content(html)
+        assert "Noto Sans CJK SC" in page.eval_on_selector("#cjk", "e => getComputedStyle(e).fontFamily")
+        assert_cjk_renders(page, "#cjk")
+    finally:
+        page.close()
+
+
 def _roles(page) -> str:
     return "\n".join(page.locator(".rmqlab-roles").all_inner_texts())
 
@@ -185,6 +236,12 @@ def test_lab_runs_and_its_fault_button_updates_the_widget(notebook, jupyterlab, 
               "every cell to run", page)
         text = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
         assert "Traceback" not in text, f"{notebook}: a cell failed in the browser: {text[-3000:]}"
+        # The notebook's Chinese quotations (its first rendered markdown that has one) are glyphs.
+        quoted = page.locator(".jp-RenderedMarkdown :is(p, li, td)", has_text=re.compile("[\u4e00-\u9fff]")).first
+        if quoted.count():
+            quote = re.search("[\u4e00-\u9fff]+", quoted.inner_text()).group(0)
+            quoted.evaluate("e => e.setAttribute('data-rmqlab-cjk', '1')")
+            assert_cjk_renders(page, "[data-rmqlab-cjk]", quote[:8])
         page.screenshot(path=os.path.join(out, f"{stem}.png"), full_page=True)
 
         buttons = page.locator("button.jupyter-button")

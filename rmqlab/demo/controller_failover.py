@@ -1,6 +1,6 @@
-"""The demo's headline scenario (issue 7 §3): controller-mode failover, measured from the trace.
+"""The demo's headline scenario: controller-mode failover, measured from the trace.
 
-Controller mode as seed 000 deploys it (「主备自动切换模式部署」): three controllers (standalone,
+Controller mode as RocketMQ's docs deploy it (「主备自动切换模式部署」): three controllers (standalone,
 Raft over pysyncobj) and broker set broker-a of three replicas, allAckInSyncStateSet=true. A
 producer sends every 50 ms; 5 s in, the master's machine loses power (the `@master` of the chaos
 schedules: whoever is master then); 10 s later it comes back and rejoins as a slave, truncating
@@ -15,10 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rmqlab.checker.chaos import ChaosRun, check_all, run_chaos
+from rmqlab.checker.checkers import send_acknowledged
 from rmqlab.checker.result import CheckResult
 from rmqlab.checker.schedule import MASTER, FaultOp, FaultSchedule
 from rmqlab.checker.workload import QueueWorkload
 from rmqlab.trace import client_ops
+from rmqlab.viz.sends import in_flight_ops
 
 CRASH_AT_MS = 5_000
 DOWN_FOR_MS = 10_000
@@ -34,8 +36,9 @@ class FailoverResult:
     crash_ms: float              # virtual time of the crash
     elected_after_ms: float | None     # crash -> the new master's role event
     first_ack_after_ms: float | None   # crash -> the first send acknowledged after it
-    acknowledged: int
-    unknown: int                 # sends whose outcome the client never learned (timeouts)
+    acknowledged: int            # SEND_OK (rmqlab.checker's send_acknowledged, as the figures count)
+    unknown: int                 # sends whose outcome the client never learned (timeouts, other statuses)
+    in_flight: int               # sends still waiting for their answer when the run ended: no outcome yet
     checks: dict[str, CheckResult]
     run: ChaosRun                # its events and store files (the report draws from them)
 
@@ -59,10 +62,14 @@ def run_failover(seed: int) -> FailoverResult:
     elected = next((e for e in events if e.kind == "role" and e.fields.get("component") == "broker"
                     and "MASTER" in e.fields["to"] and e.seq > crash.seq), None)
     sends = [op for op in client_ops(events) if op.f == "send"]
-    acks_after = [op.complete_time_ms for op in sends if op.type == "ok" and op.invoke_time_ms > crash.time_ms]
+    pending = in_flight_ops(events)
+    in_flight = [op for op in sends if (op.node, op.process, op.op_id, op.invoke_time_ms) in pending]
+    acked = [op for op in sends if send_acknowledged(op)]
+    acks_after = [op.complete_time_ms for op in acked if op.invoke_time_ms > crash.time_ms]
     return FailoverResult(
         seed=seed, crashed=crash.node, new_master=elected.node if elected else None, crash_ms=crash.time_ms,
         elected_after_ms=elected.time_ms - crash.time_ms if elected else None,
         first_ack_after_ms=min(acks_after) - crash.time_ms if acks_after else None,
-        acknowledged=sum(op.type == "ok" for op in sends), unknown=sum(op.type == "info" for op in sends),
+        acknowledged=len(acked), unknown=len(sends) - len(acked) - sum(op.type == "fail" for op in sends)
+        - len(in_flight), in_flight=len(in_flight),
         checks=check_all(run), run=run)

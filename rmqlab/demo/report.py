@@ -7,13 +7,16 @@ import html
 import os
 
 from rmqlab.demo.storage_walkthrough import ScenarioResult
+from rmqlab.viz import FONT_FAMILY
+from rmqlab.viz.timeaxis import share_time_range
 
+# The font stack names a CJK font (FONT_FAMILY): the report quotes RocketMQ's Chinese docs.
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+body{font-family:%s;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.lost{color:#b00;font-weight:bold}
 .ok{color:#070;font-weight:bold}section{margin-bottom:2rem}code{background:#f3f3f3;padding:0 .2rem}
-"""
+""" % FONT_FAMILY
 
 
 def _offset_bar(r: ScenarioResult) -> str:
@@ -44,7 +47,8 @@ def _modes_section(modes, claims, figures_html: str = "") -> str:
 
 class _Figures:
     """Figures as HTML fragments; plotly.js is inlined with the first one of the document, so the
-    file needs no network and carries the library once."""
+    file needs no network and carries the library once. Each figure's text uses the report's font
+    stack (plotly draws SVG text with its own font setting, not the page's)."""
 
     def __init__(self) -> None:
         self.inlined = False
@@ -52,6 +56,7 @@ class _Figures:
     def html(self, figures) -> str:
         parts = []
         for fig in figures:
+            fig.update_layout(font_family=FONT_FAMILY)
             parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if not self.inlined else False,
                                      default_width="100%", default_height=f"{fig.layout.height or 420}px"))
             self.inlined = True
@@ -72,10 +77,11 @@ def failover_section(f, figures_html: str = "") -> str:
             "(allAckInSyncStateSet=true, RocketMQ's default timeouts). A producer sends every 50 ms; 5 s in, "
             f"the master's machine loses power; it returns 10 s later as a slave. Seed {f.seed}, simulated.</p>"
             "<table><tr><th>crashed master</th><th>new master</th><th>crash → elected</th>"
-            "<th>crash → first acknowledged send</th><th>acknowledged</th><th>unknown outcome</th></tr>"
+            "<th>crash → first acknowledged send</th><th>acknowledged</th><th>unknown outcome</th>"
+            "<th>in flight at the end</th></tr>"
             f"<tr><td>{html.escape(f.crashed)}</td><td>{html.escape(f.new_master or 'none')}</td>"
             f"<td>{_ms(f.elected_after_ms)}</td><td>{_ms(f.first_ack_after_ms)}</td><td>{f.acknowledged}</td>"
-            f"<td>{f.unknown}</td></tr></table>"
+            f"<td>{f.unknown}</td><td>{f.in_flight}</td></tr></table>"
             "<p>A machine crash is silent: no connection closes, so the controller waits out the broker's "
             "heartbeat timeout (controllerHeartBeatTimeoutMills, 10 s) before it elects from the SyncStateSet. "
             "A process crash (kill -9) closes the connections and is elected on at once "
@@ -99,11 +105,14 @@ def write_report(results: list[ScenarioResult], path: str, modes=(), failover=No
             f"<section><h2>{html.escape(r.title)}</h2>{_offset_bar(r)}<p>{html.escape(r.explanation)}</p>"
             f"<p>Commitlog files: {', '.join(f'<code>{f}</code>' for f in r.commitlog_files)}</p></section>")
     figures = _Figures()
+    if failover is not None:
+        # One run, one time axis: its figures, one above the other, span the same seconds.
+        share_time_range(failover_figures, failover.run.events)
     doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>rmqlab demo</title><style>{_CSS}</style>"
            "</head><body><h1>rmqlab demo: what survives a crash?</h1>"
            "<p>A producer sends 1 KiB messages every 10 ms to a RocketMQ-format store; each run ends with a "
-           "different crash, then the store restarts and recovers (seed 000: async flush may lose a few "
-           "messages on a machine crash, sync flush loses none).</p>"
+           "different crash, then the store restarts and recovers (RocketMQ's 「部署方式」 docs: async flush "
+           "may lose a few messages on a machine crash, sync flush loses none).</p>"
            "<table><tr><th>run</th><th>sent</th><th>acknowledged</th><th>flushed/written bytes</th>"
            "<th>recovery</th><th>readable after restart</th><th>acknowledged lost</th></tr>"
            f"{''.join(rows)}</table>{''.join(sections)}"

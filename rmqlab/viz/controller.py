@@ -1,9 +1,11 @@
-"""The controller, from the trace (issue 7 §2; lab 02): the controllers' Raft roles and terms, the
+"""The controller, from the trace (lab 02): the controllers' Raft roles and terms, the
 replicated event log and the metadata tables it builds, the SyncStateSet over time, and what
 triggered each election.
 
-Seed 000 (RIP-44 "DLedgerController core design", "Consistent metadata", "Event") and seed 003
-("Raft In Controller", "3S Algorithm", the election triggers a.i-c). Everything here reads only the
+RIP-44 as RocketMQ's docs give it ("DLedgerController core design", "Consistent metadata",
+"Event"; the "主备自动切换模式部署" page) and the article
+"一文详解 RocketMQ 如何利用 Raft 进行高可用保障" ("Raft In Controller", "3S Algorithm", the
+election triggers a.i-c). Everything here reads only the
 event trace (`Cluster.events()`, schema in datasets/README.md):
 
 * `raft` and `role` (component raft) events of the controllers: who leads, in which term;
@@ -34,6 +36,7 @@ from rmqlab.controller.impl.event.event_type import EventType
 from rmqlab.controller.impl.manager.replicas_info_manager import ReplicasInfoManager
 from rmqlab.trace.event import TraceEvent
 from rmqlab.viz.figure_widgets import redraw
+from rmqlab.viz.timeaxis import time_axis
 
 RAFT_STATES = ("LEADER", "CANDIDATE", "FOLLOWER", "suspended", "down")
 STATE_COLORS = {"LEADER": "#d62728", "CANDIDATE": "#ff7f0e", "FOLLOWER": "#1f77b4", "suspended": "#9467bd",
@@ -44,7 +47,8 @@ _EVENT_TYPES = {t.event_name: t for t in EventType}
 # Remoting request codes of the broker-controller protocol (RIP-44 "New RequestCode").
 _ELECT_MASTER, _REGISTER_BROKER, _GET_REPLICA_INFO = 1002, 1003, 1004
 
-# Seed 003 (“3S 算法”): what may start an election, with the seed's own picture of each.
+# "一文详解 RocketMQ 如何利用 Raft 进行高可用保障" (“3S 算法”): what may start an election, with the
+# article's own picture of each.
 TRIGGERS = {
     "a.i": "control plane: the HeartbeatManager saw a broker's heartbeat lapse (班主任发现有小组同学退学了)",
     "a.ii": "control plane: a SyncStateSet without a live master (班主任发现有组长虽然在名册里，但是旷课了)",
@@ -56,7 +60,8 @@ TRIGGERS = {
 
 
 def _t0(events: Sequence[TraceEvent]) -> float:
-    return events[0].time_ms if events else 0.0
+    """x = 0 of the run's one time axis (rmqlab.viz.timeaxis): every figure of a run shares it."""
+    return time_axis(events).origin_ms
 
 
 def _end(events: Sequence[TraceEvent], end_ms: float | None) -> float:
@@ -177,7 +182,7 @@ def raft_text(events: Sequence[TraceEvent]) -> str:
 
 def raft_figure(events: Sequence[TraceEvent], end_ms: float | None = None, title: str | None = None) -> go.Figure:
     """Two rows: each controller's Raft role over time (bars by state; a leader's bar names its term),
-    and each controller's term (a step line). Time in seconds since the trace began."""
+    and each controller's term (a step line). x: the run's time axis (rmqlab.viz.timeaxis)."""
     t0, spans = _t0(events), raft_spans(events, end_ms)
     nodes = controller_nodes(events)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38], vertical_spacing=0.08,
@@ -202,7 +207,7 @@ def raft_figure(events: Sequence[TraceEvent], end_ms: float | None = None, title
                       uniformtext_minsize=9, uniformtext_mode="hide", margin=dict(l=10, r=10, t=60 if title else 40, b=10))
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(nodes)), row=1, col=1)
     fig.update_yaxes(title_text="term", rangemode="tozero", dtick=1, row=2, col=1)
-    fig.update_xaxes(title_text="time (s)", row=2, col=1)
+    fig.update_xaxes(title_text=time_axis(events).label, row=2, col=1)
     return fig
 
 
@@ -291,7 +296,7 @@ def describe_entry(entry: LogEntry) -> str:
 def event_log_rows(events: Iterable[TraceEvent], broker_set: str | None = None,
                    include_open_term: bool = True) -> list[dict]:
     """The log as plain rows (for a table): index, term, writer, event, broker set, what it does,
-    applied (False: fenced), time (s since the trace began), and the controllers that applied it."""
+    applied (False: fenced), time (s on the run's time axis), and the controllers that applied it."""
     events = list(events)
     t0 = _t0(events)
     rows = []
@@ -350,8 +355,8 @@ def replay(events: Iterable[TraceEvent], upto_index: int | None = None) -> Repli
 
 
 def metadata_rows(manager: ReplicasInfoManager) -> tuple[list[dict], list[dict]]:
-    """(replicaInfoTable rows, syncStateSetInfoTable rows), RIP-44's two tables (seed 000
-    "Consistent metadata")."""
+    """(replicaInfoTable rows, syncStateSetInfoTable rows), RIP-44's two tables ("Consistent
+    metadata")."""
     replicas, syncs = [], []
     for name in sorted(manager.replica_info_table):
         info = manager.replica_info_table[name]
@@ -435,7 +440,7 @@ def sync_state_figure(events: Sequence[TraceEvent], broker_set: str = "broker-a"
                       uniformtext_minsize=9, uniformtext_mode="hide", margin=dict(l=10, r=10, t=60 if title else 40, b=10))
     fig.update_yaxes(categoryorder="array", categoryarray=[label[i] for i in reversed(ids)], row=1, col=1)
     fig.update_yaxes(title_text="epoch", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(title_text="time (s)", row=2, col=1)
+    fig.update_xaxes(title_text=time_axis(events).label, row=2, col=1)
     return fig
 
 
@@ -481,7 +486,7 @@ def _cause_kind(e: TraceEvent, broker_set: str, master: int | None) -> str | Non
 
 
 def elections(events: Sequence[TraceEvent]) -> list[Election]:
-    """Every ElectMasterEvent of the log with its trigger (seed 003, `TRIGGERS`), read from the
+    """Every ElectMasterEvent of the log with its trigger (`TRIGGERS`), read from the
     trace: the latest cause the writing leader saw after the set's previous election and before it
     applied this one. A cause is a CONTROLLER_ELECT_MASTER request (designateElect: the admin, c;
     otherwise a broker nominating itself right after registering, b.ii, or after a

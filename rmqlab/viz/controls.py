@@ -19,7 +19,8 @@ import ipywidgets as widgets
 from rmqlab.viz.trace_views import describe_state, node_states
 
 NODE_ACTIONS = ("kill", "crash", "restart", "suspend", "resume", "partition")
-# What each action is, for the buttons' tooltips (seed 003's OpenChaos faults).
+# What each action is, for the buttons' tooltips (the OpenChaos faults of the article
+# "一文详解 RocketMQ 如何利用 Raft 进行高可用保障").
 TOOLTIPS = {
     "kill": "kill -9 the process: what it wrote survives in the page cache",
     "crash": "the machine loses power: every byte not flushed to disk is lost",

@@ -1,5 +1,5 @@
-"""The epoch/offset diagram (issue 7 §2; seed 000 「截断算法」, seed 002 "Truncation algorithm",
-reference §1.3 and §2.4): each replica's epoch file as a row of segments [start, end) along the
+"""The epoch/offset diagram (RocketMQ's controller design document, 「截断算法」 / "Truncation
+algorithm"; EpochFileCache in RocketMQ's source): each replica's epoch file as a row of segments [start, end) along the
 commit-log offset axis — every epoch from where its master started writing to where the next epoch
 starts, the last one to the end of the replica's log — with, for each replica beside the master,
 the point where its handshake would cut (the consistent point) and the tail it would lose.

@@ -3,8 +3,10 @@
 An HA `frame.send` / `frame.recv` event carries the frame's bytes as `hex` (the header, and at
 most a short preview of a transfer's commitlog bytes, rmqlab.ha.ha_protocol.HEX_BODY_PREVIEW).
 `annotate` cuts those bytes along the protocol's own layouts — the `FrameLayout`s the codecs of
-rmqlab.ha.default_ha_protocol (classic, seed 004) and rmqlab.ha.autoswitch.auto_switch_ha_protocol
-(controller mode, seeds 000/002, reference §2.2) pack and unpack with — and decodes each field.
+rmqlab.ha.default_ha_protocol (classic: RocketMQ's DefaultHAService) and
+rmqlab.ha.autoswitch.auto_switch_ha_protocol (controller mode: AutoSwitchHAConnection and
+AutoSwitchHAClient, described in RocketMQ's controller design document) pack and unpack with — and
+decodes each field.
 Which layout a frame has follows from its event: classic frames are `report` (slave → master) and
 `transfer` / `heartbeat` without an `epoch`; controller mode's are `handshake`, `ack`, and
 `transfer` / `heartbeat` with one.
@@ -34,7 +36,7 @@ from rmqlab.viz.lamport import FrameHop
 AUTOSWITCH = "AutoSwitch (controller mode)"
 CLASSIC = "classic (DefaultHAService)"
 
-# Field -> (the name RocketMQ's code and seeds 000/002/004 use, what it means).
+# Field -> (the name RocketMQ's code and its design document use, what it means).
 FIELDS: dict[str, tuple[str, str]] = {
     "state": ("currentState", "the sender's HAConnectionState (wire value = ordinal: 1 HANDSHAKE, 2 TRANSFER)"),
     "is_sync_from_last_file": ("isSyncFromLastFile", "1: an empty slave starts at the master's last commitlog file"),

@@ -1,15 +1,17 @@
-"""The invariant panel (issue 7 §2): the four promises of controller mode, each shown as holding or
+"""The invariant panel: the four promises of controller mode, each shown as holding or
 as FIRST broken at (seq, time, node, what) — from the trace alone, plus the replicas' store files
 when the byte-for-byte comparison is asked for.
 
-1. At most one master per broker set and epoch (seed 000 "Algorithm Consistency Proof": "During
+The quotations are from RocketMQ's controller design document and RIP-44 (RocketMQ's docs).
+
+1. At most one master per broker set and epoch ("Algorithm Consistency Proof": "During
    each epoch, the controller assigns only one broker to be the master") — check_single_master.
-2. The elected master is in the SyncStateSet, unless the election is unclean (seed 000
-   enableElectUncleanMaster) — check_elections on the controllers' replicated log.
-3. Replicas truncate to the consistent point (seed 000 「截断算法」), never below what they had
+2. The elected master is in the SyncStateSet, unless the election is unclean
+   (enableElectUncleanMaster) — check_elections on the controllers' replicated log.
+3. Replicas truncate to the consistent point (「截断算法」), never below what they had
    confirmed — check_truncations; with store files also check_replicas (equal byte for byte up to
    the committed offset).
-4. No acknowledged message is lost (allAckInSyncStateSet=true, clean elections: seed 000 "可以保证
+4. No acknowledged message is lost (allAckInSyncStateSet=true, clean elections: "可以保证
    消息不丢失") — check_total_queue, Jepsen's total queue over the client operations.
 
 The checkers are rmqlab.checker's; this module words their verdicts. `evaluate` gives the
@@ -31,6 +33,7 @@ from rmqlab.checker.checkers import (check_elections, check_replicas, check_sing
 from rmqlab.checker.result import CheckResult, Violation
 from rmqlab.trace.event import TraceEvent
 from rmqlab.viz.figure_widgets import redraw
+from rmqlab.viz.timeaxis import TimeAxis, time_axis
 
 
 @dataclass(frozen=True)
@@ -125,13 +128,14 @@ def _status(invariant: Invariant, results: tuple[CheckResult, ...], detail: str)
     return InvariantStatus(invariant, "broken", first, detail + f"; {len(violations)} violation(s)", results)
 
 
-def describe_first(v: Violation | None) -> str:
-    """"seq 2533 · 92.4 s · broker-n1 · cut-committed: ..." (files-only violations have no seq)."""
+def describe_first(v: Violation | None, axis: TimeAxis | None = None) -> str:
+    """"seq 2533 · 92.4 s · broker-n1 · cut-committed: ..." (files-only violations have no seq).
+    The time is on `axis` (the run's time axis) when given, else trace time / 1000."""
     if v is None:
         return ""
     at = [f"seq {v.seq}" if v.seq is not None else "in the files"]
     if v.time_ms is not None:
-        at.append(f"{v.time_ms / 1000:.1f} s")
+        at.append(f"{axis.s(v.time_ms):.1f} {axis.unit}" if axis is not None else f"{v.time_ms / 1000:.1f} s")
     if v.node:
         at.append(v.node)
     return " · ".join(at + [f"{v.what}: {v.message}"])
@@ -166,16 +170,17 @@ def invariant_text(statuses: Iterable[InvariantStatus]) -> str:
 
 def invariant_figure(statuses: Iterable[InvariantStatus], events: Iterable[TraceEvent],
                      title: str | None = "Invariants over the run") -> go.Figure:
-    """A timeline (virtual seconds): one row per invariant, green while it holds and red from where
+    """A timeline (the run's time axis, rmqlab.viz.timeaxis): one row per invariant, green while it holds and red from where
     it first broke (an ✗ with the violation on hover); dotted lines mark the faults injected."""
     statuses = list(statuses)
     events = list(events)
-    end = (events[-1].time_ms / 1000) if events else 0.0
+    axis = time_axis(events)
+    end = axis.s(events[-1].time_ms) if events else 0.0
     fig = go.Figure()
     labels = [s.invariant.short for s in statuses]
     for s in statuses:
         y = s.invariant.short
-        broke = s.first.time_ms / 1000 if s.first is not None and s.first.time_ms is not None else None
+        broke = axis.s(s.first.time_ms) if s.first is not None and s.first.time_ms is not None else None
         if s.state == "pending":
             fig.add_trace(go.Scatter(x=[0, end], y=[y, y], mode="lines", showlegend=False,
                                      line={"color": "#BBBBBB", "width": 6, "dash": "dot"},
@@ -191,21 +196,21 @@ def invariant_figure(statuses: Iterable[InvariantStatus], events: Iterable[Trace
             fig.add_trace(go.Scatter(
                 x=[broke], y=[y], mode="markers", showlegend=False,
                 marker={"symbol": "x", "size": 16, "color": colour, "line": {"color": "black", "width": 1}},
-                customdata=[describe_first(s.first)], hovertemplate="%{customdata}<extra></extra>"))
+                customdata=[describe_first(s.first, axis)], hovertemplate="%{customdata}<extra></extra>"))
     faults = [e for e in events if e.kind in _FAULTS]
     if faults:
         for e in faults:
-            fig.add_vline(x=e.time_ms / 1000, line={"color": "#999999", "width": 1, "dash": "dot"})
+            fig.add_vline(x=axis.s(e.time_ms), line={"color": "#999999", "width": 1, "dash": "dot"})
         names = [_fault_name(e) for e in faults]
         fig.add_trace(go.Scatter(
-            x=[e.time_ms / 1000 for e in faults], y=[FAULT_ROW] * len(faults), mode="markers+text", showlegend=False,
+            x=[axis.s(e.time_ms) for e in faults], y=[FAULT_ROW] * len(faults), mode="markers+text", showlegend=False,
             text=names, textposition=["top center" if i % 2 == 0 else "bottom center" for i in range(len(faults))],
             textfont={"size": 10, "color": "#555555"},
             marker={"symbol": "triangle-down", "size": 10, "color": "#555555"},
             hovertemplate="%{text} at %{x:.1f} s<extra></extra>"))
         labels.append(FAULT_ROW)
     fig.update_layout(title=title, height=140 + 45 * len(labels), margin={"l": 10, "r": 10, "t": 50, "b": 40},
-                      xaxis={"title": "virtual time (s)", "range": [0, max(end, 1.0)]},
+                      xaxis={"title": axis.label, "range": [0, max(end, 1.0)]},
                       yaxis={"categoryorder": "array", "categoryarray": labels, "autorange": "reversed"})
     return fig
 

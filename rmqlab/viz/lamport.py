@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from rmqlab.trace.event import TraceEvent
+from rmqlab.viz.timeaxis import time_axis
 
 FRAME_KINDS = ("frame.send", "frame.recv")
 # Fields that say where a frame went rather than what it was (left out of the matching key).
@@ -149,6 +150,7 @@ def lamport_figure(events: Sequence[TraceEvent], proto: str | None = "ha", nodes
     sent or received from that event on. `y`: "order" or "time"."""
     if y not in ("order", "time"):
         raise ValueError(f"y must be 'order' or 'time', not {y!r}")
+    axis = time_axis(events)  # y="time": ms on the run's time axis, not epoch ms on the real runtime
     hops = [h for h in match_frames(events, proto, nodes) if h.event.seq >= since_seq]
     dropped = last is not None and len(hops) > max(last, 0)
     if last is not None:
@@ -166,11 +168,11 @@ def lamport_figure(events: Sequence[TraceEvent], proto: str | None = "ha", nodes
     rank = {seq: i for i, (seq, _) in enumerate(shown)}
 
     def row(e: TraceEvent) -> float:
-        return rank[e.seq] if y == "order" else e.time_ms
+        return rank[e.seq] if y == "order" else axis.ms(e.time_ms)
 
     fig = go.Figure()
-    bottom = (len(shown) if y == "order" else max((e.time_ms for _, e in shown), default=0.0))
-    top = -1 if y == "order" else min((e.time_ms for _, e in shown), default=0.0)
+    bottom = (len(shown) if y == "order" else max((axis.ms(e.time_ms) for _, e in shown), default=0.0))
+    top = -1 if y == "order" else min((axis.ms(e.time_ms) for _, e in shown), default=0.0)
     for lane, i in x_of.items():
         fig.add_trace(go.Scatter(x=[i, i], y=[top, bottom], mode="lines", line=dict(color="#bbbbbb", width=1),
                                  hoverinfo="skip", showlegend=False))
@@ -195,8 +197,9 @@ def lamport_figure(events: Sequence[TraceEvent], proto: str | None = "ha", nodes
                 x1 = x0 + (x1 - x0) / 2
                 y1 = y0 + (0.5 if y == "order" else 0.0)
             hover = (f"<b>{html.escape(hop.label())}</b><br>"
-                     + (f"sent t={hop.send.time_ms:.1f} ms<br>" if hop.send else "")
-                     + (f"received t={hop.recv.time_ms:.1f} ms<br>" if hop.recv else "") + _describe(hop.fields))
+                     + (f"sent t={axis.ms(hop.send.time_ms):.1f} ms<br>" if hop.send else "")
+                     + (f"received t={axis.ms(hop.recv.time_ms):.1f} ms<br>" if hop.recv else "")
+                     + _describe(hop.fields))
             xs += [x0, x1, None]
             ys += [y0, y1, None]
             symbols += ["circle", "arrow" if hop.delivered else "arrow-open", "circle"]
@@ -217,13 +220,13 @@ def lamport_figure(events: Sequence[TraceEvent], proto: str | None = "ha", nodes
             textfont=dict(size=9, color="#555555"), marker=dict(symbol="diamond", size=8, color="#555555"),
             hovertext=[f"{html.escape(e.node)} {html.escape(str(e.fields.get('machine')))}: "
                        f"{html.escape(str(e.fields.get('from')))} → {html.escape(str(e.fields.get('to')))}"
-                       f"<br>{html.escape(str(e.fields.get('reason', '')))}<br>t={e.time_ms:.1f} ms" for e in states],
+                       f"<br>{html.escape(str(e.fields.get('reason', '')))}<br>t={axis.ms(e.time_ms):.1f} ms" for e in states],
             hoverinfo="text"))
     fig.update_layout(
         title=title or f"{proto or 'all'} frames" + (f" (last {last})" if last else ""),
         xaxis=dict(tickmode="array", tickvals=list(range(len(lanes))), ticktext=lanes, side="top",
                    range=[-0.5, max(len(lanes) - 0.5, 0.5)], showgrid=False, zeroline=False),
-        yaxis=dict(autorange="reversed", title="event order" if y == "order" else "time (ms)",
+        yaxis=dict(autorange="reversed", title="event order" if y == "order" else axis.label_ms,
                    showgrid=False, zeroline=False),
         height=height or max(320, 40 + 22 * len(shown)), margin=dict(l=50, r=20, t=80, b=20),
         legend=dict(orientation="h", y=-0.02, yanchor="top"), hovermode="closest")

@@ -1,6 +1,6 @@
 """Per-broker commit-log offsets over time, and each replica's replication lag, from the trace.
 
-    offsets_figure(events)      top: every broker's commit-log offsets (bytes) over virtual time;
+    offsets_figure(events)      top: every broker's commit-log offsets (bytes) over time;
                                 bottom: each broker's lag behind the furthest replica of its set
     offset_series(events)       the same as data: node -> which -> [(time s, offset)]
     replication_lag(events)     node -> [(time s, lag in bytes)]
@@ -34,6 +34,7 @@ from rmqlab.checker.checkers import send_acknowledged
 from rmqlab.common.message.message_decoder import decode_message_id
 from rmqlab.trace import TraceEvent, client_ops
 from rmqlab.viz.sends import add_fault_lines, broker_nodes_by_addr, broker_sets
+from rmqlab.viz.timeaxis import time_axis
 
 WHICH_DASH = {"written": "solid", "shipped": "dot", "acknowledged": "dot", "confirmed": "dash",
               "flushed": "longdash", "dispatched": "dashdot"}
@@ -123,7 +124,9 @@ def replication_lag(events: Iterable[TraceEvent]) -> dict[str, list[tuple[float,
 
 def offsets_figure(events: list[TraceEvent], *, title: str = "Commit-log offsets and replication lag") -> go.Figure:
     """Top: each broker's offset series (color per node, dash per kind of offset). Bottom: each
-    replica's lag. x: virtual seconds; faults as dotted lines."""
+    replica's lag. x: the run's time axis (rmqlab.viz.timeaxis); faults as dotted lines."""
+    events = list(events)
+    axis = time_axis(events)
     series = offset_series(events)
     lags = replication_lag(events)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.6, 0.4],
@@ -131,15 +134,16 @@ def offsets_figure(events: list[TraceEvent], *, title: str = "Commit-log offsets
     colors = {n: NODE_COLORS[i % len(NODE_COLORS)] for i, n in enumerate(sorted(set(series) | set(lags)))}
     for node, kinds in series.items():
         for which, points in kinds.items():
-            fig.add_trace(go.Scatter(x=[t for t, _ in points], y=[v for _, v in points], name=f"{node} {which}",
+            fig.add_trace(go.Scatter(x=[axis.from_trace_s(t) for t, _ in points], y=[v for _, v in points],
+                                     name=f"{node} {which}",
                                      mode="lines", line={"color": colors[node], "dash": WHICH_DASH.get(which, "solid"),
                                                          "shape": "hv", "width": 2 if which == "written" else 1.5},
                                      legendgroup=node), row=1, col=1)
     for node, points in sorted(lags.items()):
-        fig.add_trace(go.Scatter(x=[t for t, _ in points], y=[v for _, v in points], name=f"{node} lag",
+        fig.add_trace(go.Scatter(x=[axis.from_trace_s(t) for t, _ in points], y=[v for _, v in points], name=f"{node} lag",
                                  mode="lines", line={"color": colors[node], "shape": "hv"}, legendgroup=node,
                                  showlegend=False), row=2, col=1)
     fig.update_layout(title=title, height=520, margin={"t": 70, "b": 40}, legend={"font": {"size": 10}})
-    fig.update_xaxes(title_text="virtual time (s)", row=2, col=1)
+    fig.update_xaxes(title_text=axis.label, row=2, col=1)
     add_fault_lines(fig, events, rows=(1, 2))
     return fig

@@ -1,5 +1,7 @@
-"""The SyncStateSet and the master epochs of a broker set over time (seed 000 「SyncStateSet 变更」,
-seed 002 "SyncStateSet change", reference §2.8 and §4.2), read from the trace.
+"""The SyncStateSet and the master epochs of a broker set over time (RocketMQ's controller design
+document, docs/cn/controller/design.md 「SyncStateSet 变更」, docs/en/controller/design.md
+"SyncStateSet change"; AutoSwitchHAService and ReplicasManager in RocketMQ's source), read from the
+trace.
 
 Two views of the set are traced, and the figure shows both:
 
@@ -31,6 +33,7 @@ from rmqlab.checker.checkers import (ALTER_SYNC_STATE_SET as ALTER, ELECT_MASTER
                                      broker_id_nodes, sync_state_history)
 from rmqlab.trace.event import TraceEvent
 from rmqlab.viz.figure_widgets import redraw
+from rmqlab.viz.timeaxis import time_axis
 
 _DOWN = {"node.kill": "killed", "node.crash": "crashed", "node.stop": "stopped", "node.suspend": "suspended"}
 _UP = ("node.start", "node.resume")
@@ -118,8 +121,10 @@ def sync_state_set_figure(events: Sequence[TraceEvent], broker_set: str | None =
     fig = make_subplots(rows=2 if offsets else 1, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         row_heights=[0.45, 0.55] if offsets else [1.0])
 
+    axis = time_axis(events)
+
     def s(ms: float) -> float:
-        return round(max(ms, since_ms) / 1000.0, 3)
+        return round(axis.s(max(ms, since_ms)), 3)
 
     # Membership and mastership: one segment per (replica, interval between changes).
     for colour, label, pick in ((MEMBER, "in the SyncStateSet", lambda c, i: i in c.sync_state_set and i != c.master),
@@ -188,7 +193,7 @@ def sync_state_set_figure(events: Sequence[TraceEvent], broker_set: str | None =
                 ys = [v for _, v in pts] + [pts[-1][1]]
                 fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=line, name=f"{node} {which}"), row=2, col=1)
         fig.update_yaxes(title="commitlog offset", row=2, col=1)
-    fig.update_xaxes(title="time (s)", row=2 if offsets else 1, col=1)
+    fig.update_xaxes(title=axis.label, row=2 if offsets else 1, col=1)
     fig.update_layout(title=title or f"SyncStateSet of {broker_set or 'every broker set'}",
                       height=460 if offsets else 260, margin=dict(l=40, r=20, t=60, b=40),
                       legend=dict(orientation="h", y=-0.15), hovermode="closest")

@@ -25,6 +25,7 @@ import plotly.graph_objects as go
 
 from rmqlab.trace import TraceEvent
 from rmqlab.viz.sends import MASTER_ROLES, broker_sets
+from rmqlab.viz.timeaxis import time_axis
 from rmqlab.viz.trace_views import describe_state, node_states
 
 ROWS = {"namesrv": 2, "controller": 2, "broker": 1, "proxy": 0, "client": 0}
@@ -176,6 +177,7 @@ def topology_figure(events: Iterable[TraceEvent], at_ms: float | None = None, *,
                     height: int = 380, hide: Iterable[str] = HIDDEN) -> go.Figure:
     """The topology as a figure: nodes colored by role and state, links (green: replication;
     dotted: an end is down or suspended; red dashed: cut by a partition), a box per broker set."""
+    events = list(events)
     topo = topology(events, at_ms, hide)
     fig = go.Figure()
     for state in ("up", "ha", "down", "cut"):
@@ -216,7 +218,8 @@ def topology_figure(events: Iterable[TraceEvent], at_ms: float | None = None, *,
     xs = [n.x for n in topo.nodes.values()] or [0.0]
     fig.update_xaxes(visible=False, range=[min(xs) - 0.8, max(xs) + 0.8])
     fig.update_yaxes(visible=False, range=[-0.7, 2.5])
-    fig.update_layout(title=title or f"Cluster at t = {topo.time_ms / 1000:.1f} s", height=height,
+    axis = time_axis(events)
+    fig.update_layout(title=title or f"Cluster at t = {axis.s(topo.time_ms):.1f} {axis.unit}", height=height,
                       margin={"t": 50, "b": 10, "l": 10, "r": 10}, plot_bgcolor="white",
                       legend={"orientation": "h", "y": -0.02})
     return fig
