@@ -37,7 +37,7 @@ from rmqlab.config import (
 )
 from rmqlab.config.fields import config_fields
 from rmqlab.config.jsonconf import parse_json_object
-from rmqlab.config.rocketmq_keys import ROCKETMQ_KEYS
+from rmqlab.config.rocketmq_keys import RMQLAB_KEYS, ROCKETMQ_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -201,11 +201,16 @@ def test_other_component_defaults_match_rocketmq():
     assert NettyClientConfig().connectTimeoutMillis == 3000
 
 
-def test_every_field_is_a_rocketmq_key_of_its_class():
+def test_every_field_is_a_rocketmq_key_of_its_class_or_a_labelled_rmqlab_option():
     for cls in (BrokerConfig, MessageStoreConfig, NettyServerConfig, NettyClientConfig, NamesrvConfig,
                 ControllerConfig, ProxyConfig):
         names = {f.name for f in config_fields(cls)}
-        assert names <= ROCKETMQ_KEYS[cls.__name__], names - ROCKETMQ_KEYS[cls.__name__]
+        ours = RMQLAB_KEYS.get(cls.__name__, frozenset())
+        assert names <= ROCKETMQ_KEYS[cls.__name__] | ours, names - ROCKETMQ_KEYS[cls.__name__] - ours
+    # rmqlab's own options say so in their name, and none shadows a RocketMQ key.
+    for cls_name, ours in RMQLAB_KEYS.items():
+        assert all(k.startswith("rmqlab") for k in ours), ours
+        assert not ours & ROCKETMQ_KEYS[cls_name]
 
 
 # --------------------------------------------------------------------------- derived values
