@@ -155,3 +155,26 @@ def test_a_simulation_removes_only_the_root_it_made(tmp_path):
     os.makedirs(given.store_dir("n0"))
     given.close()
     assert os.path.isdir(tmp_path / "sim" / "n0")  # the caller's directory is the caller's
+
+
+def test_the_grader_archive_shipped_to_a_cluster_master_is_removed_when_the_driver_exits(tmpdir_env):
+    """ship_package (grading on a spark:// master) packs rmqlab into a temporary directory that
+    Spark's driver serves to executors; it must not outlive the driver's process."""
+    tmpdir, env, work = tmpdir_env
+    code = textwrap.dedent("""
+        import os
+        from rmqlab.grading.spark_session import ship_package
+
+        class Context:  # what ship_package uses of a SparkContext
+            def addArchive(self, path):
+                assert os.path.exists(path.split("#")[0])
+
+        path = ship_package(Context(), "spark://127.0.0.1:7077")
+        assert os.path.exists(path)
+        print(path)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(work), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().startswith(str(tmpdir))
+    assert os.listdir(tmpdir) == []

@@ -15,7 +15,9 @@ on sys.path when the worker cannot import rmqlab from its own environment.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -81,6 +83,9 @@ def ship_package(sc, master: str) -> str | None:
     if is_local(master):
         return None
     tmp = tempfile.mkdtemp(prefix="rmqlab-ship-")
+    # Spark's driver serves an added archive from this path for as long as the job may start
+    # executors, so it goes when the driver's process exits, not when this function returns.
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     path = package_archive(tmp)
     sc.addArchive(path + "#" + ARCHIVE_NAME)
     return path
