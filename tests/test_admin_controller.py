@@ -1,6 +1,7 @@
-"""Admin of controller mode (issue 5 §5; reference §4.3, §4.9, §4.11): getControllerMetaData,
-getSyncStateSet, getBrokerEpoch, electMaster, cleanBrokerMetadata through DefaultMQAdminExt and
-`rmqlab admin`.
+"""Admin of controller mode: getControllerMetaData, getSyncStateSet, getBrokerEpoch, electMaster,
+cleanBrokerMetadata through DefaultMQAdminExt and `rmqlab admin` (RocketMQ's mqadmin commands in
+tools/src/main/java/org/apache/rocketmq/tools/command/, the request and response codes of
+RequestCode.java and ResponseCode.java, the controller's ControllerRequestProcessor).
 
 On the simulator: three ControllerManagers (tests.test_controller's set-up), a name server, and
 scripted brokers (tests.test_controller.FakeBroker: heartbeats and the register flow) that also

@@ -11,6 +11,11 @@ development history ("this session", "was once").
 Legitimate text it must not flag: RocketMQ's own names ("RIP-44", "[ISSUE #5789]" in its commit
 titles), random seeds ("--seed 7", "seed 173"), ``SCHEDULE_TOPIC_XXXX``, "§" for a section of a
 document that is in this repository (datasets/README.md), and URLs of public pages.
+
+Test fixtures: a test that must hold such a pointer as data (a checker's example of what to
+refuse) marks the line with a trailing comment ``# private-reference-fixture``. The marker is
+honoured only in files under ``tests/`` and only as the last thing on the line, so it exempts
+that one line of test data and nothing a user reads.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ TEXT_NAMES = {"postBuild", "run", "start", "Dockerfile", "Makefile"}
 SKIP_PREFIXES = ("datasets/sample-grading/",)
 # This file names the patterns it looks for.
 SELF = Path(__file__).resolve().relative_to(ROOT).as_posix()
+# A line of test data that must contain a pointer (see the module docstring); tests/ only.
+FIXTURE_MARKER = re.compile(r"#\s*private-reference-fixture\s*$")
+FIXTURE_DIRS = ("tests/",)
 
 
 def tracked_text_files() -> list[str]:
@@ -75,9 +83,18 @@ SECTION = re.compile(r"§\s?\d")
 NAMED_DOCUMENT = re.compile(r"[\w/-]+\.(?:md|ipynb|py)`?\s*(?:§\s?[\d.]+[a-z]?(?:,| and)?\s*)*$")
 
 
-def hits_in(text: str) -> list[tuple[int, str, str]]:
+def hits_in_file(name: str, text: str) -> list[tuple[int, str, str]]:
+    """hits_in for the tracked file `name`: fixture markers count only under FIXTURE_DIRS."""
+    return hits_in(text, allow_fixtures=name.startswith(FIXTURE_DIRS))
+
+
+def hits_in(text: str, allow_fixtures: bool = False) -> list[tuple[int, str, str]]:
+    """(line number, kind, matched text) of every pointer in `text`; with `allow_fixtures`, lines
+    ending in the fixture marker are skipped."""
     found = []
     for lineno, line in enumerate(text.splitlines(), 1):
+        if allow_fixtures and FIXTURE_MARKER.search(line):
+            continue
         for what, pattern in PATTERNS:
             m = pattern.search(line)
             if m:
@@ -114,6 +131,15 @@ def test_patterns_leave_legitimate_text(text):
     assert not hits_in(text), text
 
 
+def test_fixture_marker_exempts_one_line_of_test_data_only():
+    marked = '    "reference §2.7",  # private-reference-fixture'
+    assert hits_in_file("tests/test_x.py", marked) == []
+    # Not outside tests/, not the next line, not when the marker is not the end of the line.
+    assert hits_in_file("rmqlab/x.py", marked) and hits_in_file("README.md", marked)
+    assert [lineno for lineno, _, _ in hits_in_file("tests/test_x.py", marked + "\nsee issue 7 §4")] == [2]
+    assert hits_in_file("tests/test_x.py", "reference §2.7 # private-reference-fixture, and more")
+
+
 def test_no_private_references():
     problems = []
     for name in tracked_text_files():
@@ -121,5 +147,5 @@ def test_no_private_references():
             text = (ROOT / name).read_text(encoding="utf-8")
         except (UnicodeDecodeError, FileNotFoundError):
             continue  # binary, or deleted in the work tree
-        problems += [f"{name}:{lineno}: {what}: {match!r}" for lineno, what, match in hits_in(text)]
+        problems += [f"{name}:{lineno}: {what}: {match!r}" for lineno, what, match in hits_in_file(name, text)]
     assert not problems, f"{len(problems)} pointers to text a reader does not have:\n" + "\n".join(problems)

@@ -5,8 +5,9 @@ Three parts, each on the deterministic simulator:
    ASYNC_FLUSH and SYNC_FLUSH;
 2. the headline (controller_failover): controller mode, the master's machine crashes, a new master
    is elected from the SyncStateSet and nothing acknowledged is lost — judged by the chaos checkers;
-3. every deployment mode of seed 000 side by side under the same workload and the same master
-   machine crash (mode_comparison, lab 01's comparison), seed 000's pros and cons beside the numbers.
+3. every deployment mode of RocketMQ's deployment guide ("部署方式", "主备自动切换模式部署") side by
+   side under the same workload and the same master machine crash (mode_comparison, lab 01's
+   comparison), the guide's pros and cons beside the numbers.
 The report carries the labs' figures (rmqlab.viz, drawn from each run's trace), offline.
 """
 
@@ -71,7 +72,8 @@ def _run_demo(out_dir: str, seed: int, workers: int) -> int:
         print()
         failover_figures = _failover_figures(f)
 
-        print("rmqlab demo — the deployment modes of seed 000, one master machine crash each\n")
+        print("rmqlab demo — the deployment modes of RocketMQ's deployment guide, "
+              "one master machine crash each\n")
         print(f"Same workload everywhere: one message every {SEND_EVERY_MS} ms; broker-a's master loses power and "
               f"stays down {OUTAGE_MS // 1000} s (past the name server's 120 s expiry), then comes back.\n")
         runs = simulate_modes(seed, workers=workers)
@@ -89,8 +91,8 @@ def _run_demo(out_dir: str, seed: int, workers: int) -> int:
         print("  lost: acknowledged and on no broker any more\n")
         found = claims(modes)
         for c in found:
-            print(f"  {c.mode}: seed 000 says 「{c.quote}」 ({c.gloss}) — measured: {c.measured} — "
-                  f"{'holds' if c.holds else 'does NOT hold'}")
+            print(f"  {c.mode}: RocketMQ's deployment guide (部署方式) says 「{c.quote}」 ({c.gloss}) — "
+                  f"measured: {c.measured} — {'holds' if c.holds else 'does NOT hold'}")
         print()
         from rmqlab.viz.sends import sends_by_mode_figure
 

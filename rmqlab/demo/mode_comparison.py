@@ -1,6 +1,7 @@
-"""The deployment-mode comparison of lab 01 and `rmqlab demo`: seed 000's pros and cons, measured.
+"""The deployment-mode comparison of lab 01 and `rmqlab demo`: the guide's pros and cons, measured.
 
-Every mode of seed 000 runs the same recorded workload on the simulator and suffers the same fault:
+Every mode of RocketMQ's deployment guide (its docs' 「部署方式」 and 「主备自动切换模式部署」) runs the
+same recorded workload on the simulator and suffers the same fault:
 
     warm-up     the cluster starts; the topic is created on every broker (`mqadmin updateTopic`)
                 and WARMUP_MS pass (slaves connect to their masters)
@@ -18,10 +19,10 @@ Every mode of seed 000 runs the same recorded workload on the simulator and suff
 Every number comes from the event trace (sends and pulls are `client` operations, the crash a
 `node.crash` event, roles `role` events, broker addresses the brokers' own REGISTER_BROKER frames),
 never from component internals, so `judge` works on any recorded trace of this schedule; `claims`
-sets seed 000's words next to the numbers.
+sets the guide's words next to the numbers.
 
 Modes are a registry (`MODES`, `register_mode`): a `ModeSpec` says how to build the cluster, which
-node to crash, what the seed says, and how to add the workload's clients. The Proxy rows (seed 000
+node to crash, what the guide says, and how to add the workload's clients. The Proxy rows (the guide's
 "Local模式部署" / "Cluster模式部署") are 2m-noslave behind a Proxy with rmqlab's 5.x producer.
 
 Lab settings, where RocketMQ's defaults only add waiting or wall time (each explained where set):
@@ -178,10 +179,10 @@ def elected_victim(cluster: Cluster) -> str:
 
 @dataclass(frozen=True)
 class ModeSpec:
-    """One row of the comparison: a deployment of seed 000 and how to run the workload on it."""
+    """One row of the comparison: a mode of the guide and how to run the workload on it."""
 
     name: str
-    heading: str                   # seed 000's heading for the mode
+    heading: str                   # the guide's heading for the mode
     seed_says: str                 # its pros and cons, in short
     cluster_mode: str              # rmqlab.cluster mode
     cluster_kwargs: dict = field(default_factory=dict)
@@ -269,7 +270,7 @@ class ModeResult:
     @property
     def lost_if_disk_destroyed(self) -> int:
         """Acknowledged by broker-a before the crash and on no other replica: what the master's
-        disk alone held (seed 000: "磁盘损坏情况下会丢失少量消息")."""
+        disk alone held (the guide: "磁盘损坏情况下会丢失少量消息")."""
         return self.on_broker_a - self.readable_during_outage
 
 
@@ -374,8 +375,9 @@ def run_comparison(seed: int, modes: list[str] | None = None, workers: int = 1) 
 def _create_topic_everywhere(cluster: Cluster) -> None:
     """`mqadmin updateTopic -c` (every master), then `updateTopic -b` on every other broker too:
     a slave copies a new topic from its master only at its SlaveSynchronize run, a minute after it
-    started (seed 004), and a slave without the topic answers pulls with TOPIC_NOT_EXIST. A
-    long-running cluster's slaves would have it; the lab skips that minute."""
+    started (BrokerController: syncAll once 60 s have passed), and a slave without the topic
+    answers pulls with TOPIC_NOT_EXIST. A long-running cluster's slaves would have it; the lab
+    skips that minute."""
     cluster.create_topic(TOPIC)
     addrs = sorted({f["ext_fields"]["brokerAddr"] for f in register_frames(cluster.events())})
     cluster.add_client(ADMIN, lambda: ClientProcess(admin=DefaultMQAdminExt(cluster.namesrv_addr)))
@@ -519,11 +521,11 @@ def _route_dropped(events: list[TraceEvent], victim: str, crash_at: float, resta
     return None
 
 
-# --- seed 000's claims, next to what was measured ------------------------------------------------------
+# --- the deployment guide's claims, next to what was measured -----------------------------------------
 @dataclass(frozen=True)
 class Claim:
     mode: str
-    quote: str        # seed 000, verbatim
+    quote: str        # the deployment guide, verbatim
     gloss: str        # in English: a translation, nothing the guide does not say
     measured: str     # what this run shows
     holds: bool       # whether the measurement bears the claim out (for a machine crash, as run here)
@@ -535,7 +537,7 @@ def _s(ms: float | None) -> str:
 
 
 def claims(results: dict[str, ModeResult] | list[ModeResult]) -> list[Claim]:
-    """Seed 000's pros and cons of every mode that ran, each with the measurement that tests it.
+    """The guide's pros and cons of every mode that ran, each with the measurement that tests it.
     Claims comparing two modes need both."""
     r = results if isinstance(results, dict) else {m.mode: m for m in results}
     out: list[Claim] = []

@@ -41,7 +41,8 @@ def _modes_section(modes, claims, figures_html: str = "") -> str:
     return ("<section><h2>Deployment modes under a master machine crash</h2>"
             f"<p>Same workload in every mode (one send every {SEND_EVERY_MS} ms, open loop); broker-a's master "
             f"loses power and stays down {OUTAGE_MS // 1000} s, then returns. Latencies are virtual milliseconds "
-            "in the simulator.</p>" + results_html(modes) + "<h3>Seed 000's pros and cons, measured</h3>"
+            "in the simulator.</p>" + results_html(modes)
+            + "<h3>The deployment guide's pros and cons, measured</h3>"
             + claims_html(claims) + figures_html + "</section>")
 
 

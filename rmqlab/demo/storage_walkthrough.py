@@ -4,8 +4,8 @@ Three runs of the same workload (a producer sending 1 KiB messages every 10 ms o
 the store's services stepped at their configured intervals), each ended differently:
 
 A. ASYNC_FLUSH, process crash (kill -9): the page cache survives, nothing written is lost.
-B. ASYNC_FLUSH, machine crash: the acknowledged but unflushed tail is lost (seed 000: "异步刷盘丢失
-   少量消息" — async flush loses a few messages).
+B. ASYNC_FLUSH, machine crash: the acknowledged but unflushed tail is lost (RocketMQ's deployment
+   guide, "部署方式": "异步刷盘丢失少量消息" — async flush loses a few messages).
 C. SYNC_FLUSH, machine crash mid-write: every acknowledged message survives ("同步刷盘一条不丢");
    the message being written when power failed is torn, and recovery cuts it.
 """

@@ -1,12 +1,12 @@
-"""High availability: replicating a broker's commitlog to its slaves (reference §2, §3).
+"""High availability: replicating a broker's commitlog to its slaves.
 
 Layout mirrors org.apache.rocketmq.store.ha:
 
-* classic master–slave HA (reference §3, seed 004): ``default_ha_service`` (DefaultHAService,
-  AcceptSocketService), ``default_ha_connection`` (the master's end: DefaultHAConnection with its
-  ReadSocketService and WriteSocketService), ``default_ha_client`` (the slave's end,
-  DefaultHAClient), and ``default_ha_protocol``, the socket-free core with the wire format and
-  both ends' state machines;
+* classic master–slave HA (its 4.x form is described in the article "RocketMQ原理解析-HA"):
+  ``default_ha_service`` (DefaultHAService, AcceptSocketService), ``default_ha_connection`` (the
+  master's end: DefaultHAConnection with its ReadSocketService and WriteSocketService),
+  ``default_ha_client`` (the slave's end, DefaultHAClient), and ``default_ha_protocol``, the
+  socket-free core with the wire format and both ends' state machines;
 * shared by every HA service: the bases both modes build on, named after RocketMQ's interfaces —
   ``ha_service`` (HAService), ``ha_connection`` (HAConnection and its ReadSocketService),
   ``ha_client`` (HAClient) and ``ha_protocol`` (frame layouts, HAProtocolError, the slave's offset

@@ -1,4 +1,4 @@
-"""DefaultHAClient: the slave's end of classic HA (reference §3, seed 004).
+"""DefaultHAClient: the slave's end of classic HA.
 
 Mirrors org.apache.rocketmq.store.ha.DefaultHAClient, one task on the slave's Node (the loop,
 connect, close, reports and housekeeping are HAClient's, rmqlab.ha.ha_client):

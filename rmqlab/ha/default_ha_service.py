@@ -1,4 +1,4 @@
-"""DefaultHAService: classic master–slave replication of the commitlog (reference §3, seeds 000, 004).
+"""DefaultHAService: classic master–slave replication of the commitlog.
 
 Mirrors org.apache.rocketmq.store.ha.DefaultHAService, on a Node instead of threads:
 
@@ -19,11 +19,12 @@ store stamps a request's deadline, this service's timers enforce it.
 
 Sync vs async replication, and RocketMQ 5 (RIP-34)
 --------------------------------------------------
-Seed 000 describes the "sync double write" mode as: a send succeeds only once master *and* slave
-have written it. Since RIP-34, CommitLog.asyncPutMessage waits for ``inSyncReplicas`` replicas,
-master included, and returns at once when that is 0 or 1 — and inSyncReplicas defaults to 1. So a
-SYNC_MASTER with RocketMQ 5's defaults replicates exactly like an ASYNC_MASTER; RocketMQ's upgrade
-advice is to set totalReplicas=2 and inSyncReplicas=2 (rmqlab's conf/2m-2s-sync templates do).
+RocketMQ's deployment guide ("部署方式") describes the "sync double write" mode as: a send
+succeeds only once master *and* slave have written it. Since RIP-34, CommitLog.asyncPutMessage
+waits for ``inSyncReplicas`` replicas, master included, and returns at once when that is 0 or 1 —
+and inSyncReplicas defaults to 1. So a SYNC_MASTER with RocketMQ 5's defaults replicates exactly
+like an ASYNC_MASTER; RocketMQ's upgrade advice is to set totalReplicas=2 and inSyncReplicas=2
+(rmqlab's conf/2m-2s-sync templates do).
 """
 
 from __future__ import annotations
@@ -109,10 +110,10 @@ class DefaultHAService(HAService):
     def is_slave_ok(self, master_put_where: int) -> bool:
         """isSlaveOK: a slave is connected and push2SlaveMaxOffset is within haMaxGapNotInSync.
 
-        What the seed teaches (seed 004, RocketMQ 4.x): a SYNC_MASTER put first asks isSlaveOK; if
-        no slave is connected or the slave lags more than haMaxGapNotInSync (256 MiB) behind, the
-        put returns SLAVE_NOT_AVAILABLE at once instead of waiting (and the producer may resend,
-        duplicating the message, which is already in the commitlog).
+        What the article "RocketMQ原理解析-HA" describes (RocketMQ 4.x): a SYNC_MASTER put first
+        asks isSlaveOK; if no slave is connected or the slave lags more than haMaxGapNotInSync
+        (256 MiB) behind, the put returns SLAVE_NOT_AVAILABLE at once instead of waiting (and the
+        producer may resend, duplicating the message, which is already in the commitlog).
 
         What RocketMQ 5 does (the code rmqlab mirrors): nothing calls isSlaveOK any more. The
         store never produces SLAVE_NOT_AVAILABLE; a SYNC_MASTER put with inSyncReplicas >= 2

@@ -1,9 +1,9 @@
 """FlowMonitor: bytes transferred per second on an HA connection, and the optional rate limit.
 
-Mirrors org.apache.rocketmq.store.ha.FlowMonitor (reference §3: haFlowControlEnable, default
-false; maxHaTransferByteInSecond, 100 MiB). RocketMQ runs a thread that closes a one-second window
-every second; here the window is derived from the node's clock when asked, which gives the same
-numbers without a timer per connection.
+Mirrors org.apache.rocketmq.store.ha.FlowMonitor (MessageStoreConfig: haFlowControlEnable,
+default false; maxHaTransferByteInSecond, 100 MiB). RocketMQ runs a thread that closes a
+one-second window every second; here the window is derived from the node's clock when asked,
+which gives the same numbers without a timer per connection.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GroupTransferService: a SYNC_MASTER put waits here until enough replicas hold it (reference §2.10, §3).
+"""GroupTransferService: a SYNC_MASTER put waits here until enough replicas hold it.
 
 Mirrors org.apache.rocketmq.store.ha.GroupTransferService. CommitLog.handleHA queues a
 GroupCommitRequest(nextOffset = end of the message, deadline = now + slaveTimeout, ackNums) when

@@ -1,4 +1,4 @@
-"""HAConnectionState: the states of an HA connection, on either end (reference §2.1, §3).
+"""HAConnectionState: the states of an HA connection, on either end.
 
 Mirrors org.apache.rocketmq.store.ha.HAConnectionState; the wire value of a state (controller
 mode's handshake carries it) is its ordinal. The classic protocol uses three of them: the slave's

@@ -1,4 +1,4 @@
-"""What the classic and the controller-mode HA protocols share, without sockets (reference §2, §3).
+"""What the classic and the controller-mode HA protocols share, without sockets.
 
 Both protocols (default_ha_protocol, autoswitch.auto_switch_ha_protocol) describe their frames with
 FrameLayout, raise HAProtocolError for a peer that broke the protocol, move each end through an

@@ -1,4 +1,4 @@
-"""HAService: what DefaultHAService and AutoSwitchHAService share (reference §2, §3).
+"""HAService: what DefaultHAService and AutoSwitchHAService share.
 
 Mirrors org.apache.rocketmq.store.ha.HAService, the interface both implement: the accept service
 on the HA port, the master's connections (counted from creation to close), push2SlaveMaxOffset and

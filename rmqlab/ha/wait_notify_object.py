@@ -1,4 +1,4 @@
-"""WaitNotifyObject: "wait up to N ms unless woken" for the HA services (reference §3).
+"""WaitNotifyObject: "wait up to N ms unless woken" for the HA services.
 
 Mirrors org.apache.rocketmq.store.ha.WaitNotifyObject's allWaitForRunning / wakeupAll, used by the
 master's WriteSocketService: with nothing to send it waits up to 100 ms, and a SYNC_MASTER put

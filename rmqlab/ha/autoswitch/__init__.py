@@ -1,4 +1,7 @@
-"""Controller-mode HA (RIP-44): AutoSwitchHAService and its two ends (reference §2, seeds 000, 002).
+"""Controller-mode HA (RIP-44): AutoSwitchHAService and its two ends.
+
+Design: RocketMQ's controller design document (docs/en/controller/design.md,
+docs/cn/controller/design.md).
 
 Layout mirrors org.apache.rocketmq.store.ha.autoswitch:
 

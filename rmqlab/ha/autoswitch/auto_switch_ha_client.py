@@ -1,4 +1,4 @@
-"""AutoSwitchHAClient: the slave's end of controller-mode HA (reference §2.3-§2.5, §2.13).
+"""AutoSwitchHAClient: the slave's end of controller-mode HA.
 
 Mirrors org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAClient, one task on the slave's Node;
 the wire format and the decisions are in auto_switch_ha_protocol, the loop, connect, close, acks
@@ -153,7 +153,7 @@ class AutoSwitchHAClient(HAClient):
             self._report_max_offset()
 
     def _handshake(self, frame: MasterHandshake) -> None:
-        """doTruncate and its effects on the store and the epoch file (reference §2.4)."""
+        """doTruncate and its effects on the store and the epoch file."""
         store = self.store
         local_max = store.get_max_phy_offset()
         decision = do_truncate(self.epoch_cache.get_all_entries(), local_max, frame.entries, frame.max_phy_offset)

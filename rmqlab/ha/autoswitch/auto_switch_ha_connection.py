@@ -1,4 +1,4 @@
-"""AutoSwitchHAConnection: the master's end of one slave's controller-mode HA connection (reference §2.6-§2.8).
+"""AutoSwitchHAConnection: the master's end of one slave's controller-mode HA connection.
 
 Mirrors org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAConnection and its two threads, here
 two tasks on the master's Node; the wire format and every decision are in auto_switch_ha_protocol:

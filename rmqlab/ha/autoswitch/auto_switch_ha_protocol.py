@@ -1,10 +1,10 @@
-"""Controller-mode replication (AutoSwitchHAService), without sockets or clocks (reference §2).
+"""Controller-mode replication (AutoSwitchHAService), without sockets or clocks.
 
 Theory of operation
 -------------------
 In controller mode (RIP-44) every broker of a set can be master or slave; the controller names the
 master and gives each master a new *epoch*. Every broker keeps an epoch file: for each epoch, the
-commitlog offset where that master started writing (EpochFileCache, reference §1). The slave opens
+commitlog offset where that master started writing (EpochFileCache). The slave opens
 one TCP connection to the master's HA port and the conversation has two phases:
 
   HANDSHAKE  slave → master  state=1, isSyncFromLastFile, isAsyncLearner, slaveBrokerId   16 bytes
@@ -90,8 +90,9 @@ EPOCH_ENTRY = FrameLayout("epoch entry", "master->slave", struct.Struct(">iq"), 
 MASTER_TRANSFER_HEADER = FrameLayout("transfer", "master->slave", struct.Struct(">iiqiqq"),
                                      ("state", "body_size", "offset", "epoch", "epoch_start_offset",
                                       "confirm_offset"))
-# RocketMQ 5.0.0 - 5.1.0 (seed 002's "current state + two flags + slaveAddressLength + slaveAddress"):
-# 12 bytes then the address. History only: nothing here speaks it on a connection.
+# RocketMQ 5.0.0 - 5.1.0 (docs/en/controller/design.md, "Handshake stage": "current state + Two
+# flags + slaveAddressLength + slaveAddress"): 12 bytes then the address. History only: nothing
+# here speaks it on a connection.
 LEGACY_SLAVE_HANDSHAKE_HEADER = FrameLayout("handshake (5.0-5.1.0)", "slave->master", struct.Struct(">ihhi"),
                                             ("state", "is_sync_from_last_file", "is_async_learner",
                                              "address_length"))
@@ -176,7 +177,7 @@ def _flag(value: bool) -> int:
 
 
 def encode_slave_handshake(is_sync_from_last_file: bool, is_async_learner: bool, slave_broker_id: int) -> bytes:
-    """AutoSwitchHAClient.sendHandshakeHeader (reference §2.2)."""
+    """AutoSwitchHAClient.sendHandshakeHeader."""
     return SLAVE_HANDSHAKE.codec.pack(HANDSHAKE.value, _flag(is_sync_from_last_file), _flag(is_async_learner),
                                       slave_broker_id)
 
@@ -204,7 +205,7 @@ def encode_master_transfer(offset: int, epoch: int, epoch_start_offset: int, con
 
 
 def encode_legacy_slave_handshake(is_sync_from_last_file: bool, is_async_learner: bool, slave_address: str) -> bytes:
-    """The 5.0.0 - 5.1.0 handshake (seed 002): the slave named itself by address, not broker id.
+    """The 5.0.0 - 5.1.0 handshake (docs/en/controller/design.md): the slave named itself by address.
 
     Quirk kept: 5.0 wrote `String.length()` (UTF-16 units) as the length but UTF-8 bytes after it;
     the two agree for the ASCII addresses brokers have, and other addresses are refused here.
@@ -233,7 +234,7 @@ def decode_legacy_slave_handshake(data: bytes) -> LegacySlaveHandshake:
                                 data[LEGACY_SLAVE_HANDSHAKE_HEADER_SIZE:end].decode("ascii", "replace"))
 
 
-# -- decoders (one per direction, streaming) ------------------------------------------------------
+# -- decoders (one per direction, streaming) -----------------------------------------------------
 def _state_name(value: int) -> str:
     try:
         return HAConnectionState(value).name
@@ -275,9 +276,9 @@ class _FrameDecoder:
 class SlaveFrameDecoder(_FrameDecoder):
     """What the master reads: slave HANDSHAKEs and TRANSFER acks (AutoSwitchHAConnection.HAServerReader).
 
-    Deviation (Appendix A item 5): Java dispatches on the state int once 12 bytes are buffered, so a
-    HANDSHAKE split after byte 12 reads its broker id from bytes not yet received. Here a
-    HANDSHAKE is decoded only once all 16 bytes are in.
+    Deviation: Java (HAServerReader.processReadResult) dispatches on the state int once 12 bytes
+    are buffered, so a HANDSHAKE split after byte 12 reads its broker id from bytes not yet
+    received. Here a HANDSHAKE is decoded only once all 16 bytes are in.
     """
 
     def next_frame(self, master_max_offset: int) -> SlaveHandshake | SlaveAck | None:
@@ -355,7 +356,7 @@ class MasterFrameDecoder(_FrameDecoder):
         if not 0 <= epoch <= INT_MAX or not 0 <= epoch_start <= LONG_MAX:
             raise HAProtocolError(f"master transfer: epoch {epoch} / epochStartOffset {epoch_start} is negative")
         # Not checked: epochStartOffset <= offset. A RocketMQ master labels a batch cut at an epoch
-        # end with the next epoch (Appendix A item 3), whose start is this batch's end.
+        # end with the next epoch (see plan_batch), whose start is this batch's end.
         if buf.available() < MASTER_TRANSFER_HEADER_SIZE + body_size:
             return None
         body = buf.take(MASTER_TRANSFER_HEADER_SIZE + body_size)[MASTER_TRANSFER_HEADER_SIZE:]
@@ -397,7 +398,7 @@ def next_state(table: Transitions, state: HAConnectionState, event: str) -> HACo
     return transition(table, state, event, _MACHINE)
 
 
-# -- the slave's handshake decision (doTruncate, reference §2.4) ---------------------------------
+# -- the slave's handshake decision (AutoSwitchHAClient.doTruncate) ------------------------------
 @dataclass(frozen=True)
 class TruncateDecision:
     """What the slave does with the master's handshake.
@@ -451,7 +452,7 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
                                 f"elected uncleanly holding none of the slave's epochs)",
                                 shown_master, shown_local)
     # None only when the point did not come from find_consistent_point's own walk (a student's
-    # function swapped in by rmqlab.lab.exercises.truncation: issue 8 §3).
+    # function swapped in by rmqlab.lab.exercises.truncation).
     epoch = next((e.epoch for e in reversed(shown_local)
                   if (m := master_cache.get_entry(e.epoch)) is not None and m.start_offset == e.start_offset), None)
     return TruncateDecision(True, point, point,
@@ -459,7 +460,7 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
                             f"max {master_max_offset})", shown_master, shown_local, epoch)
 
 
-# -- the master's transfer planning (reference §2.6, §2.7) ----------------------------------------
+# -- the master's transfer planning (AutoSwitchHAConnection.WriteSocketService) ------------------
 def transfer_start_offset(slave_request_offset: int, is_sync_from_last_file: bool, master_max_offset: int,
                           master_min_offset: int, mapped_file_size: int) -> int:
     """Where WriteSocketService starts: the request, or for a request of 0 (an empty slave) the start
@@ -496,10 +497,10 @@ def plan_batch(next_transfer_from_where: int, readable: int, batch_size: int, al
     epoch the first byte belongs to: one batch = one epoch. None when nothing can be sent.
     Raises LookupError when no epoch covers the offset (Java logs and retries after 100/500 ms).
 
-    Deviations, both Appendix A:
-    * item 3 (cut batch labelled with the next epoch): Java switches epochs before building the
-      header, so a batch cut at an epoch end carries the next epoch. Here every batch carries the
-      epoch its bytes belong to, so a slave never records an epoch that starts beyond its data.
+    Deviations from AutoSwitchHAConnection.transferToSlave:
+    * the cut batch's label: Java switches epochs before building the header, so a batch cut at
+      an epoch end carries the next epoch. Here every batch carries the epoch its bytes belong
+      to, so a slave never records an epoch that starts beyond its data.
     * the epoch is looked up from the epoch file for every batch, not remembered per connection,
       so a master re-elected without a reconnect (changeToMasterWhenLastRoleIsMaster) labels new
       data with its new epoch at once (Java keeps the old label until the slave reconnects).
@@ -524,7 +525,7 @@ def heartbeat_epoch(next_transfer_from_where: int, entries: Iterable[EpochEntry]
     return _entry_for(entries, next_transfer_from_where) or (entries[0] if entries else None)
 
 
-# -- SyncStateSet maintenance (reference §2.8) ---------------------------------------------------
+# -- SyncStateSet maintenance (AutoSwitchHAService, AutoSwitchHAConnection) ----------------------
 def caught_up_time_on_ack(is_async_learner: bool, ack_offset: int, last_master_max_offset: int,
                           master_max_offset: int, last_transfer_time_ms: int, now_ms: int) -> int | None:
     """maybeExpandInSyncStateSet's first half: the slave's new lastCaughtUpTimeMs, or None when
@@ -604,7 +605,7 @@ class SyncStateSetState:
 
     def on_connection_removed(self, slave_id: int) -> set[int] | None:
         """removeConnection: propose the set without the slave. The confirmed set is unchanged
-        until the controller answers (Appendix A item 6), so writes still wait for it."""
+        until the controller answers (setSyncStateSet), so writes still wait for it."""
         if slave_id not in self.local:
             return None
         proposed = self.get_local_sync_state_set() - {slave_id}
@@ -612,13 +613,13 @@ class SyncStateSetState:
         return proposed
 
 
-# -- confirm offset (reference §2.9) -------------------------------------------------------------
+# -- confirm offset (AutoSwitchHAService.computeConfirmOffset) -----------------------------------
 def compute_confirm_offset(master_max_offset: int, sync_state_set: set[int], local_broker_id: int | None,
                            connections: Iterable[tuple[int, int]], stored_confirm_offset: int) -> int:
     """computeConfirmOffset: the smallest ack of the set's connected members, capped at the master's
     max offset. `connections` is (slaveId, slaveAckOffset) per live connection.
 
-    Kept from RocketMQ (Appendix A item 6, issue #6662): while a member other than this broker has
+    Kept from RocketMQ (apache/rocketmq issue #6662): while a member other than this broker has
     no connection, the stored value is returned unchanged — the confirm offset freezes until the
     set shrinks.
     """
@@ -645,7 +646,7 @@ def reported_confirm_offset(is_slave: bool, local_sync_state_set_size: int, all_
     return stored_confirm_offset
 
 
-# -- the write-ack rule (reference §2.10) --------------------------------------------------------
+# -- the write-ack rule (CommitLog.asyncPutMessage, GroupTransferService) ------------------------
 @dataclass(frozen=True)
 class WriteAckDecision:
     refuse: PutMessageStatus | None  # IN_SYNC_REPLICAS_NOT_ENOUGH: fail before appending
@@ -681,7 +682,7 @@ class ClientProtocol(ReportingClientProtocol):
     """The slave's protocol state: what AutoSwitchHAClient keeps besides its socket and store.
 
     Times are the caller's clock in ms; as in RocketMQ, last_write_timestamp starts at construction,
-    so the first periodic ack waits haSendHeartbeatInterval (reference §2.4, Appendix A item 4).
+    so the first periodic ack waits haSendHeartbeatInterval (see TruncateDecision.reported_offset).
     """
 
     TRANSITIONS = CLIENT_TRANSITIONS
@@ -738,7 +739,7 @@ class ClientProtocol(ReportingClientProtocol):
         return self._move("truncated")
 
     def check_transfer(self, frame: MasterTransfer, slave_max_offset: int) -> EpochEntry | None:
-        """Steps 2-3 of reference §2.5: the offset must continue the local log (unless the slave
+        """AutoSwitchHAClient.HAClientReader: the offset must continue the local log (unless the slave
         is empty); returns the epoch entry to append when the header names a new epoch."""
         if slave_max_offset != 0 and slave_max_offset != frame.offset:
             raise HAProtocolError(f"offset gap: master pushed offset {frame.offset}, the slave's log ends at "

@@ -1,8 +1,8 @@
-"""AutoSwitchHAService: controller-mode replication of the commitlog (reference §2, seeds 000, 002).
+"""AutoSwitchHAService: controller-mode replication of the commitlog (docs/en/controller/design.md).
 
 Mirrors org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAService, on a Node instead of threads.
 Every broker runs one and listens on its HA port; what it does depends on the role the controller
-gives it, through explicit calls (the broker's ReplicasManager makes them, reference §4.10):
+gives it, through explicit calls (the broker's ReplicasManager makes them):
 
 * ``change_to_master(epoch)``: drop connections and the client, cut a torn tail, append
   (epoch, maxPhyOffset) to the epoch file, wait until the consume queues are built; accepted
@@ -16,7 +16,7 @@ gives it, through explicit calls (the broker's ReplicasManager makes them, refer
   in RocketMQ), handshakes, truncates and replicates. A slave serves no slaves and proposes no
   SyncStateSet change (deviation, see AutoSwitchAcceptSocketService._on_accept).
 
-The confirm offset (reference §2.9) is kept here (RocketMQ keeps it in CommitLog; rmqlab's store
+The confirm offset is kept here (RocketMQ keeps it in CommitLog; rmqlab's store
 files are not this module's): the store's dispatcher is limited to it, and it is copied into the
 store checkpoint's confirmPhyOffset. A SYNC_MASTER put uses controller mode's write-ack rule
 (``decide_write_ack``, which CommitLog asks for) and waits in AutoSwitchGroupTransferService.
@@ -78,7 +78,7 @@ class AutoSwitchAcceptSocketService(AcceptSocketService):
 
 class AutoSwitchGroupTransferService(GroupTransferService):
     """GroupTransferService as it behaves for an AutoSwitchHAService: ackNums -1 waits for every
-    member of the SyncStateSet (the union view while an alter is in flight), reference §2.10."""
+    member of the SyncStateSet (the union view while an alter is in flight)."""
 
     def _transfer_ok(self, req: GroupCommitRequest) -> bool:
         if req.ack_nums == ALL_ACK_IN_SYNC_STATE_SET:
@@ -106,7 +106,7 @@ class AutoSwitchHAService(HAService):
         self.sync_state = SyncStateSetState(local_broker_id)
         self.sync_state_set_changed_listeners: list[Callable[[set[int]], Any]] = []
         # Master from the new epoch's entry on (change_to_master) until change_to_slave: only then
-        # does this service serve slaves and propose SyncStateSet changes (reference §2.8).
+        # does this service serve slaves and propose SyncStateSet changes.
         self._is_master = False
         # The stored confirm offset: the checkpoint's, within what the recovered commitlog holds.
         stored = store.store_checkpoint.confirm_phy_offset
@@ -115,7 +115,7 @@ class AutoSwitchHAService(HAService):
         store.set_ha_service(self)
         store.reput_message_service.dispatch_limit = self.get_confirm_offset
 
-    # -- role changes (reference §2.11) -----------------------------------------------------
+    # -- role changes ------------------------------------------------------------------------
     async def change_to_master(self, master_epoch: int) -> bool:
         """changeToMaster. Returns False (nothing changes) for an epoch below the last one."""
         if self._is_stale_epoch(master_epoch, "master"):
@@ -134,7 +134,7 @@ class AutoSwitchHAService(HAService):
         waited = 0
         while self.store.dispatch_behind_bytes() > 0:
             # Kept from RocketMQ: no bound. With a SyncStateSet member still disconnected the
-            # confirm offset is frozen (Appendix A item 6) and this waits until the set changes.
+            # confirm offset is frozen (computeConfirmOffset) and this waits until the set changes.
             if waited and waited % 5000 == 0:
                 log.warning("change to master: %d bytes still to dispatch", self.store.dispatch_behind_bytes())
             await self.node.sleep(DISPATCH_POLL_MS)
@@ -184,8 +184,9 @@ class AutoSwitchHAService(HAService):
         if self._is_stale_epoch(new_master_epoch, "slave"):
             return False
         # A slave neither serves slaves nor proposes SyncStateSet changes: only the master reports
-        # them (reference §2.8, §4.10). Cleared before the connections go, so their removal does
-        # not propose shrinks to a controller whose master is someone else.
+        # them (ReplicasManager.changeToSlave stops checkSyncStateSet). Cleared before the
+        # connections go, so their removal does not propose shrinks to a controller whose master
+        # is someone else.
         self._is_master = False
         self.destroy_connections()
         if self.ha_client is not None:
@@ -239,7 +240,7 @@ class AutoSwitchHAService(HAService):
 
     # -- the store's tail --------------------------------------------------------------------
     def truncate_invalid_msg(self) -> int:
-        """truncateInvalidMsg (reference §2.13); -1 when nothing was examined."""
+        """truncateInvalidMsg; -1 when nothing was examined."""
         offset = store_truncation.truncate_invalid_msg(self.store)
         if offset >= 0:
             self._clamp_confirm_offset(offset)
@@ -257,7 +258,7 @@ class AutoSwitchHAService(HAService):
         if self._confirm_offset > offset:
             self.set_confirm_offset(offset)
 
-    # -- confirm offset (reference §2.9) -----------------------------------------------------
+    # -- confirm offset ----------------------------------------------------------------------
     def connection_acks(self) -> list[tuple[int, int]]:
         return [(c.slave_id, c.slave_ack_offset) for c in self.connection_list]
 
@@ -286,7 +287,7 @@ class AutoSwitchHAService(HAService):
         if slave_id in self.sync_state.local:
             self.set_confirm_offset(self.compute_confirm_offset())
 
-    # -- SyncStateSet (reference §2.8) -------------------------------------------------------
+    # -- SyncStateSet ------------------------------------------------------------------------
     def register_sync_state_set_changed_listener(self, listener: Callable[[set[int]], Any]) -> None:
         self.sync_state_set_changed_listeners.append(listener)
 
@@ -319,7 +320,7 @@ class AutoSwitchHAService(HAService):
         return self.sync_state.in_sync_replicas_nums()
 
     def decide_write_ack(self, master_put_where: int, store_config: Any) -> WriteAckDecision:
-        """Controller mode's write-ack rule (reference §2.10) for CommitLog.async_put_message,
+        """Controller mode's write-ack rule for CommitLog.async_put_message,
         which asks the HA service it has: a classic DefaultHAService has no such rule."""
         return decide_write_ack(self.in_sync_replicas_nums(master_put_where), store_config.minInSyncReplicas,
                                 store_config.inSyncReplicas, store_config.allAckInSyncStateSet)
