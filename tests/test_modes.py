@@ -209,7 +209,7 @@ def test_2m_2s_sync_master_restarted_behind_its_slave_with_the_rmqlab_guard_refu
 def _mode_result(**changes) -> mc.ModeResult:
     base = dict(mode="2m-2s-sync", sent=100, acknowledged=100, failed=0, indeterminate=0, acknowledged_lost=0,
                 missing_after_recovery=0, acked_during_outage=50, sends_during_outage=50, p50_ms=2.0, p99_ms=3.0,
-                readable_during_outage=20, on_broker_a=20, seed_says="", read_from="slave broker-a-s (20)",
+                readable_during_outage=20, on_broker_a=20, guide_says="", read_from="slave broker-a-s (20)",
                 set_writable_after_ms=131_000.0, route_dropped_after_ms=1_000.0)
     return mc.ModeResult(**{**base, **changes})
 

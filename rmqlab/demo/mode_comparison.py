@@ -183,7 +183,7 @@ class ModeSpec:
 
     name: str
     heading: str                   # the guide's heading for the mode
-    seed_says: str                 # its pros and cons, in short
+    guide_says: str                 # its pros and cons, in short
     cluster_mode: str              # rmqlab.cluster mode
     cluster_kwargs: dict = field(default_factory=dict)
     victim: Callable[[Cluster], str] = classic_victim
@@ -254,7 +254,7 @@ class ModeResult:
     p99_ms: float
     readable_during_outage: int   # of on_broker_a: what a fresh consumer group read while the master was down
     on_broker_a: int              # acknowledged by broker set broker-a before the crash
-    seed_says: str
+    guide_says: str
     victim: str = ""              # the node whose machine crashed
     read_from: str = "none"       # where the outage reader got broker-a's messages: "slave broker-a-s", ...
     first_ack_after_crash_ms: float | None = None   # the application writes again (any broker)
@@ -474,7 +474,7 @@ def judge(mode: str, events: list[TraceEvent], victim: str, start: float, crash_
         p50_ms=statistics.median(latencies) if latencies else 0.0,
         p99_ms=latencies[int(0.99 * (len(latencies) - 1))] if latencies else 0.0,
         readable_during_outage=len(on_a & during_outage), on_broker_a=len(on_a),
-        seed_says=MODES[mode].seed_says if mode in MODES else "", victim=victim,
+        guide_says=MODES[mode].guide_says if mode in MODES else "", victim=victim,
         read_from=", ".join(f"{where} ({n})" for where, n in sorted(sources.items())) or "none",
         first_ack_after_crash_ms=acks_after[0] - crash_at if acks_after else None,
         set_writable_after_ms=set_acks_after[0] - crash_at if set_acks_after else None,
