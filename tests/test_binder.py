@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -174,3 +175,42 @@ def test_repo2docker_without_binder_would_use_the_root_files(tmp_path):
     for name in ("environment.yml", "pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), tmp_path / name)
     assert _environment_file(_repo2docker(str(tmp_path)).stdout) == "environment.yml"
+
+
+def test_grading_extracts_one_notebook_at_a_time_on_one_cpu(tmp_path, monkeypatch):
+    """rmqlab grade's extraction asks for 2 notebooks at a time; on a 1-CPU quota it runs one (two
+    would share the CPU against the same per-cell time limit). The child processes are stand-ins
+    that exit at once: what is counted is how many run together."""
+    import nbformat
+
+    from rmqlab.grading import extract as ext
+
+    running, most = set(), []
+
+    class Process:
+        pid = 0
+
+        def __init__(self, target, args, daemon):
+            self.exitcode = None
+
+        def start(self):
+            running.add(self)
+            most.append(len(running))
+            self.exitcode = 0
+
+        def join(self):
+            running.discard(self)
+
+    monkeypatch.setattr(ext, "_context", lambda: types.SimpleNamespace(Process=Process))
+    monkeypatch.setattr(cpu_quota, "available_processors", lambda root="/": 1)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for student in ("ann", "bob", "cy"):
+        nb = nbformat.v4.new_notebook(metadata={"rmqlab": {"exercises": ["truncation_point"]}})
+        nb.cells = [nbformat.v4.new_code_cell("def truncation_point():\n    return -1")]
+        nbformat.write(nb, str(subs / f"{student}.ipynb"))
+    found = ext.find_submissions(str(subs))
+    assert len(found) == 3
+    out = ext.extract_all(found, {"truncation_point": "truncation_point"}, scratch_root=str(tmp_path / "scratch"),
+                          workers=2)
+    assert len(out) == 3 and max(most) == 1
