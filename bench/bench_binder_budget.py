@@ -323,11 +323,11 @@ def _mib(n: int | None) -> str:
     return "?" if n is None else f"{n / 1024 ** 2:,.0f}"
 
 
-def table(rows: list[dict], cpus: float, memory: int, uptime: str, command: str) -> str:
+def table(rows: list[dict], cpus: float, memory: int, uptimes: tuple[str, str], command: str) -> str:
     out = [f"Command: `{command}`", "",
            f"Limits: {cpus:g} CPU (CFS quota {int(cpus * PERIOD_US)}/{PERIOD_US} µs), {memory / 1024 ** 2:,.0f} MiB, "
            f"no swap; cgroup {rows[0]['cgroup'] if rows else '?'}. Machine: {os.cpu_count()} cores; "
-           f"`uptime` before: {uptime}", "",
+           f"`uptime` before: `{uptimes[0]}`; after: `{uptimes[1]}`", "",
            "| notebook | time (s) | CPU (s) | throttled periods | peak, cgroup (MiB) | peak anon (MiB) "
            "| OOM kills | CPUs seen | result |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -340,6 +340,10 @@ def table(rows: list[dict], cpus: float, memory: int, uptime: str, command: str)
     out += ["", f"Targets: every notebook completes, no OOM kill, each <= {TARGET_S:.0f} s, "
                 f"peak <= {TARGET_PEAK / 1024 ** 3:g} GiB."]
     return "\n".join(out)
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.paths or (sorted(glob.glob(os.path.join(ROOT, "labs", "*.ipynb")))
                            + sorted(glob.glob(os.path.join(ROOT, "labs", "instructor", "*.ipynb"))))
     memory = args.memory_mib * 1024 ** 2
-    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    uptimes = [_uptime()]
     rows = []
     for i, path in enumerate(paths):
         try:
@@ -371,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['notebook']}: {row['seconds']:.1f} s, peak {_mib(row['peak'])} MiB, "
               f"OOM kills {row['oom_kills']}, {row['error'] or 'ok'}", file=sys.stderr, flush=True)
     command = "python " + " ".join([os.path.relpath(os.path.abspath(__file__), ROOT)] + (argv if argv is not None else sys.argv[1:]))
-    print(table(rows, args.cpus, memory, uptime, command))
+    uptimes.append(_uptime())
+    print(table(rows, args.cpus, memory, tuple(uptimes), command))
     failed = [r for r in rows if r["error"] or r["oom_kills"] or r["seconds"] > TARGET_S or r["peak"] > TARGET_PEAK]
     return 1 if failed else 0
 
