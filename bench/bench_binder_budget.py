@@ -242,18 +242,38 @@ class Cgroup:
                     time.sleep(0.1)
 
 
+def _process(pid: int) -> tuple[int, str]:
+    """(RSS in bytes, a short command line) of `pid`, (0, "") if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return 0, ""
+    words = [os.path.basename(argv[0])] + [a for a in argv[1:] if not a.startswith("-")][:2] if argv else []
+    return rss, " ".join(words)[:60]
+
+
 class Sampler(threading.Thread):
-    """Peak of the cgroup's charged and anonymous memory, sampled every 100 ms."""
+    """Peak of the cgroup's charged and anonymous memory, sampled every 100 ms, and the largest
+    processes at the anonymous peak."""
 
     def __init__(self, cg: Cgroup):
         super().__init__(daemon=True)
         self.cg, self.charged, self.anon, self._done = cg, 0, 0, threading.Event()
+        self.at_peak: list[tuple[int, str]] = []
+        self.started = time.monotonic()
+        self.peak_at = 0.0
 
     def run(self) -> None:
         while not self._done.is_set():
             try:
                 charged, anon = self.cg.memory_now()
-                self.charged, self.anon = max(self.charged, charged), max(self.anon, anon)
+                self.charged = max(self.charged, charged)
+                if anon > self.anon:
+                    self.anon, self.peak_at = anon, time.monotonic() - self.started
+                    self.at_peak = sorted((_process(p) for p in self.cg.pids()), reverse=True)[:4]
             except OSError:
                 pass
             self._done.wait(0.1)
@@ -261,6 +281,17 @@ class Sampler(threading.Thread):
     def stop(self) -> None:
         self._done.set()
         self.join()
+
+
+def _cell_seconds(cell) -> float:
+    """A code cell's run time from nbclient's timing metadata (ISO timestamps), 0 if none."""
+    from datetime import datetime
+    timing = cell.get("metadata", {}).get("execution", {})
+    try:
+        return (datetime.fromisoformat(timing["shell.execute_reply"].replace("Z", "+00:00"))
+                - datetime.fromisoformat(timing["iopub.status.busy"].replace("Z", "+00:00"))).total_seconds()
+    except (KeyError, ValueError):
+        return 0.0
 
 
 def run_one(path: str, timeout_s: int) -> int:
@@ -275,7 +306,7 @@ def run_one(path: str, timeout_s: int) -> int:
         copy = os.path.join(tmp, os.path.basename(path))
         shutil.copy(path, copy)
         nb = nbformat.read(copy, as_version=4)
-        client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", record_timing=False,
+        client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", record_timing=True,
                                 resources={"metadata": {"path": tmp}})
         start = time.monotonic()
         try:
@@ -283,6 +314,7 @@ def run_one(path: str, timeout_s: int) -> int:
         except Exception as e:  # a failed cell (or a dead kernel): recorded, the run goes on
             result["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
         result["seconds"] = time.monotonic() - start
+        result["slowest_cell"] = max(((_cell_seconds(c), i) for i, c in enumerate(nb.cells)), default=(0.0, -1))
     print("RESULT " + json.dumps(result), flush=True)
     return 0 if result["error"] is None else 1
 
@@ -306,14 +338,16 @@ def measure(path: str, index: int, cpus: float, memory: int, timeout_s: int) -> 
         lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
         result = json.loads(lines[-1][7:]) if lines else {
             "error": f"exit code {child.returncode}: {out.strip().splitlines()[-1:] or ''}",
-            "available_processors": None, "seconds": wall}
+            "available_processors": None, "seconds": wall, "slowest_cell": (0.0, -1)}
         used, throttled = cg.cpu()
         peak = cg.peak()
         return {"notebook": os.path.relpath(path, ROOT), "seconds": result["seconds"], "wall": wall,
                 "cpu_s": used, "throttled": throttled, "peak": peak if peak is not None else sampler.charged,
                 "peak_source": "kernel" if peak is not None else "sampled", "anon_peak": sampler.anon,
                 "oom_kills": cg.oom_kills(), "available_processors": result["available_processors"],
-                "error": result["error"], "cgroup": f"v{cg.version}"}
+                "error": result["error"], "cgroup": f"v{cg.version}", "peak_at": sampler.peak_at,
+                "slowest_cell": result["slowest_cell"],
+                "at_peak": sampler.at_peak}
     finally:
         cg.kill_all()
         cg.remove()
@@ -328,14 +362,16 @@ def table(rows: list[dict], cpus: float, memory: int, uptimes: tuple[str, str], 
            f"Limits: {cpus:g} CPU (CFS quota {int(cpus * PERIOD_US)}/{PERIOD_US} µs), {memory / 1024 ** 2:,.0f} MiB, "
            f"no swap; cgroup {rows[0]['cgroup'] if rows else '?'}. Machine: {os.cpu_count()} cores; "
            f"`uptime` before: `{uptimes[0]}`; after: `{uptimes[1]}`", "",
-           "| notebook | time (s) | CPU (s) | throttled periods | peak, cgroup (MiB) | peak anon (MiB) "
-           "| OOM kills | CPUs seen | result |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+           "| notebook | time (s) | CPU (s) | slowest cell (s) | throttled periods | peak, cgroup (MiB) "
+           "| peak anon (MiB) | OOM kills | CPUs seen | result |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         ok = r["error"] is None and r["oom_kills"] == 0 and r["seconds"] <= TARGET_S and r["peak"] <= TARGET_PEAK
         verdict = "ok" if ok else ("FAILED: " + r["error"] if r["error"] else "over target")
         cpu = "?" if r["cpu_s"] is None else f"{r['cpu_s']:.1f}"
-        out.append(f"| {r['notebook']} | {r['seconds']:.1f} | {cpu} | {r['throttled']} | {_mib(r['peak'])} "
+        seconds, index = r["slowest_cell"]
+        out.append(f"| {r['notebook']} | {r['seconds']:.1f} | {cpu} | {seconds:.1f} (cell {index}) "
+                   f"| {r['throttled']} | {_mib(r['peak'])} "
                    f"| {_mib(r['anon_peak'])} | {r['oom_kills']} | {r['available_processors']} | {verdict} |")
     out += ["", f"Targets: every notebook completes, no OOM kill, each <= {TARGET_S:.0f} s, "
                 f"peak <= {TARGET_PEAK / 1024 ** 3:g} GiB."]
@@ -372,8 +408,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         rows.append(row)
+        largest = ", ".join(f"{cmd} {_mib(rss)} MiB" for rss, cmd in row["at_peak"])
         print(f"{row['notebook']}: {row['seconds']:.1f} s, peak {_mib(row['peak'])} MiB, "
-              f"OOM kills {row['oom_kills']}, {row['error'] or 'ok'}", file=sys.stderr, flush=True)
+              f"OOM kills {row['oom_kills']}, {row['error'] or 'ok'}; at the anonymous peak "
+              f"({row['peak_at']:.0f} s in): {largest}", file=sys.stderr, flush=True)
     command = "python " + " ".join([os.path.relpath(os.path.abspath(__file__), ROOT)] + (argv if argv is not None else sys.argv[1:]))
     uptimes.append(_uptime())
     print(table(rows, args.cpus, memory, tuple(uptimes), command))
