@@ -85,6 +85,12 @@ def test_no_quota_means_the_affinity_mask(tmp_path):
     assert cpu_quota.cpu_quota(str(tmp_path / "nothing")) is None  # no /proc at all
 
 
+def test_unreadable_quota_files_are_no_quota(tmp_path):
+    root = _tree(tmp_path, "0::/a\n", [V2_MOUNT], {"/sys/fs/cgroup/a/cpu.max": "garbled\n",
+                                                   "/sys/fs/cgroup/cpu.max": "\n"})
+    assert cpu_quota.cpu_quota(root) is None
+
+
 def test_lab01_comparison_runs_in_process_on_one_cpu(monkeypatch):
     """Lab 01 asks for workers=2; under a 1-CPU quota the modes run one after the other in the
     kernel instead of in a pool of processes sharing the one CPU."""

@@ -79,18 +79,19 @@ def _read(path: str) -> str | None:
 
 
 def _quota_here(kind: str, directory: str) -> float | None:
-    """The CPU quota set on this one cgroup, in CPUs, or None (no limit, or no such file)."""
+    """The CPU quota set on this one cgroup, in CPUs, or None (no limit, no such file, or a
+    content we do not understand: a worker count is no reason to fail)."""
     if kind == "v2":
-        text = _read(os.path.join(directory, "cpu.max"))  # "max 100000" or "150000 100000"
-        if not text or text.split()[0] == "max":
-            return None
-        quota, period = text.split()[:2]
+        text = _read(os.path.join(directory, "cpu.max")) or ""  # "max 100000" or "150000 100000"
+        quota, _, period = text.partition(" ")
     else:
-        quota = _read(os.path.join(directory, "cpu.cfs_quota_us"))  # -1: no limit
-        period = _read(os.path.join(directory, "cpu.cfs_period_us"))
-        if quota is None or period is None or int(quota) < 0:
-            return None
-    return int(quota) / int(period) if int(period) > 0 else None
+        quota = _read(os.path.join(directory, "cpu.cfs_quota_us")) or ""  # -1: no limit
+        period = _read(os.path.join(directory, "cpu.cfs_period_us")) or ""
+    try:
+        q, p = int(quota), int(period.split()[0])
+    except (ValueError, IndexError):  # "max", missing, garbled
+        return None
+    return q / p if q > 0 and p > 0 else None
 
 
 def cpu_quota(root: str = "/") -> float | None:
