@@ -39,15 +39,14 @@ def _mounts(root: str) -> list[tuple[str, str, str, set[str]]]:
 
 def _cgroup_dirs(root: str) -> list[tuple[str, str, str]]:
     """(kind, directory of this process's cgroup, mount point) for each mounted hierarchy that
-    has the CPU controller: kind "v2" or "v1". A path outside the mount's root (a container seeing its host's
-    paths without a cgroup namespace) maps to the mount point itself."""
+    has the CPU controller: kind "v2" or "v1". A path outside the mount's root (a container that
+    sees its host's paths, without a cgroup namespace) maps to the mount point itself."""
     try:
         with open(os.path.join(root, "proc/self/cgroup")) as f:
             lines = f.read().splitlines()
     except OSError:
         return []
-    v1: dict[str, str] = {}
-    v2 = None
+    v1 = v2 = None
     for line in lines:
         parts = line.split(":", 2)
         if len(parts) != 3:
@@ -55,13 +54,13 @@ def _cgroup_dirs(root: str) -> list[tuple[str, str, str]]:
         if parts[0] == "0" and parts[1] == "":
             v2 = parts[2]
         elif "cpu" in parts[1].split(","):
-            v1["cpu"] = parts[2]
+            v1 = parts[2]
     dirs = []
     for mount_root, point, fstype, options in _mounts(root):
         if fstype == "cgroup2" and v2 is not None:
             path, kind = v2, "v2"
-        elif fstype == "cgroup" and "cpu" in options and "cpu" in v1:
-            path, kind = v1["cpu"], "v1"
+        elif fstype == "cgroup" and "cpu" in options and v1 is not None:
+            path, kind = v1, "v1"
         else:
             continue
         rel = os.path.relpath(path, mount_root) if (path + "/").startswith(mount_root.rstrip("/") + "/") else "."
