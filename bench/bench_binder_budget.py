@@ -4,9 +4,10 @@ one CPU (a CFS quota, as Binder's Kubernetes limit is) and 2 GiB of memory (no s
     .venv/bin/python bench/bench_binder_budget.py [--cpus 1] [--memory-mib 2048] [labs/01-*.ipynb ...]
 
 Run as root (it creates cgroups). Default: labs/*.ipynb and labs/instructor/*.ipynb. Each
-notebook runs in a fresh cgroup of its own, created under this process's own cgroup (so any limit
-above still applies; in cgroup v2 beside it when its own cannot have controlled children), cgroup v2 if the CPU and memory controllers are there, else cgroup v1 (cpu,
-memory and, if mounted, cpuacct hierarchies). Inside the cgroup: a Python process that executes a
+notebook runs in a fresh cgroup of its own: cgroup v2 if the CPU and memory controllers are
+there, else cgroup v1 (cpu, memory and, if mounted, cpuacct hierarchies). It is created under
+this process's own cgroup, so any limit above still applies (in cgroup v2, beside it when its own
+cannot have children with controllers). Inside the cgroup: a Python process that executes a
 temporary copy of the notebook with nbclient (as `rmqlab.lab.notebooks execute` does, cwd: the
 copy's folder; the committed notebook is never written), its kernel and every process the kernel
 starts (the real-process sections start name servers and brokers; the dashboard starts Spark's
@@ -120,6 +121,8 @@ class Cgroup:
                     return
                 errors.append(f"cgroup v2 at {parent}: cpu and memory controllers not available ({available})")
             except OSError as e:
+                self.remove()
+                self.version, self.dirs = None, {}
                 errors.append(f"cgroup v2 at {parent}: {e}")
         if "cpu" in mounts and "memory" in mounts:
             try:
@@ -152,6 +155,8 @@ class Cgroup:
             _write(os.path.join(path, "memory.swap.max"), "0")
 
     def _make_v1(self, name: str, mounts, v1: dict[str, str], cpus: float, memory: int) -> None:
+        if "cpu" not in v1 or "memory" not in v1:
+            raise OSError("/proc/self/cgroup names no v1 cpu and memory cgroups")
         self.version = 1
         for c in ("cpu", "memory", "cpuacct"):
             if c not in mounts or c not in v1:
