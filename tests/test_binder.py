@@ -147,6 +147,14 @@ def test_bench_measures_a_real_cgroup_and_records_an_oom_kill(tmp_path):
     assert int(big[5].replace(",", "")) <= 256  # the limit held
 
 
+def test_bench_without_a_cgroup_says_so_and_measures_nothing(tmp_path, monkeypatch, capsys):
+    bench = _bench()
+    monkeypatch.setattr(bench, "_mount_points", lambda: {})  # as in a container without /sys/fs/cgroup
+    assert bench.main([_notebook(tmp_path / "small.ipynb", "x = 1")]) == 2
+    out = capsys.readouterr()
+    assert "Nothing was measured" in out.err and "RLIMIT_AS" in out.err and "|" not in out.out
+
+
 def _repo2docker(repo: str) -> subprocess.CompletedProcess:
     """`jupyter-repo2docker --no-build --debug repo`: the Dockerfile it would build, on stdout.
     In a network namespace of its own when possible: it must fetch nothing."""
