@@ -319,7 +319,9 @@ def run_one(path: str, timeout_s: int) -> int:
         except Exception as e:  # a failed cell (or a dead kernel): recorded, the run goes on
             result["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
         result["seconds"] = time.monotonic() - start
-        result["slowest_cell"] = max(((_cell_seconds(c), i) for i, c in enumerate(nb.cells)), default=(0.0, -1))
+        cells = sorted(((_cell_seconds(c), i) for i, c in enumerate(nb.cells)), reverse=True)
+        result["slowest_cell"] = cells[0] if cells else (0.0, -1)
+        result["slow_cells"] = cells[:4]
     print("RESULT " + json.dumps(result), flush=True)
     return 0 if result["error"] is None else 1
 
@@ -351,7 +353,7 @@ def measure(path: str, index: int, cpus: float, memory: int, timeout_s: int) -> 
                 "peak_source": "kernel" if peak is not None else "sampled", "anon_peak": sampler.anon,
                 "oom_kills": cg.oom_kills(), "available_processors": result["available_processors"],
                 "error": result["error"], "cgroup": f"v{cg.version}", "peak_at": sampler.peak_at,
-                "slowest_cell": result["slowest_cell"],
+                "slowest_cell": result["slowest_cell"], "slow_cells": result.get("slow_cells", []),
                 "at_peak": sampler.at_peak}
     finally:
         cg.kill_all()
@@ -416,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         largest = ", ".join(f"{cmd} {_mib(rss)} MiB" for rss, cmd in row["at_peak"])
         print(f"{row['notebook']}: {row['seconds']:.1f} s, peak {_mib(row['peak'])} MiB, "
               f"OOM kills {row['oom_kills']}, {row['error'] or 'ok'}; at the anonymous peak "
-              f"({row['peak_at']:.0f} s in): {largest}", file=sys.stderr, flush=True)
+              f"({row['peak_at']:.0f} s in): {largest}; slowest cells: "
+              + ", ".join(f"{i}: {t:.1f} s" for t, i in row["slow_cells"]), file=sys.stderr, flush=True)
     command = "python " + " ".join([os.path.relpath(os.path.abspath(__file__), ROOT)] + (argv if argv is not None else sys.argv[1:]))
     uptimes.append(_uptime())
     print(table(rows, args.cpus, memory, tuple(uptimes), command))
