@@ -100,10 +100,10 @@ def test_lab01_comparison_runs_in_process_on_one_cpu(monkeypatch):
         raise AssertionError("a process pool on one CPU")
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
-    monkeypatch.setattr(mc, "available_processors", lambda: 1, raising=False)
+    monkeypatch.setattr(mc, "available_processors", lambda: 1)
     monkeypatch.setattr(mc, "simulate_mode", lambda name, seed: (name, seed))
-    assert mc.simulate_modes(7, ["master-slave-async", "dledger"], workers=2) == {
-        "master-slave-async": ("master-slave-async", 7), "dledger": ("dledger", 7)}
+    assert mc.simulate_modes(7, ["2m-2s-async", "controller-embedded"], workers=2) == {
+        "2m-2s-async": ("2m-2s-async", 7), "controller-embedded": ("controller-embedded", 7)}
 
 
 def _bench():
