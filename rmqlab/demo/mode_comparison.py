@@ -45,6 +45,7 @@ from rmqlab.checker.checkers import send_acknowledged
 from rmqlab.broker.topic.topic_config import TopicConfig
 from rmqlab.client import ClientProcess, DefaultMQAdminExt, DefaultMQProducer, DefaultMQPullConsumer
 from rmqlab.cluster import MASTER_ROLES, Cluster
+from rmqlab.common.cpu_quota import available_processors
 from rmqlab.common.message.message import Message
 from rmqlab.common.message.message_decoder import decode_message_id
 from rmqlab.example.benchmark import ConsumerSpec, build_client
@@ -346,8 +347,11 @@ def run_mode(mode: str, seed: int) -> ModeResult:
 def simulate_modes(seed: int, modes: list[str] | None = None, workers: int = 1) -> dict[str, ModeRun]:
     """`simulate_mode` for each of `modes` (default: every registered one), in that order. With
     `workers` > 1 the modes run in that many worker processes at once (each run is seeded and
-    self-contained, so the results are the same; a notebook on 2 cores halves its wait)."""
+    self-contained, so the results are the same; a notebook on 2 cores halves its wait), but never
+    more than the CPUs this process may use: on Binder's 1-CPU quota a pool would only add
+    processes (and memory) sharing that one CPU."""
     names = list(modes or MODES)
+    workers = min(workers, available_processors())
     if workers <= 1 or len(names) == 1:
         return {name: simulate_mode(name, seed) for name in names}
     import multiprocessing

@@ -330,7 +330,11 @@ def extract_all(submissions: list[Submission], functions: dict[str, str], *, scr
     """Extract every submission's functions (`functions`: {exercise: function name}), at most
     `workers` notebooks at a time, each in its own child process (from a forkserver) with a fresh
     scratch dir. `time_limit` is papermill's per-cell limit; a child still running 30 s after it is
-    killed with its kernel. Returns one Extraction per submission, in order."""
+    killed with its kernel. Returns one Extraction per submission, in order. Never more at a time
+    than the CPUs this process may use: notebooks sharing one CPU each run slower against the
+    same time limit."""
+    from rmqlab.common.cpu_quota import available_processors
+    workers = min(workers, available_processors())
     os.makedirs(scratch_root, exist_ok=True)
     results: list[Extraction | None] = [None] * len(submissions)
     pending = list(range(len(submissions)))
