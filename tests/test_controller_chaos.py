@@ -20,9 +20,9 @@ import multiprocessing
 import os
 import time
 
-
 from rmqlab.checker import (FaultSchedule, check_all, check_replicas, check_single_master, check_total_queue,
                             random_schedule, read_commitlog, run_and_check, run_chaos)
+from rmqlab.common.cpu_quota import available_processors
 from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
 from rmqlab.trace import Tracer, trace_hash
 
@@ -57,7 +57,7 @@ def _check_seed(seed: int):
 
 def test_200_seeded_fault_schedules_lose_no_acknowledged_message_and_replicas_agree():
     t0 = time.monotonic()
-    workers = min(2, os.cpu_count() or 1)
+    workers = min(2, available_processors())
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         reports = list(pool.map(_check_seed, SEEDS))
     wall = time.monotonic() - t0
