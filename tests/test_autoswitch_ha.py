@@ -110,8 +110,6 @@ def test_legacy_5_0_handshake_is_history_only():
     (struct.pack(">ihhq", 1, 2, 0, 1), "flag isSyncFromLastFile is 2, expected 0 or 1"),
     (struct.pack(">ihhq", 1, 0, -1, 1), "flag isAsyncLearner is -1"),
     (struct.pack(">ihhq", 1, 0, 0, -5), "slaveBrokerId -5 is negative"),
-    (struct.pack(">iq", 2, 1001), "offset 1001 is outside [0, 1000]"),
-    (struct.pack(">iq", 2, -1), "offset -1 is outside"),
     (b"GET / HTTP/1.1\r\n", "state field is 1195725856"),
 ])
 def test_malformed_slave_frames_are_rejected(data, error):
@@ -119,6 +117,18 @@ def test_malformed_slave_frames_are_rejected(data, error):
     d.feed(data)
     with pytest.raises(HAProtocolError, match=error.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         d.next_frame(1000)
+
+
+@pytest.mark.parametrize("offset", [1001, -1, 2**62])
+def test_an_ack_the_masters_log_cannot_explain_is_taken_as_rocketmq_does_unless_the_rmqlab_guard_is_on(offset):
+    """AutoSwitchHAConnection's reader takes any 8 bytes as the slave's offset; refusing an ack
+    beyond the master's log is rmqlab's option rmqlabRejectImpossibleHaReport."""
+    d = SlaveFrameDecoder()
+    d.feed(struct.pack(">iq", 2, offset))
+    assert d.next_frame(1000) == SlaveAck(offset)
+    d.feed(struct.pack(">iq", 2, offset))
+    with pytest.raises(HAProtocolError, match=rf"offset {offset} is outside \[0, 1000\].*rmqlabRejectImpossibleHaReport"):
+        d.next_frame(1000, reject_impossible=True)
 
 
 def test_short_slave_frames_wait_for_the_rest():
@@ -739,6 +749,35 @@ def test_a_malformed_frame_closes_only_its_connection():
     assert A.ha.connection_list == [real] and real.close_reason is None
     put(sim, "A", 1)
     sim.run_until(lambda: same_max(sim), 1_000)
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_a_forged_ack_beyond_the_log_expands_the_sync_state_set_unless_the_rmqlab_guard_is_on(guard):
+    """Any peer that speaks the handshake and then acks past the master's log counts as a replica
+    holding all of it (RocketMQ: AutoSwitchHAConnection takes the ack, maybeExpandInSyncStateSet).
+    rmqlabRejectImpossibleHaReport closes such a connection instead."""
+    sim = world(39, A={"rmqlabRejectImpossibleHaReport": guard})
+    A = b(sim, "A")
+    sim.add_node("junk", Idle)
+    sim.start("junk")
+    assert sim.run(A.become_master(1, {1}))
+    put(sim, "A", 0)
+    sim.run_for(100)
+    forged = p.encode_slave_handshake(False, False, 7) + p.encode_slave_ack(A.store.get_max_phy_offset() + 10**6)
+
+    async def forge():
+        reader, writer = await sim.nodes["junk"].connect("127.0.0.1", HA_PORT["A"])
+        writer.write(forged)
+        while await reader.read(65536):
+            pass
+
+    sim.nodes["junk"].spawn(forge(), name="forger")
+    sim.run_for(3_000)
+    if guard:
+        assert A.alter_requests == []
+        assert any("rmqlabRejectImpossibleHaReport" in e.fields["reason"] for e in events(sim, "net.close", "A"))
+    else:
+        assert A.alter_requests and A.alter_requests[0] == {1, 7}
 
 
 def test_trace_is_deterministic():

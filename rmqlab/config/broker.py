@@ -208,7 +208,8 @@ class MessageStoreConfig:
     # SYNC_MASTER sends it does not hold. True closes such a connection instead (a report below 0 or
     # beyond the master's max offset), so the labs can show what such a check changes: it holds only
     # until the master's log is longer than the slave's (rmqlab.ha.default_ha_protocol says more).
-    # Classic HA only: controller mode's handshake truncates a slave to the master's history first.
+    # Controller mode's AutoSwitchHAConnection takes any ack as RocketMQ's does too; there the handshake
+    # truncates a real slave to the master's history first, so only a forged ack is refused.
     rmqlabRejectImpossibleHaReport: bool = bool_field(False)
     brokerRole: BrokerRole = enum_field(BrokerRole.ASYNC_MASTER)
     flushDiskType: FlushDiskType = enum_field(FlushDiskType.ASYNC_FLUSH)

@@ -80,7 +80,8 @@ class AutoSwitchHAConnection(HAConnection):
 
     def _process_frames(self) -> None:
         ha, proto = self.ha_service, self.protocol
-        while (decoded := proto.next_frame(ha.store.get_max_phy_offset())) is not None:
+        reject = ha.config.rmqlabRejectImpossibleHaReport
+        while (decoded := proto.next_frame(ha.store.get_max_phy_offset(), reject)) is not None:
             frame, moved = decoded
             if isinstance(frame, SlaveHandshake):
                 # The decoders check every field, so re-encoding gives back the bytes read.

@@ -281,7 +281,13 @@ class SlaveFrameDecoder(_FrameDecoder):
     received. Here a HANDSHAKE is decoded only once all 16 bytes are in.
     """
 
-    def next_frame(self, master_max_offset: int) -> SlaveHandshake | SlaveAck | None:
+    def next_frame(self, master_max_offset: int, reject_impossible: bool = False) -> SlaveHandshake | SlaveAck | None:
+        """The next whole frame, or None. As in RocketMQ (AutoSwitchHAConnection's reader) any 8
+        bytes of a TRANSFER ack are the slave's offset, checked against nothing: a forged or garbled
+        ack counts as a replica holding data it does not have (it can expand the SyncStateSet and
+        complete sync puts). `reject_impossible` is rmqlab's own guard
+        (MessageStoreConfig.rmqlabRejectImpossibleHaReport, not a RocketMQ key): an ack below 0 or
+        beyond `master_max_offset` raises HAProtocolError, closing this connection only."""
         buf = self._buf
         if buf.available() < 4:
             return None
@@ -301,11 +307,9 @@ class SlaveFrameDecoder(_FrameDecoder):
         if buf.available() < SLAVE_TRANSFER_SIZE:
             return None
         _, offset = buf.peek(SLAVE_TRANSFER.codec)
-        # Deviation (as in classic HA): Java takes any 8 bytes as the slave's offset, and a forged
-        # or garbled ack would then count as a replica holding data it does not have.
-        if not 0 <= offset <= master_max_offset:
+        if reject_impossible and not 0 <= offset <= master_max_offset:
             raise HAProtocolError(f"slave ack: offset {offset} is outside [0, {master_max_offset}], the master's "
-                                  f"commitlog")
+                                  f"commitlog (rmqlabRejectImpossibleHaReport=true)")
         buf.take(SLAVE_TRANSFER_SIZE)
         return SlaveAck(offset)
 
@@ -781,9 +785,10 @@ class ConnectionProtocol(ConnectionProtocolBase):
     def feed(self, data: bytes) -> None:
         self.decoder.feed(data)
 
-    def next_frame(self, master_max_offset: int) -> tuple[SlaveHandshake | SlaveAck, tuple | None] | None:
+    def next_frame(self, master_max_offset: int,
+                   reject_impossible: bool = False) -> tuple[SlaveHandshake | SlaveAck, tuple | None] | None:
         """Decode and apply the next slave frame; returns it with the state change it caused (or None)."""
-        frame = self.decoder.next_frame(master_max_offset)
+        frame = self.decoder.next_frame(master_max_offset, reject_impossible)
         if frame is None:
             return None
         if isinstance(frame, SlaveHandshake):
