@@ -13,13 +13,13 @@ import json
 import os
 import re
 import select
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
+
+from tests.process_helpers import stop
 
 from rmqlab.cli import SERVER_COMMANDS, build_parser
 
@@ -71,12 +71,7 @@ def namesrv(tmp_path_factory):
         assert "boot success" in line, f"namesrv did not start: {line!r} {proc.stderr.read() if proc.poll() else ''}"
         yield port, tmp / "home", tmp / "home" / "logs" / "rmqlab"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
 
 
 def _logs(logs_dir) -> dict[str, str]:
@@ -100,12 +95,7 @@ def _boot(argv: list[str], env, cwd) -> subprocess.Popen:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
+    stop(proc, grace_s=30)
 
 
 def test_two_live_instances_of_one_name_never_share_a_log_file(tmp_path):

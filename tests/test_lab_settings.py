@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+
+from tests.process_helpers import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN = "@jupyterlab/apputils-extension:notification"
@@ -48,12 +49,7 @@ def test_rmqlab_lab_serves_fetch_news_false(tmp_path):
         with urllib.request.urlopen(f"{base}/lab/api/settings/{PLUGIN}?token={token}", timeout=10) as r:
             answer = json.load(r)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc)
         log.close()
     # The overrides become the schema's defaults; the user has set nothing.
     assert answer["schema"]["properties"]["fetchNews"]["default"] == "false"

@@ -21,7 +21,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +28,8 @@ import time
 import urllib.request
 
 import pytest
+
+from tests.process_helpers import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(os.environ.get("RMQLAB_BROWSER_LABS", os.path.join(ROOT, "labs")), "*.ipynb")))
@@ -90,12 +91,7 @@ def jupyterlab(tmp_path_factory):
             time.sleep(0.5)
         yield base, token
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc, grace_s=15)
         log.close()
 
 
