@@ -282,7 +282,7 @@ def test_report_and_lab_figures_declare_a_cjk_font(tmp_path):
     import plotly.io as pio
 
     from rmqlab.demo.report import write_report
-    from rmqlab.viz import notebook_setup
+    from rmqlab.viz import notebook_setup, quiet_logs
 
     fig = go.Figure(go.Scatter(x=[0], y=[0]), layout={"title": "消息无延迟"})
     f = types.SimpleNamespace(seed=7, crashed="a", new_master=None, elected_after_ms=None, first_ack_after_ms=None,
@@ -294,7 +294,8 @@ def test_report_and_lab_figures_declare_a_cjk_font(tmp_path):
     assert '"Noto Sans CJK SC"' in (fig.layout.font.family or ""), "plotly draws SVG text in its own font"
     saved = pio.renderers.default, pio.templates.default
     try:
-        notebook_setup()
+        with quiet_logs():  # notebook_setup quiets the loggers for good: give the test session its levels back
+            notebook_setup()
         assert '"Noto Sans CJK SC"' in (pio.templates[pio.templates.default].layout.font.family or "")
     finally:
         pio.renderers.default, pio.templates.default = saved
