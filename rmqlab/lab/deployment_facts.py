@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rmqlab.checker.checkers import send_acknowledged
 from rmqlab.common.message.message_decoder import decode_message_id
+from rmqlab.demo.mode_comparison import acked_behind_slave
+from rmqlab.trace import client_ops
 from rmqlab.viz.sends import send_rows
 
 
@@ -24,6 +27,7 @@ class RestartHazard:
     master_end: int | None        # the restarted master's commit-log end, as it recovered it
     slave_end: int | None         # its slave's end at that moment
     acked_after_restart: int      # sends the broker set acknowledged after the restart
+    acked_behind_slave: int       # of those, the ones the master wrote where its slave holds other bytes
     sends_after_restart: int      # sends the producer made to any broker after the restart
 
     @property
@@ -38,10 +42,14 @@ class RestartHazard:
             return f"{mode}: {self.master} did not restart behind {self.slave}."
         head = (f"{mode}: {self.master} restarted with its commit log ending at {self.master_end}, "
                 f"{self.behind} bytes behind {self.slave} ({self.slave_end}).")
+        if self.acked_behind_slave:
+            return (head + f" After the restart {self.master} acknowledged {self.acked_after_restart} sends; "
+                    f"{self.acked_behind_slave} of them it wrote below offset {self.slave_end}, where {self.slave} "
+                    f"already holds other messages. The two logs now differ at the same offsets, and nothing "
+                    f"reported it.")
         if self.acked_after_restart:
-            return (head + f" After the restart {self.master} acknowledged {self.acked_after_restart} sends: "
-                    f"each written from offset {self.master_end} on, where {self.slave} already holds other "
-                    f"messages. The two logs now differ at the same offsets, and nothing reported it.")
+            return (head + f" After the restart {self.master} acknowledged {self.acked_after_restart} sends, "
+                    f"none of them below {self.slave}'s end.")
         # No ack says nothing about why (the slave may not have reported yet, or rmqlab's option
         # rmqlabRejectImpossibleHaReport refused its reports): say only what the run shows.
         return (head + f" After the restart {self.master} acknowledged no send ({self.sends_after_restart} sends "
@@ -69,5 +77,9 @@ def restart_hazard(events, restart_at_ms: float, topic: str | None = None,
                and e.fields.get("proto") == "ha" and e.fields.get("name") == "report"]
     rows = [r for r in send_rows(events, topic) if r["time_s"] * 1000 >= restart_at_ms]
     acked = sum(r["outcome"] == "acknowledged" and r["broker_set"] == broker_set for r in rows)
+    # The same count as the claims table's (one definition of "behind its slave").
+    sends = [op for op in client_ops(events) if op.f == "send" and isinstance(op.invoke_value, dict)
+             and (topic is None or op.invoke_value.get("topic") == topic)]
+    behind = acked_behind_slave(events, [op for op in sends if send_acknowledged(op)], master, restart_at_ms)
     return RestartHazard(master, slave, min(stored) if stored else None, reports[0] if reports else None,
-                         acked, len(rows))
+                         acked, behind, len(rows))
