@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from rmqlab.common.manual_clock import ManualClock
 from rmqlab.common.message.message import MessageExtBrokerInner
 from rmqlab.config import MessageStoreConfig
@@ -47,3 +49,151 @@ def read_queue(store, topic: str, queue_id: int) -> list:
             return out
         out.extend(r.messages())
         offset = r.next_begin_offset
+
+
+# -- crash-point campaigns (tests/test_store_crash_points.py, bench/bench_store_crash_points.py) --
+
+CRASH_POINT_CONFIG = dict(
+    # Thorough flushes every few seconds of the manual clock, so that a workload of a few hundred
+    # operations crosses several checkpoints; the least-pages rules stay RocketMQ's defaults.
+    flushCommitLogThoroughInterval=1_000, flushConsumeQueueThoroughInterval=2_000,
+    flushIntervalConsumeQueue=300,
+)
+
+
+class CrashPointFailure(AssertionError):
+    pass
+
+
+def _sync_flush():
+    return type(MessageStoreConfig().flushDiskType)["SYNC_FLUSH"]
+
+
+def _identity(m) -> tuple:
+    return (m.topic, m.queue_id, m.body, m.properties, m.born_timestamp, m.born_host)
+
+
+class CrashPointRun:
+    """One crash point: a seeded workload on a small-file store, crashed after its n-th file
+    operation (0: never), then optionally crashed again during the recovery, then verified.
+
+    crash: "process" (the page cache survives) or "machine" (only flushed bytes survive, plus a
+    seeded torn prefix of the unflushed ones).
+    """
+
+    QUEUES = [("TopicA", 0), ("TopicA", 1), ("TopicB", 0)]
+
+    def __init__(self, root, *, seed: int, sync: bool, crash: str, steps: int = 120,
+                 crash_at: int = 0, recovery_crash_at: int = 0, recovery_crash: str | None = None):
+        self.root = str(root)
+        self.seed, self.sync, self.crash, self.steps = seed, sync, crash, steps
+        self.crash_at, self.recovery_crash_at = crash_at, recovery_crash_at
+        self.recovery_crash = recovery_crash or crash
+        self.overrides = dict(CRASH_POINT_CONFIG)
+        if sync:
+            self.overrides["flushDiskType"] = _sync_flush()
+        self.written: dict[tuple, list[tuple]] = {q: [] for q in self.QUEUES}
+        self.required: dict[tuple, int] = {q: 0 for q in self.QUEUES}  # must survive: the first n
+        self.ops = 0  # file operations the workload performed (up to the crash)
+        self.crashed = False
+
+    def _torn(self, rng):
+        return lambda rel, n: rng.choice([0, 0, n, rng.randrange(0, n + 1)])
+
+    def _workload(self, store, clock, rng) -> None:
+        ends: list[tuple[tuple, int, int]] = []  # (queue, index in written, commitlog end) of ASYNC puts
+        for i in range(self.steps):
+            clock.advance(rng.randrange(20, 120))
+            r = rng.random()
+            if r < 0.55:
+                q = rng.choice(self.QUEUES)
+                m = make_message(clock, i, topic=q[0], queue_id=q[1], body_size=rng.choice([60, 300, 900, 1500]))
+                self.written[q].append(_identity(m))  # in flight: may or may not survive
+                result = store.put_message(m)
+                assert result.is_ok(), result
+                if self.sync or self.crash == "process":
+                    self.required[q] = len(self.written[q])
+                else:
+                    ends.append((q, len(self.written[q]), result.append_message_result.next_offset))
+            elif r < 0.75:
+                store.reput_message_service.do_reput(rng.randrange(1, 8))
+            elif r < 0.87:
+                store.flush_commit_log_service.do_flush() if not self.sync else store.flush_commit_log_service.do_commit()
+            else:
+                store.flush_consume_queue_service.do_flush()
+            if not self.sync and self.crash == "machine":
+                flushed = store.commit_log.flushed_where()
+                while ends and ends[0][2] <= flushed:
+                    q, n, _ = ends.pop(0)
+                    self.required[q] = max(self.required[q], n)
+
+    def _after_crash(self, store, kind: str, rng) -> None:
+        store.kill()
+        if kind == "machine":
+            DefaultMessageStore.crash_machine(self.root, self._torn(rng))
+
+    def run(self) -> "CrashPointRun":
+        from rmqlab.store.crash_points import CrashPoints, SimulatedCrash, armed
+
+        rng = random.Random(self.seed)
+        clock = ManualClock()
+        cfg = store_config(self.root, **self.overrides)
+        store = DefaultMessageStore(cfg, clock=clock)
+        cp = CrashPoints(self.crash_at or None, self.seed)
+        try:
+            with armed(cp):
+                store.load()
+                self._workload(store, clock, rng)
+        except SimulatedCrash:
+            self.crashed = True
+        self.ops = cp.count
+        if not self.crashed:
+            return self  # the crash point is beyond this workload
+        self._after_crash(store, self.crash, rng)
+        if self.recovery_crash_at:
+            store = DefaultMessageStore(store_config(self.root, **self.overrides), clock=clock)
+            try:
+                with armed(CrashPoints(self.recovery_crash_at, self.seed + 1)):
+                    store.load()
+                    clock.advance(1)
+            except SimulatedCrash:
+                pass
+            except Exception as e:
+                raise CrashPointFailure(f"{self}: the store does not load: {type(e).__name__}: {e}") from e
+            self._after_crash(store, self.recovery_crash, rng)
+        self.verify(clock)
+        return self
+
+    def verify(self, clock) -> None:
+        try:
+            store, report = open_store(self.root, clock, **self.overrides)
+        except Exception as e:
+            raise CrashPointFailure(f"{self}: the store does not load: {type(e).__name__}: {e}") from e
+        try:
+            for q in self.QUEUES:
+                served = [_identity(m) for m in read_queue(store, *q)]
+                written, need = self.written[q], self.required[q]
+                lo, hi = store.get_min_offset_in_queue(*q), store.get_max_offset_in_queue(*q)
+                if lo != 0:
+                    raise CrashPointFailure(f"{self}: {q} min offset {lo}")
+                if served != written[:len(served)]:
+                    bad = next(i for i, (a, b) in enumerate(zip(served, written)) if a != b) \
+                        if len(served) <= len(written) else len(written)
+                    raise CrashPointFailure(f"{self}: {q} serves a message that was not written at offset {bad}")
+                if len(served) < need:
+                    raise CrashPointFailure(f"{self}: {q} serves {len(served)} messages, {need} must survive "
+                                            f"(max offset {hi})")
+                if hi != len(served):
+                    raise CrashPointFailure(f"{self}: {q} max offset {hi} but {len(served)} readable")
+            # The recovered store keeps working: a new message gets the next queue offset.
+            clock.advance(1)
+            q = self.QUEUES[0]
+            result = store.put_message(make_message(clock, 10**6, topic=q[0], queue_id=q[1]))
+            if not result.is_ok() or result.append_message_result.logics_offset != store.get_max_offset_in_queue(*q):
+                raise CrashPointFailure(f"{self}: put after recovery: {result}")
+        finally:
+            store.shutdown()
+
+    def __str__(self) -> str:
+        return (f"CrashPointRun(seed={self.seed}, sync={self.sync}, crash={self.crash!r}, crash_at={self.crash_at}, "
+                f"recovery_crash_at={self.recovery_crash_at}, recovery_crash={self.recovery_crash!r})")

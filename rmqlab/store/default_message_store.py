@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message import MessageExtBrokerInner
+from rmqlab.store import crash_points
 from rmqlab.store.commit_log import CommitLog, RecoveryScan
 from rmqlab.store.consume_queue import ConsumeQueue
 from rmqlab.store.dispatch_request import DispatchRequest
@@ -146,8 +147,10 @@ class DefaultMessageStore:
                        if self.get_max_offset_in_queue(topic, qid) < units}
         self._recover_topic_queue_table()
         self.reput_message_service.reput_from_offset = self._reput_start_offset()
-        with open(self.abort_file, "w"):
-            pass
+        if not os.path.exists(self.abort_file):
+            with open(self.abort_file, "w"):
+                pass
+            crash_points.point("create", self.abort_file)
         self.running = True
         return StoreLoadReport(last_exit_ok, scan, truncations, redispatched,
                                self.reput_message_service.reput_from_offset, self.store_checkpoint.as_dict())
@@ -316,6 +319,7 @@ class DefaultMessageStore:
             self.flush_consume_queue_service.do_flush(thorough=True)
             if os.path.exists(self.abort_file):
                 os.remove(self.abort_file)
+                crash_points.point("delete", self.abort_file)
         self._release()
 
     def kill(self) -> None:

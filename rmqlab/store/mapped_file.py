@@ -14,6 +14,7 @@ import logging
 import mmap
 import os
 
+from rmqlab.store import crash_points
 from rmqlab.store.page_cache import PageCache
 
 log = logging.getLogger("rmqlab.store")
@@ -49,6 +50,7 @@ class MappedFile:
         fd = os.open(file_name, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if not existed:
+                crash_points.point("create", file_name)
                 os.ftruncate(fd, file_size)  # sparse pre-allocation, like a fresh RocketMQ file reads zeros
             self._mm = mmap.mmap(fd, file_size, access=mmap.ACCESS_WRITE)
         finally:
@@ -57,6 +59,8 @@ class MappedFile:
         self.flushed_position = 0
         if page_cache is not None and not existed:
             page_cache.track_append(file_name, 0)
+        if not existed:
+            crash_points.point("create", file_name)
 
     # -- writing ---------------------------------------------------------------------------
     def remaining(self) -> int:
@@ -75,12 +79,19 @@ class MappedFile:
         end = pos + len(data)
         if end > self.file_size:
             raise StoreFileError(f"{self.file_name}: append of {len(data)} bytes at {pos} overflows the file")
-        self._mm[pos:end] = data
+        self._write(pos, data)
         self.wrote_position = advance_to if advance_to is not None else end
         return pos
 
     def write_at(self, pos: int, data: bytes) -> None:
         """Overwrite in place (ConsumeQueue pre-fill); does not move wrote_position."""
+        self._write(pos, data)
+
+    def _write(self, pos: int, data: bytes) -> None:
+        cut = crash_points.write_point(self.file_name, len(data))
+        if cut is not None:  # a crash test kills the process part-way through this copy
+            self._mm[pos : pos + cut] = data[:cut]
+            crash_points.crash(self.file_name)
         self._mm[pos : pos + len(data)] = data
 
     # -- reading ---------------------------------------------------------------------------
@@ -112,6 +123,7 @@ class MappedFile:
                     self.page_cache.untrack(self.file_name)  # wholly durable: nothing left to lose
                 else:
                     self.page_cache.track_append(self.file_name, self.flushed_position)
+            crash_points.point("flush", self.file_name)
         return self.flushed_position
 
     def mark_durable(self) -> None:
@@ -136,6 +148,7 @@ class MappedFile:
                 self._mm[start:end] = bytes(end - start)
                 page = start - start % OS_PAGE_SIZE
                 self._mm.flush(page, end - page)
+                crash_points.point("truncate", self.file_name)
             start = end
         mv.release()
         self.wrote_position = pos
@@ -153,6 +166,7 @@ class MappedFile:
             self.page_cache.untrack(self.file_name)
         if os.path.exists(self.file_name):
             os.remove(self.file_name)
+            crash_points.point("delete", self.file_name)
 
     def __repr__(self) -> str:
         return (f"MappedFile({os.path.basename(self.file_name)}, wrote={self.wrote_position}, "

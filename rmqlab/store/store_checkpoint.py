@@ -15,6 +15,7 @@ import mmap
 import os
 import struct
 
+from rmqlab.store import crash_points
 from rmqlab.store.page_cache import PageCache
 
 _FIELDS = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
@@ -45,7 +46,9 @@ class StoreCheckpoint:
         return _LONG.unpack_from(self._mm, i * 8)[0]
 
     def _set(self, i: int, value: int) -> None:
-        _LONG.pack_into(self._mm, i * 8, value)
+        if self._get(i) != value:
+            _LONG.pack_into(self._mm, i * 8, value)  # an aligned 8-byte store: never torn
+            crash_points.point("write", self.path)
 
     physic_msg_timestamp = property(lambda s: s._get(0), lambda s, v: s._set(0, v))
     logics_msg_timestamp = property(lambda s: s._get(1), lambda s, v: s._set(1, v))
@@ -61,6 +64,7 @@ class StoreCheckpoint:
         self._mm.flush()
         if self.page_cache is not None:
             self.page_cache.track_snapshot(self.path, self._mm[:])
+        crash_points.point("flush", self.path)
 
     def as_dict(self) -> dict[str, int]:
         return {name: self._get(i) for i, name in enumerate(_FIELDS)}
