@@ -53,12 +53,15 @@ def read_queue(store, topic: str, queue_id: int) -> list:
 
 # -- crash-point campaigns (tests/test_store_crash_points.py, bench/bench_store_crash_points.py) --
 
-CRASH_POINT_CONFIG = dict(
-    # Thorough flushes every few seconds of the manual clock, so that a workload of a few hundred
-    # operations crosses several checkpoints; the least-pages rules stay RocketMQ's defaults.
-    flushCommitLogThoroughInterval=1_000, flushConsumeQueueThoroughInterval=2_000,
-    flushIntervalConsumeQueue=300,
-)
+def crash_point_config(seed: int) -> dict:
+    """Store settings of one campaign seed: small files (16 KiB commitlog; consume-queue files of
+    10 or 50 units, so that queues span many files) and flush intervals that either cross several
+    checkpoints in a workload or (RocketMQ's defaults: 10 s / 60 s) none at all."""
+    rng = random.Random(seed * 7919)
+    return dict(mappedFileSizeConsumeQueue=20 * rng.choice([10, 50]),
+                flushCommitLogThoroughInterval=rng.choice([1_000, 10_000]),
+                flushConsumeQueueThoroughInterval=rng.choice([2_000, 60_000]),
+                flushIntervalConsumeQueue=rng.choice([300, 1_000]))
 
 
 class CrashPointFailure(AssertionError):
@@ -83,13 +86,13 @@ class CrashPointRun:
 
     QUEUES = [("TopicA", 0), ("TopicA", 1), ("TopicB", 0)]
 
-    def __init__(self, root, *, seed: int, sync: bool, crash: str, steps: int = 120,
+    def __init__(self, root, *, seed: int, sync: bool, crash: str, steps: int = 200,
                  crash_at: int = 0, recovery_crash_at: int = 0, recovery_crash: str | None = None):
         self.root = str(root)
         self.seed, self.sync, self.crash, self.steps = seed, sync, crash, steps
         self.crash_at, self.recovery_crash_at = crash_at, recovery_crash_at
         self.recovery_crash = recovery_crash or crash
-        self.overrides = dict(CRASH_POINT_CONFIG)
+        self.overrides = crash_point_config(seed)
         if sync:
             self.overrides["flushDiskType"] = _sync_flush()
         self.written: dict[tuple, list[tuple]] = {q: [] for q in self.QUEUES}
@@ -107,7 +110,7 @@ class CrashPointRun:
             r = rng.random()
             if r < 0.55:
                 q = rng.choice(self.QUEUES)
-                m = make_message(clock, i, topic=q[0], queue_id=q[1], body_size=rng.choice([60, 300, 900, 1500]))
+                m = make_message(clock, i, topic=q[0], queue_id=q[1], body_size=rng.choice([20, 60, 200, 900, 1500]))
                 self.written[q].append(_identity(m))  # in flight: may or may not survive
                 result = store.put_message(m)
                 assert result.is_ok(), result
