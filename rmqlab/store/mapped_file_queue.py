@@ -11,6 +11,7 @@ import bisect
 import logging
 import os
 
+from rmqlab.store import crash_points
 from rmqlab.store.mapped_file import MappedFile, StoreFileError, offset_to_file_name
 from rmqlab.store.page_cache import PageCache
 
@@ -29,14 +30,31 @@ class MappedFileQueue:
 
     # -- loading ---------------------------------------------------------------------------
     def load(self) -> None:
-        """Map every existing file; positions stay 0 until recovery sets them."""
+        """Map every existing file; positions stay 0 until recovery sets them (MappedFileQueue.doLoad).
+
+        As in RocketMQ 5 (doLoad), a 0-byte *last* file is deleted with a warning — it holds no
+        data, it is what a crash between creating and sizing a file leaves — and any other file
+        whose size differs from the mapped file size stops the load. rmqlab sizes a new file
+        under a hidden temporary name (mapped_file._create_sized); a leftover one is deleted too.
+        """
         if not os.path.isdir(self.store_path):
             return
-        names = sorted(n for n in os.listdir(self.store_path) if not n.startswith("."))
-        for name in names:
+        names = sorted(os.listdir(self.store_path))
+        for name in [n for n in names if n.startswith(".") and n.endswith(".tmp")]:
+            path = os.path.join(self.store_path, name)
+            os.remove(path)
+            log.warning("%s: a file whose creation a crash interrupted, deleted", path)
+            crash_points.point("delete", path)
+        names = [n for n in names if not n.startswith(".")]
+        for i, name in enumerate(names):
             path = os.path.join(self.store_path, name)
             if not (len(name) == 20 and name.isdigit()):
                 raise StoreFileError(f"{path}: unexpected file in a mapped file directory (names are 20-digit offsets)")
+            if i == len(names) - 1 and os.path.getsize(path) == 0:
+                os.remove(path)
+                log.warning("%s size is 0, auto delete", path)
+                crash_points.point("delete", path)
+                continue
             if int(name) % self.mapped_file_size:
                 raise StoreFileError(f"{path}: start offset is not a multiple of the mapped file size {self.mapped_file_size}")
             if self.mapped_files and int(name) != self.mapped_files[-1].file_from_offset + self.mapped_file_size:
@@ -103,21 +121,23 @@ class MappedFileQueue:
         self.flushed_where = offset
 
     def truncate_dirty_files(self, offset: int) -> None:
-        """MappedFileQueue.truncateDirtyFiles: cut the log at `offset`."""
-        keep: list[MappedFile] = []
-        for mf in self.mapped_files:
-            end = mf.file_from_offset + self.mapped_file_size
-            if end <= offset:
+        """MappedFileQueue.truncateDirtyFiles: cut the log at `offset`.
+
+        Deviation from RocketMQ, which destroys the files beyond the cut first to last: here the
+        last goes first, so a crash part-way through leaves a contiguous run of files (`load`
+        refuses a gap) whose surplus the next recovery cuts again.
+        """
+        keep = [mf for mf in self.mapped_files if mf.file_from_offset <= offset]
+        for mf in reversed(self.mapped_files[len(keep):]):
+            log.info("truncate: destroy %s beyond offset %d", mf.file_name, offset)
+            mf.destroy()
+        self.mapped_files = keep
+        for mf in keep:
+            if mf.file_from_offset + self.mapped_file_size <= offset:
                 mf.wrote_position = self.mapped_file_size
                 mf.mark_durable()
-                keep.append(mf)
-            elif mf.file_from_offset <= offset:
-                mf.truncate_to(offset - mf.file_from_offset)
-                keep.append(mf)
             else:
-                log.info("truncate: destroy %s beyond offset %d", mf.file_name, offset)
-                mf.destroy()
-        self.mapped_files = keep
+                mf.truncate_to(offset - mf.file_from_offset)
         self.flushed_where = min(self.flushed_where, offset) if self.flushed_where else offset
 
     def close(self) -> None:
