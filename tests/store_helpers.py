@@ -105,6 +105,9 @@ class CrashPointRun:
 
     def _workload(self, store, clock, rng) -> None:
         ends: list[tuple[tuple, int, int]] = []  # (queue, index in written, commitlog end) of ASYNC puts
+        # How often the flush services run against the puts: some seeds flush rarely, so that
+        # consume queues run many files ahead of their last flush.
+        cq_flush = rng.choice([0.13, 0.03, 0.01])
         for i in range(self.steps):
             clock.advance(rng.randrange(20, 120))
             r = rng.random()
@@ -122,7 +125,7 @@ class CrashPointRun:
                 store.reput_message_service.do_reput(rng.randrange(1, 8))
             elif r < 0.87:
                 store.flush_commit_log_service.do_flush() if not self.sync else store.flush_commit_log_service.do_commit()
-            else:
+            elif r < 0.87 + cq_flush:
                 store.flush_consume_queue_service.do_flush()
             if not self.sync and self.crash == "machine":
                 flushed = store.commit_log.flushed_where()

@@ -94,28 +94,71 @@ class ConsumeQueue:
         view.release()
         self.min_logic_offset = first.file_from_offset + pos
 
+    def _unit_at(self, index: int) -> tuple[int, int, int] | None:
+        pos = index * CQ_STORE_UNIT_SIZE
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(pos)
+        if mf is None:
+            return None
+        data = mf.read(pos - mf.file_from_offset, CQ_STORE_UNIT_SIZE)
+        return decode_cq_unit(data) if len(data) == CQ_STORE_UNIT_SIZE else None
+
+    @staticmethod
+    def _is_below(unit: tuple[int, int, int] | None, phy_offset: int) -> bool:
+        """A written unit (a zeroed one is not) whose message ends at or below `phy_offset`."""
+        if unit is None:
+            return False
+        offset, size, _ = unit
+        return offset >= 0 and 0 < size < INT32_MAX and offset + size <= phy_offset
+
     def truncate_dirty_logic_files(self, phy_offset: int) -> None:
-        """Drop every unit pointing at or beyond `phy_offset` (the commitlog was cut there)."""
+        """Drop every unit pointing at or beyond `phy_offset` (the commitlog was cut there).
+
+        Walks back from the end; a zeroed unit (a page a machine crash lost) is dropped too,
+        it does not stop the walk.
+        """
         mfq = self.mapped_file_queue
-        new_end = mfq.get_max_offset()
-        last_ext = -1
-        # Walk backwards over units; most of the time only a few units are cut.
-        while new_end > self.min_logic_offset:
-            mf = mfq.find_mapped_file_by_offset(new_end - CQ_STORE_UNIT_SIZE)
-            if mf is None:
+        end = mfq.get_max_offset() // CQ_STORE_UNIT_SIZE
+        new_end = end
+        while new_end * CQ_STORE_UNIT_SIZE > self.min_logic_offset:
+            unit = self._unit_at(new_end - 1)
+            if self._is_below(unit, phy_offset):
                 break
-            offset, size, _ = decode_cq_unit(mf.read(new_end - CQ_STORE_UNIT_SIZE - mf.file_from_offset, CQ_STORE_UNIT_SIZE))
-            if size != INT32_MAX and offset + size <= phy_offset:
-                last_ext = offset + size
-                break
-            new_end -= CQ_STORE_UNIT_SIZE
-        if new_end != mfq.get_max_offset():
-            log.info("%s-%d: truncate consume queue at unit %d (commitlog cut at %d)",
-                     self.topic, self.queue_id, new_end // CQ_STORE_UNIT_SIZE, phy_offset)
-            mfq.truncate_dirty_files(new_end)
-            if new_end <= self.min_logic_offset:
-                self.min_logic_offset = new_end
-        self.max_physic_offset = last_ext
+            new_end -= 1
+        self._cut(new_end, end, f"commitlog cut at {phy_offset}")
+
+    def truncate_to_durable_prefix(self, phy_offset: int) -> None:
+        """After a crash: keep only the units of messages below `phy_offset`, the commitlog offset
+        from which abnormal recovery re-dispatches (DefaultMessageStore.load).
+
+        The checkpoint vouches that every unit of a message below it was flushed (the thorough
+        consume-queue flush), so those units form a durable prefix of the queue; whatever follows
+        (units the crash zeroed or tore, units of later messages) is dropped and rebuilt by the
+        re-dispatch. The prefix ends at the first unit that is zeroed, torn or points at or
+        beyond `phy_offset`; that predicate holds for the prefix only, so a binary search finds
+        the end without reading every unit — and, unlike `recover`'s scan of the last three files,
+        it also sees files that a crash zeroed further back.
+        """
+        lo = self.min_logic_offset // CQ_STORE_UNIT_SIZE
+        end = self.get_max_offset_in_queue()
+        hi = end
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._is_below(self._unit_at(mid), phy_offset):
+                lo = mid + 1
+            else:
+                hi = mid
+        self._cut(lo, end, f"abnormal recovery re-dispatches from commitlog offset {phy_offset}")
+
+    def _cut(self, new_end: int, end: int, why: str) -> None:
+        """Truncate the queue to `new_end` units and reset max_physic_offset to the last kept unit."""
+        mfq = self.mapped_file_queue
+        if new_end != end:
+            log.info("%s-%d: truncate consume queue at unit %d of %d (%s)", self.topic, self.queue_id, new_end, end, why)
+            mfq.truncate_dirty_files(new_end * CQ_STORE_UNIT_SIZE)
+            if new_end * CQ_STORE_UNIT_SIZE <= self.min_logic_offset:
+                self.min_logic_offset = new_end * CQ_STORE_UNIT_SIZE
+        last = self._unit_at(new_end - 1) if new_end * CQ_STORE_UNIT_SIZE > self.min_logic_offset else None
+        self.max_physic_offset = last[0] + last[1] if last is not None and self._is_below(last, 1 << 62) else -1
 
     # -- writing ---------------------------------------------------------------------------
     def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:

@@ -111,10 +111,8 @@ class DefaultMessageStore:
         last_exit_ok = not os.path.exists(self.abort_file)
         self.commit_log.load()
         self._load_consume_queues()
-        max_phy_of_cq = -1
         for cq in self.consume_queues():
             cq.recover()
-            max_phy_of_cq = max(max_phy_of_cq, cq.max_physic_offset)
         redispatched = 0
 
         def redispatch(req: DispatchRequest) -> None:
@@ -132,16 +130,18 @@ class DefaultMessageStore:
             scan = self.commit_log.recover_normally()
         else:
             index = self.commit_log.abnormal_recovery_start(self.store_checkpoint.get_min_timestamp())
-            # Deviation from RocketMQ (which keeps every unit that looks valid): units for messages
-            # from the scan start on are dropped and rebuilt by the re-dispatch below, because a
-            # machine crash can tear a unit (e.g. lose the low byte of its size) so that it still
-            # looks valid. Units before the scan start were made durable by a thorough flush.
+            # Deviation from RocketMQ (which keeps every unit that ConsumeQueue.recover found valid
+            # in the last three files, and every unit before them): each queue keeps only the
+            # units the checkpoint vouches for — those of messages before the scan start — and
+            # the re-dispatch below rebuilds the rest. A machine crash can zero a whole unflushed
+            # file further back than `recover` looks, or tear a unit (lose the low byte of its
+            # size) so that it still looks valid.
             start = self.commit_log.file_start_offset(index)
-            if max_phy_of_cq > start:
-                truncate_consume_queues(start)
+            for cq in self.consume_queues():
+                cq.truncate_to_durable_prefix(start)
             scan = self.commit_log.recover_abnormally(index, redispatch)
-        if max_phy_of_cq > scan.process_offset:  # units pointing past the cut (truncateDirtyLogicFiles)
-            truncate_consume_queues(scan.process_offset)
+        if any(cq.max_physic_offset > scan.process_offset for cq in self.consume_queues()):
+            truncate_consume_queues(scan.process_offset)  # units past the cut (truncateDirtyLogicFiles)
         truncations = {f"{topic}-{qid}": units - self.get_max_offset_in_queue(topic, qid)
                        for (topic, qid), units in recovered_units.items()
                        if self.get_max_offset_in_queue(topic, qid) < units}
@@ -271,6 +271,14 @@ class DefaultMessageStore:
                 next_offset += 1
                 if message_filter is not None and not message_filter(tags_code):
                     continue
+                if size <= 0 or phy < 0:
+                    # A zeroed or torn unit (recovery should make this impossible): serving it
+                    # would hand out an empty "message".
+                    log.error("[BUG] %s-%d unit %d is not a message position (offset %d, size %d)",
+                              topic, queue_id, next_offset - 1, phy, size)
+                    if not result.message_buffers:
+                        result.status = GetMessageStatus.OFFSET_FOUND_NULL
+                    break
                 data = self.commit_log.get_message(phy, size)
                 if len(data) != size:
                     if not result.message_buffers:
