@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import tempfile
 
 from rmqlab.common.manual_clock import ManualClock
 from rmqlab.common.message.message import MessageExtBrokerInner
@@ -203,3 +205,34 @@ class CrashPointRun:
     def __str__(self) -> str:
         return (f"CrashPointRun(seed={self.seed}, sync={self.sync}, crash={self.crash!r}, crash_at={self.crash_at}, "
                 f"recovery_crash_at={self.recovery_crash_at}, recovery_crash={self.recovery_crash!r})")
+
+
+CRASH_MODES = [(sync, crash) for sync in (True, False) for crash in ("process", "machine")]
+
+
+def crash_point_dir() -> str | None:
+    """A tmpfs for campaigns when the machine has one: msync and rename cost microseconds there,
+    and the crash model does not depend on the real disk (page_cache)."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+def crash_point_campaign(seeds, *, points_per_workload: int, modes=CRASH_MODES, steps: int = 200,
+                         base_dir: str | None = None):
+    """Yield a finished CrashPointRun per crash point (raises CrashPointFailure on the first bad one).
+
+    For each seed and mode: one uncrashed run counts the workload's file operations N; then
+    `points_per_workload` crash points are drawn (seeded) from 1..N, a third of them with a second
+    crash during the recovery, process or machine.
+    """
+    for seed in seeds:
+        for sync, crash in modes:
+            with tempfile.TemporaryDirectory(dir=base_dir) as d:
+                total = CrashPointRun(os.path.join(d, "s"), seed=seed, sync=sync, crash=crash, steps=steps).run().ops
+            rng = random.Random(f"{seed}-{sync}-{crash}")
+            for _ in range(points_per_workload):
+                crash_at = rng.randrange(1, total + 1)
+                again = rng.random() < 1 / 3
+                with tempfile.TemporaryDirectory(dir=base_dir) as d:
+                    yield CrashPointRun(os.path.join(d, "s"), seed=seed, sync=sync, crash=crash, steps=steps,
+                                        crash_at=crash_at, recovery_crash_at=rng.randrange(1, 40) if again else 0,
+                                        recovery_crash=rng.choice(["process", "machine"])).run()
