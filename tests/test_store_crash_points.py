@@ -232,3 +232,21 @@ def test_get_message_never_serves_a_zeroed_unit(tmp_path):
     r = store.get_message("g", "TopicTest", 0, 0, 32)
     assert r.queue_offsets == [0, 1]
     store.kill()
+
+
+def test_a_short_checkpoint_file_reads_as_no_checkpoint(tmp_path, caplog):
+    """A crash between creating and sizing `checkpoint` leaves it empty; like RocketMQ's mapping,
+    which grows the file, it reads as zeros (recover from the first file) instead of stopping the
+    store (before: ValueError on every start)."""
+    clock = ManualClock()
+    store, _ = open_store(tmp_path, clock)
+    keys = _put(store, clock, 30)
+    store.reput_message_service.do_reput()
+    store.kill()
+    (tmp_path / "checkpoint").write_bytes(b"")
+    with caplog.at_level(logging.WARNING, logger="rmqlab.store"):
+        store, report = open_store(tmp_path, clock)
+    assert report.recovery.mode == "abnormal" and report.recovery.start_offset == 0
+    assert any("checkpoint file is 0 bytes" in r.getMessage() for r in caplog.records)
+    assert [m.keys for m in read_queue(store, "TopicTest", 0)] == keys
+    store.shutdown()

@@ -11,12 +11,15 @@ crash restores the content as of the last `flush` (tracked as a snapshot by the 
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
 
 from rmqlab.store import crash_points
 from rmqlab.store.page_cache import PageCache
+
+log = logging.getLogger("rmqlab.store")
 
 _FIELDS = ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
            "master_flushed_offset", "confirm_phy_offset")
@@ -30,13 +33,17 @@ class StoreCheckpoint:
         self.page_cache = page_cache
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         existed = os.path.exists(path)
-        if existed and os.path.getsize(path) < len(_FIELDS) * 8:
-            raise ValueError(f"{path}: checkpoint file is {os.path.getsize(path)} bytes, expected {FILE_SIZE}")
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if not existed:
+            size = os.fstat(fd).st_size
+            if size < FILE_SIZE:
+                # As in RocketMQ, whose FileChannel.map(READ_WRITE, 0, OS_PAGE_SIZE) grows the file:
+                # a short checkpoint (a crash between creating and sizing it) reads as zeros, which
+                # only makes abnormal recovery start from the first commitlog file.
+                if existed:
+                    log.warning("%s: checkpoint file is %d bytes, extended to %d with zeros", path, size, FILE_SIZE)
                 os.ftruncate(fd, FILE_SIZE)
-            self._mm = mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_WRITE)
+            self._mm = mmap.mmap(fd, max(size, FILE_SIZE), access=mmap.ACCESS_WRITE)
         finally:
             os.close(fd)
         if page_cache is not None:
