@@ -217,8 +217,9 @@ def crash_point_dir() -> str | None:
 
 
 def crash_point_campaign(seeds, *, points_per_workload: int, modes=CRASH_MODES, steps: int = 200,
-                         base_dir: str | None = None):
-    """Yield a finished CrashPointRun per crash point (raises CrashPointFailure on the first bad one).
+                         base_dir: str | None = None, failures: list | None = None):
+    """Yield a finished CrashPointRun per crash point. A bad one raises CrashPointFailure, or, with
+    a `failures` list, is appended to it (and yielded too).
 
     For each seed and mode: one uncrashed run counts the workload's file operations N; then
     `points_per_workload` crash points are drawn (seeded) from 1..N, a third of them with a second
@@ -233,6 +234,13 @@ def crash_point_campaign(seeds, *, points_per_workload: int, modes=CRASH_MODES, 
                 crash_at = rng.randrange(1, total + 1)
                 again = rng.random() < 1 / 3
                 with tempfile.TemporaryDirectory(dir=base_dir) as d:
-                    yield CrashPointRun(os.path.join(d, "s"), seed=seed, sync=sync, crash=crash, steps=steps,
+                    run = CrashPointRun(os.path.join(d, "s"), seed=seed, sync=sync, crash=crash, steps=steps,
                                         crash_at=crash_at, recovery_crash_at=rng.randrange(1, 40) if again else 0,
-                                        recovery_crash=rng.choice(["process", "machine"])).run()
+                                        recovery_crash=rng.choice(["process", "machine"]))
+                    try:
+                        run.run()
+                    except CrashPointFailure as e:
+                        if failures is None:
+                            raise
+                        failures.append(e)
+                    yield run
