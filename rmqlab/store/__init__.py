@@ -3,7 +3,8 @@
 Layout mirrors org.apache.rocketmq.store: MappedFile / MappedFileQueue, CommitLog, ConsumeQueue,
 ReputMessageService (dispatcher), flush services, StoreCheckpoint, DefaultMessageStore (the
 façade with recovery), and the controller-mode EpochFileCache. `page_cache` is rmqlab's crash
-model (process crash vs machine crash).
+model (process crash vs machine crash) and `crash_points` stops the store after its n-th file
+operation, for crash tests.
 """
 
 from rmqlab.store.default_message_store import DefaultMessageStore, StoreLoadReport
