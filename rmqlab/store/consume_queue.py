@@ -103,12 +103,14 @@ class ConsumeQueue:
         return decode_cq_unit(data) if len(data) == CQ_STORE_UNIT_SIZE else None
 
     @staticmethod
-    def _is_below(unit: tuple[int, int, int] | None, phy_offset: int) -> bool:
-        """A written unit (a zeroed one is not) whose message ends at or below `phy_offset`."""
-        if unit is None:
-            return False
-        offset, size, _ = unit
-        return offset >= 0 and 0 < size < INT32_MAX and offset + size <= phy_offset
+    def _is_position(unit: tuple[int, int, int] | None) -> bool:
+        """A unit that points at a message: not zeroed (a page a crash lost), not a BLANK_UNIT."""
+        return unit is not None and unit[0] >= 0 and 0 < unit[1] < INT32_MAX
+
+    @classmethod
+    def _is_below(cls, unit: tuple[int, int, int] | None, phy_offset: int) -> bool:
+        """A unit pointing at a message that ends at or below `phy_offset`."""
+        return cls._is_position(unit) and unit[0] + unit[1] <= phy_offset
 
     def truncate_dirty_logic_files(self, phy_offset: int) -> None:
         """Drop every unit pointing at or beyond `phy_offset` (the commitlog was cut there).
@@ -158,7 +160,7 @@ class ConsumeQueue:
             if new_end * CQ_STORE_UNIT_SIZE <= self.min_logic_offset:
                 self.min_logic_offset = new_end * CQ_STORE_UNIT_SIZE
         last = self._unit_at(new_end - 1) if new_end * CQ_STORE_UNIT_SIZE > self.min_logic_offset else None
-        self.max_physic_offset = last[0] + last[1] if last is not None and self._is_below(last, 1 << 62) else -1
+        self.max_physic_offset = last[0] + last[1] if self._is_position(last) else -1
 
     # -- writing ---------------------------------------------------------------------------
     def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
