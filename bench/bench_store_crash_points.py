@@ -20,12 +20,21 @@ import argparse
 import collections
 import logging
 import os
+import re
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.store_helpers import CRASH_MODES, crash_point_campaign, crash_point_dir  # noqa: E402
+
+
+def _kind(failure) -> str:
+    """The failure without its run, temporary directory and numbers: failures grouped by kind."""
+    text = str(failure).split("): ", 1)[-1]
+    text = re.sub(r"\S*/s/", "", text)
+    text = re.sub(r"(TopicA|TopicB)", "Topic", text)
+    return re.sub(r"\d+", "N", text)[:110]
 
 
 def main() -> int:
@@ -52,7 +61,7 @@ def main() -> int:
     print(f"crash points: {total} ({again} also crashed during recovery), failures: {len(failures)}")
     print(f"time: {elapsed:.1f} s, {total / elapsed:.1f} crash points/s "
           f"(plus one uncrashed run per workload and mode: {len(CRASH_MODES) * (b - a)})")
-    kinds = collections.Counter(str(f).split("): ", 1)[-1].split(" at ")[0][:80] for f in failures)
+    kinds = collections.Counter(_kind(f) for f in failures)
     for kind, n in kinds.most_common():
         print(f"  FAIL x{n}: {kind}")
     for f in failures[:5]:

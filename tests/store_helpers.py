@@ -183,7 +183,10 @@ class CrashPointRun:
             raise CrashPointFailure(f"{self}: the store does not load: {type(e).__name__}: {e}") from e
         try:
             for q in self.QUEUES:
-                served = [_identity(m) for m in read_queue(store, *q)]
+                try:
+                    served = [_identity(m) for m in read_queue(store, *q)]
+                except Exception as e:  # e.g. an empty or torn "message" that does not decode
+                    raise CrashPointFailure(f"{self}: {q} serves an undecodable message: {type(e).__name__}: {e}") from e
                 written, need = self.written[q], self.required[q]
                 lo, hi = store.get_min_offset_in_queue(*q), store.get_max_offset_in_queue(*q)
                 if lo != 0:
