@@ -31,7 +31,7 @@ import site
 import socket
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 PREFIX = "rmqlab sandbox: "
@@ -102,7 +102,8 @@ def _under(path: str, dirs: Iterable[str]) -> bool:
 def install_sandbox_policy(*, allow_read: Iterable[str] = (), allow_write: Iterable[str] = (),
                            deny: Iterable[str] = (), network: bool = False, processes: bool = False,
                            scratch_dir: str | None = None, file_size_limit: int = FILE_SIZE_LIMIT,
-                           rlimit_nproc: int | None = None) -> SandboxPolicy:
+                           rlimit_nproc: int | None = None,
+                           on_violation: Callable[[str], None] | None = None) -> SandboxPolicy:
     """Install the policy in this process (for good): see the module docstring.
 
     allow_read: directories the code may read (besides the Python installation and rmqlab, and
@@ -112,6 +113,8 @@ def install_sandbox_policy(*, allow_read: Iterable[str] = (), allow_write: Itera
     rlimit_nproc: RLIMIT_NPROC to set (None: left alone). It counts the user's threads too, so 0
     also forbids new threads: right for SandboxedFunction's child, wrong for a process that still
     starts threads after this call (a Jupyter kernel); root is exempt from it anyway.
+    on_violation: called with each refusal's text before the PermissionError is raised (a
+    SandboxedFunction child sends it to its parent at once, so the student's code cannot take it back).
     Returns the `SandboxPolicy` (its `isolation` and `violations`).
     """
     global _installed
@@ -137,7 +140,7 @@ def install_sandbox_policy(*, allow_read: Iterable[str] = (), allow_write: Itera
     # so `import ctypes` goes through the import machinery, and its audit event, again.
     for name in [m for m in sys.modules if m.split(".")[0] in _CTYPES_MODULES]:
         del sys.modules[name]
-    sys.addaudithook(_make_hook(policy))
+    sys.addaudithook(_make_hook(policy, on_violation))
     layers.insert(0, "audit-hook")
     policy.isolation = tuple(layers)
     _installed = policy
@@ -184,7 +187,7 @@ def _set_rlimits(nproc: int | None, file_size_limit: int) -> bool:
         return False
 
 
-def _make_hook(policy: SandboxPolicy):
+def _make_hook(policy: SandboxPolicy, on_violation: Callable[[str], None] | None = None):
     allow_read, allow_write, deny = policy.allow_read, policy.allow_write, policy.deny
     network, processes = policy.network, policy.processes
     violations = policy.violations
@@ -193,6 +196,11 @@ def _make_hook(policy: SandboxPolicy):
 
     def refuse(what: str):
         violations.append(what)
+        if on_violation is not None:
+            try:
+                on_violation(what)
+            except Exception:  # noqa: BLE001 — a closed pipe: the refusal still stands
+                pass
         raise PermissionError(f"{PREFIX}{what} is not allowed during grading")
 
     def check_path(path, write: bool, verb: str) -> None:
