@@ -222,14 +222,22 @@ def command(argv: list[str], *, bwrap: str | None = None, scratch_mb: int = SCRA
     return out + ["--", *argv]
 
 
+def launcher(limits: Limits, pidfile: str, argv: list[str]) -> list[str]:
+    """`argv` (a bwrap command) behind this file run as a script: it writes its pid (bwrap's, after
+    the exec) to `pidfile`, sets `limits`, then execs argv. For launchers that take no preexec_fn
+    (jupyter_client starting the grading kernel from a kernelspec)."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *limits.argv(), "--pidfile", pidfile, "--", *argv]
+
+
 def _main(args: list[str]) -> None:
-    """`python jail.py --limits CPU,AS_MB,NPROC,NOFILE,FSIZE_MB -- CMD...`: set the limits, exec CMD.
-    For launchers that cannot take a preexec_fn (jupyter_client starting the grading kernel)."""
-    if len(args) < 4 or args[0] != "--limits" or args[2] != "--":
-        raise SystemExit("usage: jail.py --limits CPU,AS_MB,NPROC,NOFILE,FSIZE_MB -- CMD...")
+    usage = "usage: jail.py --limits CPU,AS_MB,NPROC,NOFILE,FSIZE_MB --pidfile PATH -- CMD..."
+    if len(args) < 6 or args[0] != "--limits" or args[2] != "--pidfile" or args[4] != "--":
+        raise SystemExit(usage)
     cpu, as_mb, nproc, nofile, fsize = (int(x) for x in args[1].split(","))
+    with open(args[3], "w") as f:
+        f.write(str(os.getpid()))
     Limits(cpu, as_mb, nproc, nofile, fsize).apply()
-    os.execv(args[3], args[3:])
+    os.execv(args[5], args[5:])
 
 
 if __name__ == "__main__":

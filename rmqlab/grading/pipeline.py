@@ -2,17 +2,23 @@
 
     grade(GradeConfig(submissions=DIR, workloads=DIR, out=DIR, master="local[2]", seeds=1)) -> summary dict
 
+Students' code runs only inside the OS sandbox of rmqlab.grading.jail (bubblewrap): the
+notebooks' kernels and every student function, each in a fresh exec'd interpreter. grade() checks
+first that bwrap works here and otherwise REFUSES to run (rmqlab.grading.jail.JailUnavailable, whose
+message says how to install it): hidden workloads are never run against unsandboxed code.
+
 Phases (run.json times each):
 1. Extraction (rmqlab.grading.extract), before Spark starts (the two would compete for the 2 cores):
-   papermill runs every notebook, in a child of a forkserver, in a sandboxed kernel, and returns each
-   exercise function as standalone source.
+   papermill runs every notebook, in a child of a forkserver, in a kernel jailed by bwrap, and
+   returns each exercise function as standalone source.
 2. Spark (rmqlab.grading.spark_session; the workload files are broadcast as bytes, so workers need no
    shared filesystem). Each stage is one Spark job of independent tasks (rmqlab.grading.tasks):
    A. reference runs, per (workload, seed): every applicable exercise installed with its REFERENCE
       function → the reference outcome and each exercise's call log. In the same job, P: each
       submission's public examples.
    B. per (submission × exercise × workload × seed) where the reference consulted the exercise: the
-      student's function on the reference call log's arguments, in two fresh sandboxed children.
+      student's function on the reference call log's arguments, in two fresh jailed interpreters (the
+      reference's answers stay in the Spark worker, which compares).
       Same answers everywhere ⇒ the replay would follow the reference's path, so its outcome IS
       the reference outcome ("reference-equivalent"; the argument is in rmqlab.grading.tasks'
       docstring; `full_replay=True` replays anyway). Errors end the task with a finding.
@@ -170,8 +176,11 @@ class Timer:
 
 def grade(cfg: GradeConfig, spark=None) -> dict:
     """Grade every submission of cfg.submissions on every workload of cfg.workloads; write cfg.out.
-    Returns the run summary (also written as run.json)."""
+    Returns the run summary (also written as run.json). Raises rmqlab.grading.jail.JailUnavailable
+    (nothing run, nothing written) when the sandbox cannot be used here."""
+    from rmqlab.grading import jail
     from rmqlab.lab.exercises import EXERCISES
+    jail.require()   # before anything of a submission or a hidden workload is touched
     timer = Timer()
     started = time.monotonic()
     if cfg.seeds < 1:
