@@ -137,6 +137,8 @@ def _answers(ctx: dict, item: dict, args_list: list, scratch: str) -> dict:
 
 def _finding(e, args) -> dict:
     kind = {"todo": "missing-function"}.get(e.status, e.status)
+    if e.details.get("violations"):   # a refusal while its code loaded, even one the code caught
+        kind = "sandbox-violation"
     what = "still the TODO stub (NotImplementedError)" if e.status == "todo" else e.message
     return {"kind": kind, "detail": f"{what} (on arguments {key(args)[:300]})"[:1000]}
 

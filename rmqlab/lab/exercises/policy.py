@@ -18,9 +18,13 @@ Two layers:
   other processes, raising rlimits and ctypes are refused with
   ``PermissionError("rmqlab sandbox: <what> is not allowed during grading")`` and recorded.
 
-An audit hook is not a security boundary against a determined attacker (C extensions already
-loaded can do anything); it catches what a student's Python code does by mistake or on purpose
-with the standard library, and the OS layers and the parent's time/memory limits bound the rest.
+An audit hook is not a security boundary: hostile code can rewrite the hook's closure cells (found
+with gc), call C directly (_posixsubprocess.fork_exec, os.pidfd_open raise no audit event), or slip
+past a path check (os.open with dir_fd after a chdir). It is a courtesy: a clear, early
+PermissionError for what a student's code does by mistake, and a `sandbox-violation` finding, each
+refusal being handed to `on_violation` at once (so clearing `violations` afterwards hides nothing).
+The boundary for grading is the OS sandbox the code runs in (rmqlab.grading.jail: bubblewrap
+namespaces, read-only binds, rlimits), where what the hook misses fails in the kernel.
 Once installed the policy cannot be removed (audit hooks cannot), so it is for a child process only.
 """
 

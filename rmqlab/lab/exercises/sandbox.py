@@ -147,6 +147,7 @@ class SandboxedFunction:
         self.jail = jail
         self._proc: subprocess.Popen | None = None
         self.dropped_violations = 0
+        self.load_violations: list[str] = []   # refused while the source was loaded (start())
 
     # -- life cycle ------------------------------------------------------------------------------
     def __enter__(self) -> SandboxedFunction:
@@ -224,12 +225,12 @@ class SandboxedFunction:
         self.isolation = layers + tuple(ready.get("isolation", ()))
         new = self.violations[seen - self.dropped_violations:] if len(self.violations) + self.dropped_violations > seen else []
         if new:
-            self._dead = StudentFunctionError(
-                "sandbox-violation", f"{self.name}: while its code was loaded it tried {'; '.join(new)}: not "
-                "allowed during grading (no files outside its scratch dir, no network, no processes)",
-                _cap(ready.get("output", ""), self.output_limit), violations=list(new))
-            self._kill()
-            raise self._dead
+            # refused while loading: the load fails ("error", the PermissionError named), caught or not;
+            # `violations` keeps the calls' refusals, `load_violations` these
+            self.load_violations = list(new)
+            del self.violations[seen - self.dropped_violations:]
+            if ready["status"] == "ready":
+                ready = {**ready, "status": "error", "error": "PermissionError: " + "; ".join(new)}
         if ready["status"] != "ready":
             self._dead = self._error(ready, "while its code was loaded")
             self._kill()
@@ -396,6 +397,10 @@ class SandboxedFunction:
             return StudentFunctionError("wrong-type", f"{self.name} returned {answer.get('repr')} (a "
                                         f"{answer.get('type')}){when}, which is not JSON data", output,
                                         type=answer.get("type"), repr=answer.get("repr"))
+        if status == "error" and self.load_violations:
+            error = _cap(answer.get("error", "?"), 2000)
+            return StudentFunctionError("error", f"{self.name} raised {error}{when}", output, error=error,
+                                        traceback=answer.get("traceback", ""), violations=list(self.load_violations))
         if status == "missing-function":
             return StudentFunctionError("error", f"the code does not define a function {self.name}", output,
                                         error=answer.get("error", ""))
