@@ -146,7 +146,6 @@ class SandboxedFunction:
         self._started = False
         self.jail = jail
         self._proc: subprocess.Popen | None = None
-        self.dropped_violations = 0
         self.load_violations: list[str] = []   # refused while the source was loaded (start())
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -220,15 +219,12 @@ class SandboxedFunction:
         self._await_ready(("bwrap",))
 
     def _await_ready(self, layers: tuple[str, ...]) -> None:
-        seen = len(self.violations) + self.dropped_violations
-        ready = self._receive(self.start_time_limit_s, starting=True)
+        ready, new = self._receive(self.start_time_limit_s, starting=True)
         self.isolation = layers + tuple(ready.get("isolation", ()))
-        new = self.violations[seen - self.dropped_violations:] if len(self.violations) + self.dropped_violations > seen else []
         if new:
             # refused while loading: the load fails ("error", the PermissionError named), caught or not;
             # `violations` keeps the calls' refusals, `load_violations` these
-            self.load_violations = list(new)
-            del self.violations[seen - self.dropped_violations:]
+            self.load_violations = new
             if ready["status"] == "ready":
                 ready = {**ready, "status": "error", "error": "PermissionError: " + "; ".join(new)}
         if ready["status"] != "ready":
@@ -280,12 +276,9 @@ class SandboxedFunction:
         deadline = time.monotonic() + self.time_limit_s
         if not self._send(line, deadline):
             raise self._died_or_timed_out(deadline)
-        seen = len(self.violations) + self.dropped_violations
-        answer = self._receive(max(0.0, deadline - time.monotonic()))
+        answer, new = self._receive(max(0.0, deadline - time.monotonic()))
         self.output = _cap(answer.get("output", ""), self.output_limit)
-        new = self.violations[seen - self.dropped_violations:] if len(self.violations) + self.dropped_violations > seen else []
-        if len(self.violations) + self.dropped_violations > seen and not new:
-            new = [f"more refused actions (reports beyond the first {MAX_VIOLATIONS} are not kept)"]
+        self.violations.extend(new[:max(0, MAX_VIOLATIONS - len(self.violations))])
         if new:
             raise StudentFunctionError(
                 "sandbox-violation", f"{self.name} tried {'; '.join(new)}: not allowed during grading "
@@ -308,19 +301,18 @@ class SandboxedFunction:
                     return False
         return True
 
-    def _receive(self, limit_s: float, starting: bool = False) -> dict[str, Any]:
-        """The child's next answer frame. "violation" frames before it are recorded on the way (they
-        are sent by the audit hook at the moment of the refusal)."""
+    def _receive(self, limit_s: float, starting: bool = False) -> tuple[dict[str, Any], list[str]]:
+        """The child's next answer frame, and the "violation" frames that came before it (sent by the
+        audit hook at the moment of each refusal; at most MAX_VIOLATIONS kept, each capped)."""
         deadline = time.monotonic() + limit_s
+        new: list[str] = []
         while True:
             answer = self._receive_frame(deadline, starting)
             if answer.get("status") != "violation":
-                return answer
+                return answer, new
             what = answer.get("what")
-            if len(self.violations) < MAX_VIOLATIONS:
-                self.violations.append(_cap(what if isinstance(what, str) else repr(what), VIOLATION_TEXT))
-            else:
-                self.dropped_violations += 1
+            if len(new) < MAX_VIOLATIONS:
+                new.append(_cap(what if isinstance(what, str) else repr(what), VIOLATION_TEXT))
 
     def _read_exactly(self, n: int, deadline: float, starting: bool) -> bytes:
         data = b""
