@@ -26,11 +26,17 @@ student's code) inside `bwrap` (https://github.com/containers/bubblewrap):
   (SIGKILL from the kernel) and cannot reach the grader's terminal. The code is pid 2 under bwrap's
   reaper; killing bwrap (what `SandboxedFunction.close` does) kills the namespace's init and the
   kernel then kills every process in the namespace, double-forked or not.
+* A seccomp filter (`no_processes_filter`, handed to bwrap with ``--seccomp``, applied just before
+  the exec of the command) makes fork, vfork and every clone that is not a thread fail with EPERM
+  (clone3 with ENOSYS, so the C library falls back to clone, which is checked): the code cannot
+  start a process at all, so nothing can outlive it and no fork bomb can start, whatever uid the
+  grader runs as. Threads still work (ipykernel needs them). Only for x86_64; elsewhere the layer
+  is left out and the pid namespace, the kill and RLIMIT_NPROC remain.
 * rlimits are set in the child between fork and exec (`Limits.apply`, as `preexec_fn`), so they
   hold before a line of student code runs and cannot be raised (no CAP_SYS_RESOURCE): CPU seconds,
-  address space, processes, open files, file size, no core files. RLIMIT_NPROC is not enforced by
-  Linux for processes whose real uid is root outside the user namespace (a grader running as root):
-  there the pid namespace and the kill at the end of each use bound a fork bomb to one time limit.
+  address space, processes, open files, file size, no core files. (RLIMIT_NPROC is not enforced by
+  Linux for processes whose real uid is root outside the user namespace, a grader running as root:
+  the seccomp filter is what stops processes there.)
 
 What is the boundary and what is a courtesy: the boundary is the namespaces, the read-only binds
 and the limits above; the kernel enforces them whatever the student's Python does (ctypes, gc,
@@ -64,6 +70,17 @@ INSTALL_HINT = ("install bubblewrap: `apt-get install bubblewrap` (Debian/Ubuntu
                 "kernel.apparmor_restrict_unprivileged_userns = 0 on Ubuntu 24.04)")
 _RMQLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../rmqlab
 
+# seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): struct seccomp_data is nr (u32 at 0),
+# arch (u32 at 4), instruction_pointer (u64 at 8), args (u64 x 6 at 16; little-endian: the low
+# 32 bits of args[0] at 16).
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_X32_BIT = 0x40000000
+_SYS_CLONE, _SYS_FORK, _SYS_VFORK, _SYS_CLONE3 = 56, 57, 58, 435   # x86_64 syscall numbers
+_CLONE_THREAD = 0x00010000
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_EPERM, _ENOSYS = 1, 38
+
 
 class JailUnavailable(RuntimeError):
     """The OS sandbox cannot be used here: the message says why and how to install it."""
@@ -94,6 +111,49 @@ class Limits:
     def argv(self) -> list[str]:
         """The same limits as `python jail.py --limits ... -- CMD` arguments (for a kernelspec)."""
         return ["--limits", f"{self.cpu_s},{self.address_space_mb},{self.nproc},{self.nofile},{self.file_size_mb}"]
+
+
+def no_processes_filter() -> bytes | None:
+    """The seccomp program (an array of struct sock_filter, as bwrap's --seccomp reads it) that denies
+    new processes but not threads (module docstring); None where it is not written for this machine."""
+    import platform
+    import struct
+    if not sys.platform.startswith("linux") or platform.machine() != "x86_64":
+        return None
+    ld_w_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+
+    def op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    prog = [
+        op(ld_w_abs, 4),                              # 0: arch
+        op(jeq, _AUDIT_ARCH_X86_64, 0, 9),            # 1: another ABI (i386 int 0x80): deny  -> 11
+        op(ld_w_abs, 0),                              # 2: syscall number
+        op(jge, _X32_BIT, 8, 0),                      # 3: the x32 ABI: deny                   -> 12
+        op(jeq, _SYS_FORK, 7, 0),                     # 4:                                      -> 12
+        op(jeq, _SYS_VFORK, 6, 0),                    # 5:                                      -> 12
+        op(jeq, _SYS_CLONE3, 6, 0),                   # 6: ENOSYS: libc falls back to clone     -> 13
+        op(jeq, _SYS_CLONE, 0, 2),                    # 7: not clone: allow                     -> 10
+        op(ld_w_abs, 16),                             # 8: clone's flags (low 32 bits)
+        op(jset, _CLONE_THREAD, 0, 2),                # 9: a thread: allow, else deny           -> 10 / 12
+        op(ret, _RET_ALLOW),                          # 10
+        op(ret, _RET_ERRNO | _EPERM),                 # 11
+        op(ret, _RET_ERRNO | _EPERM),                 # 12
+        op(ret, _RET_ERRNO | _ENOSYS),                # 13
+    ]
+    return b"".join(prog)
+
+
+def seccomp_fd() -> int | None:
+    """A file descriptor holding `no_processes_filter()` from offset 0 (for bwrap's --seccomp), or None.
+    The caller passes it to bwrap (pass_fds) and closes it afterwards."""
+    prog = no_processes_filter()
+    if prog is None:
+        return None
+    fd = os.memfd_create("rmqlab-seccomp", 0)   # inheritable: bwrap reads it after exec
+    os.write(fd, prog)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def find_bwrap() -> str | None:
@@ -140,15 +200,22 @@ def require() -> str:
         problem = (f"{bwrap} is bubblewrap {'.'.join(map(str, v)) if v else '(unknown version)'}; the grading "
                    f"sandbox needs {'.'.join(map(str, MIN_VERSION))} or newer; " + INSTALL_HINT)
     else:
+        fd = seccomp_fd()
         try:
-            r = subprocess.run(command([sys.executable, "-I", "-S", "-c", "import os; print(os.getuid())"],
-                                       bwrap=bwrap, bind_package=False),
+            probe = "import os\ntry:\n    os.fork()\nexcept PermissionError:\n    print(os.getuid())\n"
+            if fd is None:
+                probe = "import os; print(os.getuid())"
+            r = subprocess.run(command([sys.executable, "-I", "-S", "-c", probe], bwrap=bwrap, bind_package=False,
+                                       seccomp=fd), pass_fds=() if fd is None else (fd,),
                                capture_output=True, text=True, timeout=60, preexec_fn=Limits().apply)
             if r.returncode != 0 or r.stdout.strip() != str(NOBODY):
                 problem = (f"{bwrap} cannot start a sandbox here ({(r.stderr or r.stdout).strip()[:300]}); "
                            + INSTALL_HINT)
         except (OSError, subprocess.TimeoutExpired) as e:
             problem = f"{bwrap} cannot start a sandbox here ({e}); " + INSTALL_HINT
+        finally:
+            if fd is not None:
+                os.close(fd)
     _checked[bwrap] = problem
     if problem:
         raise JailUnavailable(problem)
@@ -193,13 +260,14 @@ def read_only_paths(bind_package: bool = True) -> list[str]:
 
 def command(argv: list[str], *, bwrap: str | None = None, scratch_mb: int = SCRATCH_MB,
             writable: tuple[str, ...] = (), env: dict[str, str] | None = None,
-            bind_package: bool = True) -> list[str]:
+            bind_package: bool = True, seccomp: int | None = None) -> list[str]:
     """`argv` wrapped in bwrap as described in the module docstring. `writable`: host directories
     bound read-write at the same path (the notebook kernel's connection files and Unix sockets);
     `env`: the whole environment inside (PATH, LANG and PYTHONPATH = the directory holding rmqlab
-    by default; HOME and TMPDIR are the scratch tmpfs)."""
+    by default; HOME and TMPDIR are the scratch tmpfs); `seccomp`: a descriptor from `seccomp_fd()`
+    (the caller passes it on and closes it)."""
     bwrap = bwrap or find_bwrap() or "bwrap"
-    out = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+    out = [bwrap] + (["--seccomp", str(seccomp)] if seccomp is not None else []) + ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
            "--uid", str(NOBODY), "--gid", str(NOBODY), "--ro-bind", "/usr", "/usr"]
     for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(link):
@@ -237,7 +305,11 @@ def _main(args: list[str]) -> None:
     with open(args[3], "w") as f:
         f.write(str(os.getpid()))
     Limits(cpu, as_mb, nproc, nofile, fsize).apply()
-    os.execv(args[5], args[5:])
+    argv = args[5:]
+    fd = seccomp_fd()
+    if fd is not None:
+        argv = argv[:1] + ["--seccomp", str(fd)] + argv[1:]
+    os.execv(argv[0], argv)
 
 
 if __name__ == "__main__":

@@ -201,9 +201,16 @@ class SandboxedFunction:
         from rmqlab.grading import jail
         bwrap = jail.require()
         limits = jail.Limits(cpu_s=JAIL_CPU_S, address_space_mb=self.memory_limit_mb + JAIL_BASE_MB)
-        argv = jail.command([sys.executable, "-s", "-B", "-m", "rmqlab.lab.exercises.runner"], bwrap=bwrap)
-        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL, close_fds=True, preexec_fn=limits.apply)
+        fd = jail.seccomp_fd()
+        try:
+            argv = jail.command([sys.executable, "-s", "-B", "-m", "rmqlab.lab.exercises.runner"], bwrap=bwrap,
+                                seccomp=fd)
+            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, close_fds=True, preexec_fn=limits.apply,
+                                          pass_fds=() if fd is None else (fd,))
+        finally:
+            if fd is not None:
+                os.close(fd)
         self._pid = self._proc.pid
         self._to_child = os.dup(self._proc.stdin.fileno())
         self._from_child = os.dup(self._proc.stdout.fileno())
