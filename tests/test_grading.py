@@ -317,7 +317,9 @@ def test_shipped_package_boots_a_worker_without_rmqlab(tmp_path):
             "assert importlib.util.find_spec('rmqlab') is None\n"
             "print(pickle.load(open('../task.pkl', 'rb'))([1], 2, 3))\n"
             "import rmqlab.cluster; print(os.path.isdir(rmqlab.cluster.CONF_DIR), rmqlab.__file__)\n")
-    r = subprocess.run([sys.executable, "-S", "-c", code], cwd=work, capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}   # a worker without rmqlab on its path
+    r = subprocess.run([sys.executable, "-S", "-c", code], cwd=work, capture_output=True, text=True, timeout=60,
+                       env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.splitlines()
     assert lines[0] == '{"args":[1],"expected":2,"got":3}'

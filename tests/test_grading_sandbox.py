@@ -456,3 +456,18 @@ def test_victim_helper_is_signalable():
     signal.pidfd_send_signal(fd, signal.SIGKILL)
     os.close(fd)
     assert p.wait(timeout=10) == -signal.SIGKILL
+
+
+def test_secrets_inside_what_the_sandbox_shows_are_refused(tmp_path):
+    """The sandbox binds the Python installation and rmqlab read-only: a directory to keep from
+    students' code must not be inside one of them."""
+    from rmqlab.grading.pipeline import GradeConfig, grade
+    from rmqlab.workload import RecordedWorkload, save_workload
+    from rmqlab.workload.catalog import CATALOG
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "hidden").mkdir()
+    save_workload(str(tmp_path / "hidden" / f"{WORKLOAD}.parquet"), RecordedWorkload(CATALOG[WORKLOAD], [], None, {}))
+    package = os.path.dirname(os.path.abspath(jail.__file__))
+    with pytest.raises(ValueError, match="lets students' code read"):
+        grade(GradeConfig(submissions=str(tmp_path / "subs"), workloads=str(tmp_path / "hidden"),
+                          out=str(tmp_path / "out"), extra_deny=(package,), progress=False))

@@ -192,6 +192,11 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
         subs = ext.find_submissions(cfg.submissions, known=set(EXERCISES))
     by_wl = {w.name: w for w in workloads}
     deny = tuple(os.path.realpath(d) for d in (cfg.workloads, cfg.submissions, out_dir, *cfg.extra_deny))
+    for d in deny:   # the sandbox shows its read-only binds to students' code: nothing secret may be in one
+        inside = [b for b in jail.read_only_paths() if d == b or d.startswith(b.rstrip("/") + "/")]
+        if inside:
+            raise ValueError(f"{d} is inside {inside[0]}, which the grading sandbox lets students' code read; "
+                             "keep workloads, submissions and the output directory elsewhere")
     hidden = sorted({s for w in workloads for s in (w.name, w.description, w.path, os.path.basename(w.path),
                                                      os.path.realpath(w.path), os.path.realpath(cfg.workloads))
                      if s}, key=len, reverse=True)
