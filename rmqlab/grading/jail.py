@@ -45,6 +45,22 @@ _posixsubprocess, raw syscalls). The audit hook the runner installs
 a `sandbox-violation` finding; hostile code can switch it off, and then gains nothing, because the
 files, processes and network it goes for are not in its world.
 
+What each attack meets (tests/test_grading_sandbox.py grades each as a submission):
+
+    reading the reference answers or a workload from memory    exec: a fresh interpreter holds neither
+    os.open(..., dir_fd=) after a chdir, paths by name         mount ns: the files are not there
+    the audit hook switched off via gc; ctypes                 the kernel's refusals do not depend on it
+    clearing the policy's list of violations                   each refusal was already sent to the parent
+    /proc/<ppid>/environ, another process's pidfd or signal    pid ns: only the sandbox's own processes
+    _posixsubprocess.fork_exec, a double-forked grandchild     seccomp: no process starts; pid ns + kill
+    writing outside the scratch directory (as "root")          read-only binds; uid 65534, no capabilities
+    filling the disk                                           the scratch tmpfs: SCRATCH_MB in all
+    sockets                                                    net ns: no interface; the hook says so first
+    printing or answering without end                          caps in SandboxedFunction (output, frame size)
+
+Residual: the scratch tmpfs caps bytes, not inodes (bwrap has no nr_inodes option): empty files
+cost kernel memory until the sandbox ends, bounded by the time limits (about 30,000 files a second).
+
 If bwrap is missing, too old (``--size`` needs 0.8.0) or cannot create namespaces here (a container
 without user namespaces), `require()` raises JailUnavailable with the reason and INSTALL_HINT, and
 the grader refuses to run hidden workloads.
