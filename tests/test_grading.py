@@ -30,12 +30,20 @@ EX = "truncation_point"
 LAB04 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "labs", "04-log-truncation.ipynb")
 
 
+def _need_jail():
+    """Students' code runs only under bubblewrap; without it grading refuses (test_grading_sandbox)."""
+    from rmqlab.grading import jail
+    if not jail.available():
+        pytest.skip("bubblewrap cannot start a sandbox here")
+
+
 def _nb(variant: str):
     return make_submission(None, {EX: VARIANTS[EX][variant].source})
 
 
 @pytest.fixture(scope="module")
 def spark():
+    _need_jail()
     from rmqlab.grading.spark_session import get_spark, stop_spark
     session = get_spark("local[2]")
     yield session
@@ -71,8 +79,8 @@ def graded(spark, hidden, tmp_path_factory):
     nb = _nb("correct")   # a cell that raises
     nb.cells.insert(1, nbformat.v4.new_code_cell("import no_such_module_rmqlab"))
     nbformat.write(nb, str(subs / "ines.ipynb"))
-    # looks through the memory its sandboxed child inherited from the Spark worker for anything of
-    # the hidden workloads; answers wrong if it finds something (nothing must be left alive)
+    # looks through its interpreter's memory for anything of the hidden workloads; answers wrong if it
+    # finds something (the jailed interpreter is exec'd: it shares nothing with the Spark worker)
     snoop = VARIANTS[EX]["correct"].source.replace("def truncation_point(", "def _right(") + (
         "\n\nimport gc\n\n\ndef truncation_point(local, local_max, master, master_max):\n"
         "    seen = [o for o in gc.get_objects() if type(o).__name__ in ('RecordedWorkload', 'Workload', "
@@ -213,6 +221,7 @@ def test_reference_equivalent_shortcut_equals_a_full_replay(spark, hidden):
 # --- pieces without Spark -------------------------------------------------------------------------
 
 def test_extraction_carries_helpers_constants_and_imports(tmp_path):
+    _need_jail()
     subs = tmp_path / "subs"
     subs.mkdir()
     # the real lab 04 notebook (its cells tagged rmqlab-grading-skip do not run), with a solution
@@ -235,6 +244,7 @@ def test_extraction_carries_helpers_constants_and_imports(tmp_path):
 
 
 def test_the_notebook_kernel_is_sandboxed(tmp_path):
+    _need_jail()
     secret = tmp_path / "hidden"
     secret.mkdir()
     (secret / "w.parquet").write_bytes(b"PAR1")
@@ -307,7 +317,9 @@ def test_shipped_package_boots_a_worker_without_rmqlab(tmp_path):
             "assert importlib.util.find_spec('rmqlab') is None\n"
             "print(pickle.load(open('../task.pkl', 'rb'))([1], 2, 3))\n"
             "import rmqlab.cluster; print(os.path.isdir(rmqlab.cluster.CONF_DIR), rmqlab.__file__)\n")
-    r = subprocess.run([sys.executable, "-S", "-c", code], cwd=work, capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}   # a worker without rmqlab on its path
+    r = subprocess.run([sys.executable, "-S", "-c", code], cwd=work, capture_output=True, text=True, timeout=60,
+                       env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.splitlines()
     assert lines[0] == '{"args":[1],"expected":2,"got":3}'

@@ -21,7 +21,12 @@ What `--out DIR` receives:
 - run.json: timings per phase, counts (reference runs, full replays, dedupe, determinism re-runs),
   per-notebook extraction and per-replay wall times, versions.
 
-Modules: extract (papermill + the sandboxed kernel of `kernel`), spark_session, tasks (what each
-Spark task does, and why "reference-equivalent" is sound), pipeline (the stages), gradebook (policy
-+ output files), feedback (HTML), minimize (counterexamples), samples (sample submissions), cli.
+Students' code never runs in the grader's processes: the notebook's kernel and every function run in
+fresh interpreters under bubblewrap (`jail`: the boundary, and what is only a courtesy); without a
+working bwrap, grading refuses to run (exit status 3, with the install command).
+
+Modules: jail (the OS sandbox), extract (papermill + the jailed kernel of `kernel`), spark_session,
+tasks (what each Spark task does, and why "reference-equivalent" is sound), pipeline (the stages),
+gradebook (policy + output files), feedback (HTML), minimize (counterexamples), samples (sample
+submissions), cli.
 """

@@ -3,7 +3,9 @@
     rmqlab grade --submissions DIR --workloads DIR --out DIR [--master local[2]|spark://HOST:PORT]
                  [--seeds N] [--full-replay] [--time-limit S] [--notebook-time-limit S] [--memory-mb M]
 
-Exit status 0 when the class was graded (whatever the grades and findings), 2 on bad input.
+Exit status 0 when the class was graded (whatever the grades and findings), 2 on bad input, 3 when
+the grading sandbox (bubblewrap) cannot be used here: then nothing is run, and the message says how
+to install it.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--notebook-time-limit", type=float, default=120.0, metavar="S",
                    help="per notebook cell during extraction, in seconds (default 120)")
     p.add_argument("--memory-mb", type=int, default=512, metavar="M",
-                   help="memory for each sandboxed child running a student's function (default 512)")
+                   help="memory for each sandboxed interpreter running a student's function (default 512)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
+    from rmqlab.grading.jail import JailUnavailable
     from rmqlab.grading.pipeline import GradeConfig, grade
     if args.time_limit <= 0 or args.notebook_time_limit <= 0:
         print("rmqlab grade: --time-limit and --notebook-time-limit must be positive", file=sys.stderr)
@@ -46,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
                       progress=not args.no_progress)
     try:
         summary = grade(cfg)
+    except JailUnavailable as e:
+        print(f"rmqlab grade: refusing to run students' code on hidden workloads without the sandbox: {e}",
+              file=sys.stderr)
+        return 3
     except ValueError as e:
         print(f"rmqlab grade: {e}", file=sys.stderr)
         return 2

@@ -1,19 +1,29 @@
 """Extraction of the students' exercise functions from submitted notebooks: papermill
 executes each submitted notebook with `grading=True` to extract the student's exercise functions, each
-in its own subprocess with a time limit and a memory limit, no network, in a scratch directory from
-which the hidden workloads and other submissions cannot be read.
+in its own subprocess with a time limit and a memory limit, its kernel jailed by bubblewrap
+(rmqlab.grading.jail): no network, and a world in which the hidden workloads, the other
+submissions and the grader's files do not exist.
 
 For each notebook:
-1. it is copied alone into a fresh scratch directory, which also gets a kernelspec (JUPYTER_PATH)
-   running `python -m rmqlab.grading.kernel` — the sandboxed kernel — and HOME, IPYTHONDIR, TMPDIR,
-   JUPYTER_RUNTIME_DIR pointing inside it;
+1. it is copied alone into a fresh scratch directory (on the grader's side), which also gets a
+   kernelspec (JUPYTER_PATH) whose argv is `python -m rmqlab.grading.kernel` — the grading kernel —
+   inside bwrap (`kernel_argv`): a fresh interpreter, uid 65534, read-only Python and rmqlab, a
+   private size-capped tmpfs as HOME and working directory, and of the scratch directory only
+   runtime/ bound read-write: the connection file and the kernel's ZMQ sockets, which use
+   `transport: ipc` (Unix sockets in that directory: a kernel in its own network namespace cannot
+   be reached over TCP; IpcKernelManager). The kernel's process (bwrap's) pid goes to kernel.pid;
 2. a child process (forked by a multiprocessing forkserver that imported papermill once: the
-   grader's own process, which may hold Spark's JVM gateway, is never forked) runs papermill's
+   grader's own process, which may hold Spark's JVM gateway, is never forked; only papermill runs in
+   it, never the student's code) runs papermill's
    Python API (not the CLI: measured with papermill 2.7, each CLI run costs 2.5-3 s, most of it
    importing papermill, against 0.8 s in-process) with parameters `grading=True` and nbclient's
    `skip_cells_with_tag="rmqlab-grading-skip"`, plus one appended cell (EXTRACT_CELL)
    that displays the functions as `application/json` with metadata `{'rmqlab': {'name': 'functions'}}`;
-3. the parent kills the child's and the kernel's process groups when the time limit passes.
+3. the parent kills the child's and the kernel's process groups when the time limit passes
+   (bwrap's --die-with-parent also ends the kernel with the child).
+
+A refusal by the kernel's audit hook (a courtesy, not the boundary) is reported twice: by the
+extraction cell, and at once on the kernel's stderr (papermill.log, `VIOLATION_MARK` lines).
 
 The appended cell turns each exercise function into source that runs alone in a fresh interpreter:
 the function's own source (IPython keeps cell sources in linecache, so `inspect.getsource` works)
@@ -38,6 +48,8 @@ import nbformat
 SKIP_TAG = "rmqlab-grading-skip"
 KERNEL_NAME = "rmqlab-sandbox"
 OUTPUT_NAME = "functions"
+VIOLATION_MARK = "rmqlab-sandbox-violation: "   # kernel.py writes these lines on its stderr
+KERNEL_SCRATCH_MB = 256    # the kernel's private tmpfs (HOME, working directory)
 
 EXTRACT_CELL = r'''
 def __rmqlab_extract(wanted):
@@ -171,18 +183,59 @@ def _submission(student: str, path: str, known) -> Submission:
     return Submission(student, path, os.path.basename(path), exercises)
 
 
+def kernel_argv(scratch: str, memory_mb: int, output_limit: int) -> list[str]:
+    """The grading kernel's command: `rmqlab.grading.kernel` in bwrap, behind jail.launcher (limits,
+    pid file). Only scratch/runtime is shared with the grader's side."""
+    from rmqlab.grading import jail
+    runtime = _runtime_dir(scratch)
+    inner = jail.SCRATCH
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": os.path.dirname(jail._RMQLAB_DIR),
+           "IPYTHONDIR": f"{inner}/.ipython", "MPLCONFIGDIR": f"{inner}/mpl", "JUPYTER_RUNTIME_DIR": runtime,
+           "JUPYTER_DATA_DIR": f"{inner}/data", "MALLOC_ARENA_MAX": "2", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    argv = jail.command([sys.executable, "-s", "-B", "-m", "rmqlab.grading.kernel", "-f", "{connection_file}",
+                         "--scratch", inner, "--memory-mb", str(memory_mb), "--output-limit", str(output_limit)],
+                        scratch_mb=KERNEL_SCRATCH_MB, writable=(runtime,), env=env)
+    # threads: ipykernel starts about ten; address space: the interpreter, ZMQ and ipykernel's
+    # threads' stacks before the kernel's own RLIMIT_AS (its size then + memory_mb) goes in.
+    limits = jail.Limits(cpu_s=3600, address_space_mb=memory_mb + 4096, nproc=64, nofile=256, file_size_mb=64)
+    return jail.launcher(limits, os.path.join(scratch, "kernel.pid"), argv)
+
+
+def _runtime_dir(scratch: str) -> str:
+    """scratch/runtime: a link to a short directory under /tmp, because a Unix socket's path is
+    limited to 107 bytes and the kernel's sockets are named after the connection file."""
+    link = os.path.join(scratch, "runtime")
+    if not os.path.islink(link):
+        import tempfile
+        os.symlink(tempfile.mkdtemp(prefix="rmqlab-k-", dir="/tmp"), link)
+    return os.path.realpath(link)
+
+
 def write_kernelspec(scratch: str, deny: tuple[str, ...], memory_mb: int, output_limit: int) -> str:
-    """The sandboxed kernel's kernelspec in `scratch/jupyter/kernels/`; returns the JUPYTER_PATH entry."""
+    """The grading kernel's kernelspec in `scratch/jupyter/kernels/`; returns the JUPYTER_PATH entry.
+    `deny` is kept for the callers: the jailed kernel cannot see those paths at all."""
     jp = os.path.join(scratch, "jupyter")
     kdir = os.path.join(jp, "kernels", KERNEL_NAME)
     os.makedirs(kdir, exist_ok=True)
-    argv = [sys.executable, "-m", "rmqlab.grading.kernel", "-f", "{connection_file}", "--scratch", scratch,
-            "--memory-mb", str(memory_mb), "--output-limit", str(output_limit)]
-    for d in deny:
-        argv += ["--deny", d]
     with open(os.path.join(kdir, "kernel.json"), "w") as f:
-        json.dump({"argv": argv, "display_name": "rmqlab grading sandbox", "language": "python"}, f)
+        json.dump({"argv": kernel_argv(scratch, memory_mb, output_limit), "display_name": "rmqlab grading sandbox",
+                   "language": "python"}, f)
     return jp
+
+
+def _ipc_kernel_manager():
+    """jupyter_client's AsyncKernelManager with `transport: ipc`: the jailed kernel has no network
+    (its own net namespace), so its channels are Unix sockets next to the connection file."""
+    from jupyter_client import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            kwargs.setdefault("transport", "ipc")
+            # in the runtime directory bound into the jail (the sockets are named after this file)
+            kwargs.setdefault("connection_file", os.path.join(os.environ["JUPYTER_RUNTIME_DIR"], "k.json"))
+            super().__init__(**kwargs)
+
+    return IpcKernelManager
 
 
 def prepare_notebook(src_path: str, dest_path: str, wanted: dict[str, str]) -> None:
@@ -230,7 +283,7 @@ def _child(scratch: str, time_limit: float) -> None:
         os.environ.update(keep)
         os.environ.update({"HOME": scratch, "IPYTHONDIR": os.path.join(scratch, ".ipython"),
                            "TMPDIR": os.path.join(scratch, "tmp"),
-                           "JUPYTER_RUNTIME_DIR": os.path.join(scratch, "runtime"),
+                           "JUPYTER_RUNTIME_DIR": os.path.realpath(os.path.join(scratch, "runtime")),
                            "JUPYTER_DATA_DIR": os.path.join(scratch, "data"),
                            "JUPYTER_PATH": os.path.join(scratch, "jupyter"),
                            "MPLCONFIGDIR": os.path.join(scratch, "mpl"), "MALLOC_ARENA_MAX": "2",
@@ -251,7 +304,8 @@ def _child(scratch: str, time_limit: float) -> None:
                     pm.execute_notebook(inp, out, parameters={"grading": True}, kernel_name=KERNEL_NAME,
                                         language="python", progress_bar=False, log_output=False, cwd=scratch,
                                         execution_timeout=max(1, int(time_limit)), start_timeout=60,
-                                        skip_cells_with_tag=SKIP_TAG, shutdown_kernel="immediate")
+                                        skip_cells_with_tag=SKIP_TAG, shutdown_kernel="immediate",
+                                        kernel_manager_class=_ipc_kernel_manager())
                     break
                 except RuntimeError as e:
                     # The kernel died while starting, before it ran any of the notebook's code (the
@@ -378,8 +432,24 @@ def extract_all(submissions: list[Submission], functions: dict[str, str], *, scr
             if progress is not None:
                 progress.update(1)
             if not keep_scratch:
+                shutil.rmtree(os.path.realpath(os.path.join(scratch, "runtime")), ignore_errors=True)
                 shutil.rmtree(scratch, ignore_errors=True)
     return [r for r in results if r is not None]
+
+
+def _logged_violations(scratch: str, limit: int = 20) -> list[str]:
+    """The kernel's refusals as it wrote them on its stderr (papermill.log; its first 4 MiB)."""
+    out: list[str] = []
+    try:
+        with open(os.path.join(scratch, "papermill.log"), "rb") as f:
+            text = f.read(4 << 20).decode("utf-8", "replace")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        at = line.find(VIOLATION_MARK)
+        if at >= 0 and len(out) < limit:
+            out.append(line[at + len(VIOLATION_MARK):][:300])
+    return out
 
 
 def _collect(sub: Submission, scratch: str, functions: dict[str, str], seconds: float, killed: bool) -> Extraction:
@@ -395,10 +465,14 @@ def _collect(sub: Submission, scratch: str, functions: dict[str, str], seconds: 
         ext.findings.append({"kind": "timeout" if result.get("timeout") else "notebook-failed",
                              "detail": result["error"]})
         return ext
-    if result.get("violations"):
+    violations = list(result.get("violations") or [])
+    for v in _logged_violations(scratch):   # reported by the kernel at once: the notebook cannot take them back
+        if v not in violations:
+            violations.append(v)
+    if violations:
         # the notebook's code tried something the kernel's policy refused — and caught the error
         ext.findings.append({"kind": "sandbox-violation",
-                             "detail": "while the notebook ran: " + "; ".join(result["violations"])[:900]})
+                             "detail": "while the notebook ran: " + "; ".join(violations)[:900]})
     got = result.get("functions") or {}
     for ex in sub.exercises:
         fname = functions.get(ex)

@@ -1,18 +1,19 @@
-"""The sandboxed Jupyter kernel the grader runs submitted notebooks in: no network, in a
-scratch directory from which the hidden workloads and other submissions cannot be read.
+"""The Jupyter kernel the grader runs submitted notebooks in.
 
     python -m rmqlab.grading.kernel -f CONNECTION_FILE --scratch DIR [--deny PATH ...] [--memory-mb M]
                                     [--output-limit BYTES]
 
-The grader writes a kernelspec whose argv is this command into the scratch directory's
-JUPYTER_PATH. Before ipykernel runs any cell, the kernel:
-- writes its pid to DIR/kernel.pid (jupyter_client starts kernels in a session of their own, so the
-  grader kills the kernel's process group by that pid when a notebook times out);
-- caps its address space (RLIMIT_AS: what it uses now plus --memory-mb), so a memory bomb is a
-  MemoryError in the notebook, not a machine in swap;
-- installs rmqlab.lab.exercises' audit-hook policy: writes only under the scratch dir, nothing read
-  or listed under the --deny paths, no network sockets (ZMQ's sockets are C and do not go through
-  Python's audit hooks; asyncio's AF_UNIX socketpair is allowed), no subprocesses;
+The grader's kernelspec (rmqlab.grading.extract.kernel_argv) starts this command inside bubblewrap
+(rmqlab.grading.jail): a fresh interpreter, uid 65534, its own network namespace (the channels are
+ZMQ over Unix sockets, `transport: ipc`), read-only Python and rmqlab, DIR a private tmpfs. That is
+the boundary. Before ipykernel runs any cell, the kernel itself adds courtesies:
+- caps its address space (RLIMIT_AS: what it uses now plus --memory-mb, within the jail's cap), so a
+  memory bomb is a MemoryError in the notebook, not a machine in swap;
+- installs rmqlab.lab.exercises' audit-hook policy, for clear early error messages: writes only
+  under DIR, nothing read or listed under the --deny paths, no network sockets (ZMQ's sockets are C
+  and do not go through Python's audit hooks; asyncio's AF_UNIX socketpair is allowed), no
+  subprocesses; each refusal is also written at once on the kernel's stderr as a
+  `rmqlab-sandbox-violation: ...` line, which the grader reads (papermill.log);
 - caps what cells print (--output-limit bytes on stdout + stderr; later output is dropped with one
   notice), so a notebook that floods output cannot grow the grader's memory.
 ipykernel and everything it imports is imported before the policy goes in: that is trusted code.
@@ -70,8 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--output-limit", type=int, default=1_000_000)
     args = p.parse_args(argv)
     scratch = os.path.realpath(args.scratch)
-    with open(os.path.join(scratch, "kernel.pid"), "w") as f:
-        f.write(str(os.getpid()))
+    report_fd = os.dup(2)   # the kernel's stderr before ipykernel redirects sys.stderr to the notebook
 
     from ipykernel.kernelapp import IPKernelApp
     from rmqlab.lab.exercises import install_sandbox_policy
@@ -87,14 +87,21 @@ def main(argv: list[str] | None = None) -> None:
     _cap_stream(sys.stderr, budget)
     if args.memory_mb > 0:
         limit = _vm_size() + args.memory_mb * 1024 * 1024
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if app.poller is not None:
         # The parent poller is the one thread IPKernelApp.start() would start; start it now: the
         # policy sets RLIMIT_NPROC to 0, and for a non-root user that also forbids new threads.
         app.poller.start()
         app.poller = None
+    def report(what: str) -> None:
+        os.write(report_fd, f"\nrmqlab-sandbox-violation: {what[:300]}\n".encode("utf-8", "replace"))
+
     install_sandbox_policy(allow_read=(scratch,), allow_write=(scratch,),
-                           deny=tuple(os.path.realpath(d) for d in args.deny), network=False, processes=False)
+                           deny=tuple(os.path.realpath(d) for d in args.deny), network=False, processes=False,
+                           on_violation=report)
     app.start()
 
 

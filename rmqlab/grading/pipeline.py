@@ -2,17 +2,23 @@
 
     grade(GradeConfig(submissions=DIR, workloads=DIR, out=DIR, master="local[2]", seeds=1)) -> summary dict
 
+Students' code runs only inside the OS sandbox of rmqlab.grading.jail (bubblewrap): the
+notebooks' kernels and every student function, each in a fresh exec'd interpreter. grade() checks
+first that bwrap works here and otherwise REFUSES to run (rmqlab.grading.jail.JailUnavailable, whose
+message says how to install it): hidden workloads are never run against unsandboxed code.
+
 Phases (run.json times each):
 1. Extraction (rmqlab.grading.extract), before Spark starts (the two would compete for the 2 cores):
-   papermill runs every notebook, in a child of a forkserver, in a sandboxed kernel, and returns each
-   exercise function as standalone source.
+   papermill runs every notebook, in a child of a forkserver, in a kernel jailed by bwrap, and
+   returns each exercise function as standalone source.
 2. Spark (rmqlab.grading.spark_session; the workload files are broadcast as bytes, so workers need no
    shared filesystem). Each stage is one Spark job of independent tasks (rmqlab.grading.tasks):
    A. reference runs, per (workload, seed): every applicable exercise installed with its REFERENCE
       function → the reference outcome and each exercise's call log. In the same job, P: each
       submission's public examples.
    B. per (submission × exercise × workload × seed) where the reference consulted the exercise: the
-      student's function on the reference call log's arguments, in two fresh sandboxed children.
+      student's function on the reference call log's arguments, in two fresh jailed interpreters (the
+      reference's answers stay in the Spark worker, which compares).
       Same answers everywhere ⇒ the replay would follow the reference's path, so its outcome IS
       the reference outcome ("reference-equivalent"; the argument is in rmqlab.grading.tasks'
       docstring; `full_replay=True` replays anyway). Errors end the task with a finding.
@@ -170,8 +176,11 @@ class Timer:
 
 def grade(cfg: GradeConfig, spark=None) -> dict:
     """Grade every submission of cfg.submissions on every workload of cfg.workloads; write cfg.out.
-    Returns the run summary (also written as run.json)."""
+    Returns the run summary (also written as run.json). Raises rmqlab.grading.jail.JailUnavailable
+    (nothing run, nothing written) when the sandbox cannot be used here."""
+    from rmqlab.grading import jail
     from rmqlab.lab.exercises import EXERCISES
+    jail.require()   # before anything of a submission or a hidden workload is touched
     timer = Timer()
     started = time.monotonic()
     if cfg.seeds < 1:
@@ -183,6 +192,11 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
         subs = ext.find_submissions(cfg.submissions, known=set(EXERCISES))
     by_wl = {w.name: w for w in workloads}
     deny = tuple(os.path.realpath(d) for d in (cfg.workloads, cfg.submissions, out_dir, *cfg.extra_deny))
+    for d in deny:   # the sandbox shows its read-only binds to students' code: nothing secret may be in one
+        inside = [b for b in jail.read_only_paths() if d == b or d.startswith(b.rstrip("/") + "/")]
+        if inside:
+            raise ValueError(f"{d} is inside {inside[0]}, which the grading sandbox lets students' code read; "
+                             "keep workloads, submissions and the output directory elsewhere")
     hidden = sorted({s for w in workloads for s in (w.name, w.description, w.path, os.path.basename(w.path),
                                                      os.path.realpath(w.path), os.path.realpath(cfg.workloads))
                      if s}, key=len, reverse=True)

@@ -1,9 +1,11 @@
 """What the grader's Spark tasks do, one function per stage (the stages are described in
 rmqlab.grading.pipeline). Every function here runs in a Spark Python worker: it takes one task item
 (plain JSON-able dict) and the job context `ctx` (the broadcast workload bytes and the limits) and
-returns a plain dict. A student's code never runs in the worker itself: it runs in
-rmqlab.lab.exercises.SandboxedFunction children (forked per task, with the policy that denies the
-workloads, submissions and output directories, sockets and subprocesses).
+returns a plain dict. A student's code never runs in the worker, nor in a fork of it: each task
+starts one rmqlab.lab.exercises.SandboxedFunction(jail=True) per (student, exercise, stage) — a fresh
+interpreter exec'd under bubblewrap (rmqlab.grading.jail), which receives each call's arguments over
+its pipe and nothing else. The reference's answers are computed here, in the worker, and compared
+here; the hidden workloads, the submissions and the output directory are not in the sandbox's world.
 
 Why "reference-equivalent" is sound (stage B): the simulator is deterministic — the same workload,
 seed and answers give the same trace byte for byte — and an exercise function's answers
@@ -40,11 +42,10 @@ def _exercises():
 def workload(ctx: dict, name: str):
     """The RecordedWorkload `name`, parsed from the broadcast bytes for this task only.
 
-    Nothing of the hidden workloads stays alive in the worker between tasks — no parsed cache, and
-    the broadcast's loaded value is dropped (pyspark re-reads it from its local file next time) —
-    because a student's sandboxed child is forked from this worker and inherits its memory: the
-    audit hooks stop files and sockets, not a walk over gc.get_objects(). Parsing a workload takes
-    milliseconds."""
+    The students' code runs in exec'd interpreters that never share this worker's memory; still,
+    nothing of the hidden workloads is kept alive in the worker between tasks (no parsed cache, the
+    broadcast's loaded value is dropped: pyspark re-reads it from its local file next time), so a
+    worker holds one task's workload at a time. Parsing a workload takes milliseconds."""
     from rmqlab.workload import load_workload_bytes
     bc = ctx["workloads"]
     try:
@@ -55,14 +56,12 @@ def workload(ctx: dict, name: str):
 
 
 def _sandbox(ctx: dict, source: str, function: str, scratch: str, exercise: str):
-    """A SandboxedFunction for the student's source, forked now (after collecting the garbage of
-    earlier tasks: see `workload`)."""
-    import gc
+    """A SandboxedFunction for the student's source: a fresh runner exec'd under bubblewrap, started
+    now (rmqlab.grading.jail.JailUnavailable if bwrap cannot be used: the driver checked first)."""
     from rmqlab.lab.exercises import SandboxedFunction, StudentFunctionError
-    gc.collect()
     fn = SandboxedFunction(source, function, time_limit_s=ctx["time_limit"], memory_limit_mb=ctx["memory_mb"],
-                             scratch_dir=scratch, deny_paths=tuple(ctx["deny"]),
-                             arg_adapter=_exercises()[exercise].arg_adapter)
+                           scratch_dir=scratch, deny_paths=tuple(ctx["deny"]), jail=True,
+                           arg_adapter=_exercises()[exercise].arg_adapter)
     try:
         fn.start()
     except StudentFunctionError:
@@ -138,6 +137,8 @@ def _answers(ctx: dict, item: dict, args_list: list, scratch: str) -> dict:
 
 def _finding(e, args) -> dict:
     kind = {"todo": "missing-function"}.get(e.status, e.status)
+    if e.details.get("violations"):   # a refusal while its code loaded, even one the code caught
+        kind = "sandbox-violation"
     what = "still the TODO stub (NotImplementedError)" if e.status == "todo" else e.message
     return {"kind": kind, "detail": f"{what} (on arguments {key(args)[:300]})"[:1000]}
 
@@ -242,7 +243,8 @@ def check_log(ctx: dict, item: dict) -> dict:
 
 def replay(ctx: dict, item: dict) -> dict:
     """A full replay of the workload with the student's function installed (the other exercises keep
-    RocketMQ's rule: no hook), through a SandboxedFunction. Returns the outcome, the call log and the
+    RocketMQ's rule: no hook), through a SandboxedFunction: the simulator runs here, the student's
+    function in its sandbox, asked one call at a time. Returns the outcome, the call log and the
     trace slice around the first violated invariant (for the feedback's diagram)."""
     from rmqlab.lab.exercises import StudentFunctionError
     from rmqlab.workload import outcome_json, run_workload
@@ -250,7 +252,6 @@ def replay(ctx: dict, item: dict) -> dict:
     out = {k: item[k] for k in ("student", "notebook", "exercise", "workload", "seed")}
     ex = _exercises()[item["exercise"]]
     scratch = tempfile.mkdtemp(prefix="rmqlab-replay-")
-    # forked before this task parses the workload
     fn = _sandbox(ctx, item["source"], item["function"], scratch, item["exercise"])
     calls: list = []
     try:
@@ -324,8 +325,8 @@ def trace_slice(events, outcome: dict) -> list[dict] | None:
 # -- public examples and counterexample minimization --------------------------------------------------
 
 def public_examples(ctx: dict, item: dict) -> dict:
-    """The exercise's public checks on the student's function, sandboxed with the grader's deny list
-    (Exercise.check's own children would not have it). One child serves the examples; after a timeout
+    """The exercise's public checks on the student's function, in the grading sandbox (Exercise.check's
+    own children would fork this worker). One child serves the examples; after a timeout
     or a crash it is dead, so the next example gets a fresh one."""
     ex = _exercises()[item["exercise"]]
     out = {k: item[k] for k in ("student", "notebook", "exercise")}

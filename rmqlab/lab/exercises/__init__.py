@@ -5,7 +5,7 @@ the hooks that swap a student's function into the simulator for grading.
     from rmqlab.lab.exercises import EXERCISES, SandboxedFunction
     ex = EXERCISES["truncation_point"]              # or elect_master, sync_state_set, transfer_ok
     print(ex.check(truncation_point))               # the public examples: a CheckReport
-    with SandboxedFunction(source, ex.function, deny_paths=[hidden]) as fn, ex.install(fn, calls):
+    with SandboxedFunction(source, ex.function, jail=True) as fn, ex.install(fn, calls):   # bubblewrap
         ...                                         # a simulator run now asks the student's function
 
     from rmqlab.lab.exercises.truncation import check, PUBLIC_EXAMPLES   # lab 04, as before

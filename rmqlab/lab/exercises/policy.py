@@ -18,9 +18,13 @@ Two layers:
   other processes, raising rlimits and ctypes are refused with
   ``PermissionError("rmqlab sandbox: <what> is not allowed during grading")`` and recorded.
 
-An audit hook is not a security boundary against a determined attacker (C extensions already
-loaded can do anything); it catches what a student's Python code does by mistake or on purpose
-with the standard library, and the OS layers and the parent's time/memory limits bound the rest.
+An audit hook is not a security boundary: hostile code can rewrite the hook's closure cells (found
+with gc), call C directly (_posixsubprocess.fork_exec, os.pidfd_open raise no audit event), or slip
+past a path check (os.open with dir_fd after a chdir). It is a courtesy: a clear, early
+PermissionError for what a student's code does by mistake, and a `sandbox-violation` finding, each
+refusal being handed to `on_violation` at once (so clearing `violations` afterwards hides nothing).
+The boundary for grading is the OS sandbox the code runs in (rmqlab.grading.jail: bubblewrap
+namespaces, read-only binds, rlimits), where what the hook misses fails in the kernel.
 Once installed the policy cannot be removed (audit hooks cannot), so it is for a child process only.
 """
 
@@ -31,7 +35,7 @@ import site
 import socket
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 PREFIX = "rmqlab sandbox: "
@@ -102,7 +106,8 @@ def _under(path: str, dirs: Iterable[str]) -> bool:
 def install_sandbox_policy(*, allow_read: Iterable[str] = (), allow_write: Iterable[str] = (),
                            deny: Iterable[str] = (), network: bool = False, processes: bool = False,
                            scratch_dir: str | None = None, file_size_limit: int = FILE_SIZE_LIMIT,
-                           rlimit_nproc: int | None = None) -> SandboxPolicy:
+                           rlimit_nproc: int | None = None,
+                           on_violation: Callable[[str], None] | None = None) -> SandboxPolicy:
     """Install the policy in this process (for good): see the module docstring.
 
     allow_read: directories the code may read (besides the Python installation and rmqlab, and
@@ -112,6 +117,8 @@ def install_sandbox_policy(*, allow_read: Iterable[str] = (), allow_write: Itera
     rlimit_nproc: RLIMIT_NPROC to set (None: left alone). It counts the user's threads too, so 0
     also forbids new threads: right for SandboxedFunction's child, wrong for a process that still
     starts threads after this call (a Jupyter kernel); root is exempt from it anyway.
+    on_violation: called with each refusal's text before the PermissionError is raised (a
+    SandboxedFunction child sends it to its parent at once, so the student's code cannot take it back).
     Returns the `SandboxPolicy` (its `isolation` and `violations`).
     """
     global _installed
@@ -137,7 +144,7 @@ def install_sandbox_policy(*, allow_read: Iterable[str] = (), allow_write: Itera
     # so `import ctypes` goes through the import machinery, and its audit event, again.
     for name in [m for m in sys.modules if m.split(".")[0] in _CTYPES_MODULES]:
         del sys.modules[name]
-    sys.addaudithook(_make_hook(policy))
+    sys.addaudithook(_make_hook(policy, on_violation))
     layers.insert(0, "audit-hook")
     policy.isolation = tuple(layers)
     _installed = policy
@@ -184,7 +191,7 @@ def _set_rlimits(nproc: int | None, file_size_limit: int) -> bool:
         return False
 
 
-def _make_hook(policy: SandboxPolicy):
+def _make_hook(policy: SandboxPolicy, on_violation: Callable[[str], None] | None = None):
     allow_read, allow_write, deny = policy.allow_read, policy.allow_write, policy.deny
     network, processes = policy.network, policy.processes
     violations = policy.violations
@@ -193,6 +200,11 @@ def _make_hook(policy: SandboxPolicy):
 
     def refuse(what: str):
         violations.append(what)
+        if on_violation is not None:
+            try:
+                on_violation(what)
+            except Exception:  # noqa: BLE001 — a closed pipe: the refusal still stands
+                pass
         raise PermissionError(f"{PREFIX}{what} is not allowed during grading")
 
     def check_path(path, write: bool, verb: str) -> None:

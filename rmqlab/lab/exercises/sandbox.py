@@ -2,23 +2,40 @@
 
     with SandboxedFunction(truncation_point, "truncation_point") as fn:      # a callable (notebook)
         fn([[1, 0]], 1000, [[1, 0], [2, 900]], 1200)                      # -> 900
-    with SandboxedFunction(source_text, "truncation_point", deny_paths=[hidden]) as fn:   # grading
+    with SandboxedFunction(source_text, "truncation_point", jail=True) as fn:   # grading
         fn(...)                                                            # StudentFunctionError on trouble
 
-One long-lived forked child per SandboxedFunction serves every call: the parent writes the
-arguments as one JSON line on a pipe, the child answers with one JSON line — the parent never
-unpickles (or otherwise executes) anything the child sends. In the child, before any student code
-runs (a source text is exec'd only after): inherited file descriptors are closed, stdout/stderr
-go to a capped buffer (the descriptors 1 and 2 to /dev/null), RLIMIT_AS caps memory at what the
-child was forked with plus `memory_limit_mb`, and `install_sandbox_policy` (policy.py) installs
-the audit-hook policy and the OS isolation available.
+One long-lived child per SandboxedFunction serves every call. Two ways to start it:
+
+* jail=True (grading; a source text only): a FRESH interpreter started by exec
+  (`python -m rmqlab.lab.exercises.runner`) inside bubblewrap (rmqlab.grading.jail: new user, mount,
+  pid, ipc and net namespaces, uid 65534, a read-only view of the Python installation and rmqlab, a
+  size-capped private tmpfs as its only writable directory, rlimits set before exec). It never sees
+  the memory of the process that started it: the grader's reference answers and hidden workloads
+  are not in its world; it gets each call's arguments over the pipe and nothing else. This is the
+  boundary. If bwrap cannot be used, start() raises rmqlab.grading.jail.JailUnavailable.
+* jail=False (the default; the notebook's own public checks): a fork of the calling process (the
+  student's own kernel, which holds nothing secret), with the audit-hook policy only. This is a
+  courtesy against accidents, not a boundary.
+
+The protocol on the pipes is length-prefixed JSON frames (4-byte big-endian length), both ways: the
+parent never unpickles (or otherwise executes) anything the child sends, and a frame longer than
+MAX_ANSWER_BYTES (plus the output cap) stops the child. In the child, before any student code runs
+(a source text is exec'd only after): inherited file descriptors are closed, stdout/stderr go to a
+capped buffer (the descriptors 1 and 2 to /dev/null), memory is capped (RLIMIT_AS), and
+`install_sandbox_policy` (policy.py) installs the audit hook, which reports each refused action
+through the pipe AT ONCE (a "violation" frame, before the PermissionError reaches the student's
+code): clearing the policy's list afterwards cannot take a report back. Code that switches the
+hook off is no longer reported, and in a jailed child it meets the kernel's refusals instead. The
+parent caps what it keeps of the printed output (`output_limit`) and of each violation text
+whatever the child claims.
 
 Per call: a time limit (the child is killed when it passes; every later call then raises at once
 with status "timeout"); NotImplementedError -> status "todo"; any other exception (SystemExit and
 KeyboardInterrupt too) -> "error"; an answer that is not JSON data (sets become sorted lists,
 tuples lists, numbers.Integral ints) -> "wrong-type"; a refused operation -> "sandbox-violation",
 even when the code caught the PermissionError; the child dying -> "crashed" (later calls too).
-Linux and macOS only (os.fork).
+Linux and macOS only (os.fork); jail=True needs Linux and bubblewrap.
 """
 
 from __future__ import annotations
@@ -31,6 +48,8 @@ import os
 import select
 import shutil
 import signal
+import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +63,13 @@ TIME_LIMIT_S = 1.0
 START_TIME_LIMIT_S = 10.0        # exec'ing a submitted source (its imports) before the first call
 MEMORY_LIMIT_MB = 512            # beyond what the child was forked with
 OUTPUT_LIMIT = 2_000             # characters of printed output kept per call
-MAX_ANSWER_BYTES = 1 << 20       # a child's answer line; longer: the child is killed ("crashed")
+MAX_ANSWER_BYTES = 1 << 20       # a child's answer frame; longer: the child is killed ("crashed")
+MAX_REQUEST_BYTES = 16 << 20     # a frame the child accepts (the arguments of one call, the source)
+MAX_VIOLATIONS = 50              # violation reports kept per SandboxedFunction (the rest are counted)
+VIOLATION_TEXT = 300             # characters kept of one violation report
+JAIL_CPU_S = 120                 # a jailed child's CPU seconds for its whole life (RLIMIT_CPU)
+JAIL_BASE_MB = 384               # a jailed child's address space beyond memory_limit_mb: the interpreter
+_HEADER = struct.Struct(">I")
 _HERE = {os.path.abspath(__file__), os.path.abspath(os.path.join(os.path.dirname(__file__), "policy.py"))}
 
 STATUSES = ("error", "todo", "timeout", "crashed", "wrong-type", "sandbox-violation")
@@ -77,13 +102,18 @@ class SandboxedFunction:
     dir, removed by close()). `deny_paths`: directories the child may not touch at all.
     `arg_adapter`: run in the child on the decoded JSON arguments before the call (e.g. lists to
     named tuples, as a lab's notebook shows them). `allow_read`: more readable directories.
-    `isolation`: the policy layers that took effect in the child (after the first call or start())."""
+    `isolation`: the policy layers that took effect in the child (after the first call or start()).
+    `jail`: run the source in a fresh interpreter under bubblewrap (module docstring); then
+    scratch_dir, deny_paths and allow_read are moot (the child's world has a private tmpfs only)."""
 
     def __init__(self, fn_or_source: Callable[..., Any] | str, name: str, *, time_limit_s: float = TIME_LIMIT_S,
                  memory_limit_mb: int = MEMORY_LIMIT_MB, scratch_dir: str | None = None,
                  deny_paths: Iterable[str] = (), output_limit: int = OUTPUT_LIMIT, allow_read: Iterable[str] = (),
                  arg_adapter: Callable[[list], list] | None = None,
-                 start_time_limit_s: float = START_TIME_LIMIT_S, network: bool = False):
+                 start_time_limit_s: float = START_TIME_LIMIT_S, network: bool = False, jail: bool = False):
+        if jail and not isinstance(fn_or_source, str):
+            raise ValueError("SandboxedFunction: jail=True runs a source text in a fresh interpreter; "
+                             "a callable cannot be sent there")
         if not hasattr(os, "fork"):
             raise RuntimeError("SandboxedFunction runs code in a forked child process: it needs Linux or macOS")
         if not (callable(fn_or_source) or isinstance(fn_or_source, str)):
@@ -114,6 +144,9 @@ class SandboxedFunction:
         self._to_child = self._from_child = -1
         self._dead: StudentFunctionError | None = None
         self._started = False
+        self.jail = jail
+        self._proc: subprocess.Popen | None = None
+        self.load_violations: list[str] = []   # refused while the source was loaded (start())
 
     # -- life cycle ------------------------------------------------------------------------------
     def __enter__(self) -> SandboxedFunction:
@@ -145,6 +178,9 @@ class SandboxedFunction:
                 stream.flush()
             except Exception:
                 pass
+        if self.jail:
+            self._start_jailed()
+            return
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         pid = os.fork()
@@ -158,8 +194,46 @@ class SandboxedFunction:
         os.close(req_r)
         os.close(resp_w)
         self._pid, self._to_child, self._from_child = pid, req_w, resp_r
-        ready = self._receive(self.start_time_limit_s, starting=True)
-        self.isolation = tuple(ready.get("isolation", ()))
+        self._await_ready(())
+
+    def _start_jailed(self) -> None:
+        """exec a fresh runner under bwrap, send it the source, wait until it is ready."""
+        from rmqlab.grading import jail
+        bwrap = jail.require()
+        limits = jail.Limits(cpu_s=JAIL_CPU_S, address_space_mb=self.memory_limit_mb + JAIL_BASE_MB)
+        fd = jail.seccomp_fd()
+        try:
+            argv = jail.command([sys.executable, "-s", "-B", "-m", "rmqlab.lab.exercises.runner"], bwrap=bwrap,
+                                seccomp=fd)
+            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, close_fds=True, preexec_fn=limits.apply,
+                                          pass_fds=() if fd is None else (fd,))
+        finally:
+            if fd is not None:
+                os.close(fd)
+        self._pid = self._proc.pid
+        self._to_child = os.dup(self._proc.stdin.fileno())
+        self._from_child = os.dup(self._proc.stdout.fileno())
+        self._proc.stdin.close()
+        self._proc.stdout.close()
+        adapter = None
+        if self._adapter is not None:
+            adapter = f"{self._adapter.__module__}:{self._adapter.__qualname__}"
+        config = {"source": self._target, "name": self.name, "output_limit": self.output_limit,
+                  "adapter": adapter, "scratch": jail.SCRATCH, "network": self.network}
+        if not self._send(_frame(config), time.monotonic() + self.start_time_limit_s):
+            raise self._died_or_timed_out(time.monotonic() + self.start_time_limit_s, starting=True)
+        self._await_ready(("bwrap",))
+
+    def _await_ready(self, layers: tuple[str, ...]) -> None:
+        ready, new = self._receive(self.start_time_limit_s, starting=True)
+        self.isolation = layers + tuple(ready.get("isolation", ()))
+        if new:
+            # refused while loading: the load fails ("error", the PermissionError named), caught or not;
+            # `violations` keeps the calls' refusals, `load_violations` these
+            self.load_violations = new
+            if ready["status"] == "ready":
+                ready = {**ready, "status": "error", "error": "PermissionError: " + "; ".join(new)}
         if ready["status"] != "ready":
             self._dead = self._error(ready, "while its code was loaded")
             self._kill()
@@ -181,7 +255,9 @@ class SandboxedFunction:
             except ProcessLookupError:
                 pass
             try:
-                os.waitpid(self._pid, 0)
+                status = os.waitpid(self._pid, 0)[1]
+                if self._proc is not None:
+                    self._proc.returncode = status   # reaped here: Popen must not wait for it again
             except ChildProcessError:
                 pass
             self._pid = None
@@ -197,7 +273,7 @@ class SandboxedFunction:
     def __call__(self, *json_args: Any) -> Any:
         """The function's answer on these JSON arguments (a JSON value), or StudentFunctionError."""
         try:
-            line = json.dumps({"args": list(json_args)}, allow_nan=False).encode() + b"\n"
+            line = _frame({"args": list(json_args)})
         except (TypeError, ValueError) as e:
             raise ValueError(f"SandboxedFunction({self.name}): the arguments must be JSON data: {e}") from None
         if self._dead is not None:
@@ -207,10 +283,9 @@ class SandboxedFunction:
         deadline = time.monotonic() + self.time_limit_s
         if not self._send(line, deadline):
             raise self._died_or_timed_out(deadline)
-        answer = self._receive(max(0.0, deadline - time.monotonic()))
-        self.output = answer.get("output", "")
-        new = answer.get("violations", [])
-        self.violations.extend(new)
+        answer, new = self._receive(max(0.0, deadline - time.monotonic()))
+        self.output = _cap(answer.get("output", ""), self.output_limit)
+        self.violations.extend(new[:max(0, MAX_VIOLATIONS - len(self.violations))])
         if new:
             raise StudentFunctionError(
                 "sandbox-violation", f"{self.name} tried {'; '.join(new)}: not allowed during grading "
@@ -233,28 +308,45 @@ class SandboxedFunction:
                     return False
         return True
 
-    def _receive(self, limit_s: float, starting: bool = False) -> dict[str, Any]:
-        data = b""
+    def _receive(self, limit_s: float, starting: bool = False) -> tuple[dict[str, Any], list[str]]:
+        """The child's next answer frame, and the "violation" frames that came before it (sent by the
+        audit hook at the moment of each refusal; at most MAX_VIOLATIONS kept, each capped)."""
         deadline = time.monotonic() + limit_s
-        while not data.endswith(b"\n"):
+        new: list[str] = []
+        while True:
+            answer = self._receive_frame(deadline, starting)
+            if answer.get("status") != "violation":
+                return answer, new
+            what = answer.get("what")
+            if len(new) < MAX_VIOLATIONS:
+                new.append(_cap(what if isinstance(what, str) else repr(what), VIOLATION_TEXT))
+
+    def _read_exactly(self, n: int, deadline: float, starting: bool) -> bytes:
+        data = b""
+        while len(data) < n:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise self._died_or_timed_out(deadline, starting)
             ready, _, _ = select.select([self._from_child], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(self._from_child, 65536)
+            chunk = os.read(self._from_child, min(n - len(data), 1 << 20))
             if not chunk:
                 raise self._died_or_timed_out(deadline, starting)
             data += chunk
-            if len(data) > MAX_ANSWER_BYTES + 8 * self.output_limit:
-                self._dead = StudentFunctionError("crashed", f"{self.name}: its answer exceeded "
-                                                  f"{MAX_ANSWER_BYTES} bytes; the process was stopped")
-                self._kill()
-                raise self._dead
+        return data
+
+    def _receive_frame(self, deadline: float, starting: bool) -> dict[str, Any]:
+        (size,) = _HEADER.unpack(self._read_exactly(_HEADER.size, deadline, starting))
+        if size > MAX_ANSWER_BYTES + 8 * self.output_limit:
+            self._dead = StudentFunctionError("crashed", f"{self.name}: its answer exceeded "
+                                              f"{MAX_ANSWER_BYTES} bytes; the process was stopped")
+            self._kill()
+            raise self._dead
+        data = self._read_exactly(size, deadline, starting)
         try:
             answer = json.loads(data)
-            if not isinstance(answer, dict) or "status" not in answer:
+            if not isinstance(answer, dict) or not isinstance(answer.get("status"), str):
                 raise ValueError("not an answer")
             return answer
         except ValueError:
@@ -274,6 +366,8 @@ class SandboxedFunction:
                 except ProcessLookupError:
                     pass
             status = _reap(pid, 0.0 if timed_out else 0.5)
+            if self._proc is not None and status is not None:
+                self._proc.returncode = status
         if timed_out:
             limit = self.start_time_limit_s if starting else self.time_limit_s
             what = "its code did not load" if starting else "no answer"
@@ -292,8 +386,9 @@ class SandboxedFunction:
         return self._dead
 
     def _error(self, answer: dict[str, Any], when: str) -> StudentFunctionError:
-        status, output = answer.get("status"), answer.get("output", "")
+        status, output = answer.get("status"), _cap(answer.get("output", ""), self.output_limit)
         when = f" {when}" if when else ""
+        answer = {k: (_cap(v, 2000) if isinstance(v, str) else v) for k, v in answer.items()}
         if status == "todo":
             return StudentFunctionError("todo", f"{self.name} raised NotImplementedError{when} (still the TODO stub)",
                                         output)
@@ -301,6 +396,10 @@ class SandboxedFunction:
             return StudentFunctionError("wrong-type", f"{self.name} returned {answer.get('repr')} (a "
                                         f"{answer.get('type')}){when}, which is not JSON data", output,
                                         type=answer.get("type"), repr=answer.get("repr"))
+        if status == "error" and self.load_violations:
+            error = _cap(answer.get("error", "?"), 2000)
+            return StudentFunctionError("error", f"{self.name} raised {error}{when}", output, error=error,
+                                        traceback=answer.get("traceback", ""), violations=list(self.load_violations))
         if status == "missing-function":
             return StudentFunctionError("error", f"the code does not define a function {self.name}", output,
                                         error=answer.get("error", ""))
@@ -360,8 +459,15 @@ class _CappedWriter(io.TextIOBase):
         return text
 
 
-def _child_main(sf: SandboxedFunction, req_fd: int, resp_fd: int) -> None:
+def _child_main(sf: Any, req_fd: int, resp_fd: int) -> None:
+    """The child's life: set up, load the function, answer frames until the pipe closes. `sf` holds
+    the settings (a SandboxedFunction in a fork, a namespace built from the config frame in the
+    jailed runner: then memory_limit_mb is None, RLIMIT_AS having been set before exec)."""
     capture = _CappedWriter(sf.output_limit)
+
+    def report(what: str) -> None:   # the audit hook's refusals go out at once (module docstring)
+        _write(resp_fd, {"status": "violation", "what": str(what)[:VIOLATION_TEXT]})
+
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -369,14 +475,15 @@ def _child_main(sf: SandboxedFunction, req_fd: int, resp_fd: int) -> None:
         _close_inherited_fds(keep={0, 1, 2, req_fd, resp_fd})
         sys.stdout = sys.stderr = capture
         sys.stdin = io.StringIO("")
-        _limit_memory(sf.memory_limit_mb)
+        if sf.memory_limit_mb is not None:
+            _limit_memory(sf.memory_limit_mb)
         if not isinstance(sf._target, str):
             _preload_source(sf._target)
         os.environ["TMPDIR"] = sf.scratch_dir  # tempfile's default dir: the scratch dir, not /tmp
         tempfile.tempdir = sf.scratch_dir
         policy = install_sandbox_policy(allow_read=sf.allow_read, allow_write=(sf.scratch_dir,),
                                         deny=sf.deny_paths, network=sf.network, scratch_dir=sf.scratch_dir,
-                                        rlimit_nproc=0)
+                                        rlimit_nproc=0, on_violation=report)
     except BaseException as e:  # the sandbox could not be set up: say so, run nothing
         _write(resp_fd, {"status": "error", "error": f"the sandbox could not start: {_describe(e)}"})
         return
@@ -397,43 +504,96 @@ def _child_main(sf: SandboxedFunction, req_fd: int, resp_fd: int) -> None:
         except BaseException as e:
             ready = {"status": "error", "error": _describe(e), "traceback": _student_traceback(e)}
     ready["output"] = capture.take()
-    if policy.violations:
-        ready["violations"] = list(policy.violations)
-        if ready["status"] == "ready":
-            ready = {**ready, "status": "error", "error": "PermissionError: " + "; ".join(policy.violations)}
     _write(resp_fd, ready)
     if ready["status"] != "ready":
         return
-    seen = len(policy.violations)
-    with os.fdopen(req_fd, "rb") as requests:
-        for line in requests:
+    while True:
+        request = _read_frame(req_fd, MAX_REQUEST_BYTES)
+        if request is None:
+            return
+        try:
+            args = request["args"]
+            if sf._adapter is not None:
+                args = sf._adapter(args)
+            value = fn(*args)
             try:
-                args = json.loads(line)["args"]
-                if sf._adapter is not None:
-                    args = sf._adapter(args)
-                value = fn(*args)
-                try:
-                    answer = {"status": "ok", "value": _to_json(value), "type": type(value).__name__}
-                    json.dumps(answer["value"], allow_nan=False)
-                except (TypeError, ValueError, RecursionError):
-                    answer = {"status": "wrong-type", "type": type(value).__name__, "repr": _safe_repr(value)}
-            except NotImplementedError:
-                answer = {"status": "todo"}
-            except BaseException as e:  # SystemExit and KeyboardInterrupt too: they are the student's
-                answer = {"status": "error", "error": _describe(e), "traceback": _student_traceback(e)}
-            answer["output"] = capture.take()
-            answer["violations"] = list(policy.violations[seen:])
-            seen = len(policy.violations)
-            _write(resp_fd, answer)
+                answer = {"status": "ok", "value": _to_json(value), "type": type(value).__name__}
+                json.dumps(answer["value"], allow_nan=False)
+            except (TypeError, ValueError, RecursionError):
+                answer = {"status": "wrong-type", "type": type(value).__name__, "repr": _safe_repr(value)}
+        except NotImplementedError:
+            answer = {"status": "todo"}
+        except BaseException as e:  # SystemExit and KeyboardInterrupt too: they are the student's
+            answer = {"status": "error", "error": _describe(e), "traceback": _student_traceback(e)}
+        answer["output"] = capture.take()
+        _write(resp_fd, answer)
+
+
+def runner_main() -> None:
+    """The jailed child (`python -m rmqlab.lab.exercises.runner` under bwrap): the first frame on
+    stdin is the configuration (source, function name, output cap, the arguments adapter by
+    module:qualname), then one frame per call; answers go out as frames on stdout."""
+    import importlib
+    import types
+
+    req_fd, resp_fd = os.dup(0), os.dup(1)
+    config = _read_frame(req_fd, MAX_REQUEST_BYTES)
+    if config is None:
+        return
+    adapter = None
+    if config.get("adapter"):
+        module, _, qual = config["adapter"].partition(":")
+        adapter = importlib.import_module(module)
+        for part in qual.split("."):
+            adapter = getattr(adapter, part)
+    scratch = config.get("scratch") or os.getcwd()
+    settings = types.SimpleNamespace(output_limit=int(config.get("output_limit") or OUTPUT_LIMIT),
+                                     memory_limit_mb=None, _target=str(config["source"]), name=str(config["name"]),
+                                     scratch_dir=scratch, allow_read=(), deny_paths=(),
+                                     network=bool(config.get("network")), _adapter=adapter)
+    _child_main(settings, req_fd, resp_fd)
+
+
+def _frame(obj: Any) -> bytes:
+    data = json.dumps(obj, allow_nan=False).encode()
+    return _HEADER.pack(len(data)) + data
+
+
+def _read_frame(fd: int, limit: int) -> Any:
+    """The next frame on a blocking fd (None at its end, or for a frame longer than `limit`)."""
+    def exactly(n: int) -> bytes | None:
+        data = b""
+        while len(data) < n:
+            chunk = os.read(fd, min(n - len(data), 1 << 20))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    header = exactly(_HEADER.size)
+    if header is None:
+        return None
+    (size,) = _HEADER.unpack(header)
+    if size > limit:
+        return None
+    data = exactly(size)
+    return None if data is None else json.loads(data)
 
 
 def _write(fd: int, answer: dict[str, Any]) -> None:
     try:
-        line = json.dumps(answer, allow_nan=False).encode() + b"\n"
+        frame = _frame(answer)
     except BaseException:
-        line = json.dumps({"status": "error", "error": "its answer could not be encoded"}).encode() + b"\n"
-    while line:
-        line = line[os.write(fd, line):]
+        frame = _frame({"status": "error", "error": "its answer could not be encoded"})
+    while frame:
+        frame = frame[os.write(fd, frame):]
+
+
+def _cap(text: Any, limit: int) -> str:
+    """At most `limit` characters of what a child sent (the parent's own cap: the child is not trusted)."""
+    if not isinstance(text, str):
+        text = ""
+    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters not kept)"
 
 
 def _close_inherited_fds(keep: set[int]) -> None:
