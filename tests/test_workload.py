@@ -331,9 +331,9 @@ def test_outcome_catches_lost_messages():
 
 
 # --- the command line ------------------------------------------------------------------------------------
-def _cli(*args) -> subprocess.CompletedProcess:
+def _cli(*args, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rmqlab.workload.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, timeout=120)
+                          text=True, cwd=REPO, timeout=120, env=env)
 
 
 def test_record_a_hand_written_spec_and_replay_it(tmp_path):
@@ -378,6 +378,13 @@ def test_replay_with_an_exercise_solution(tmp_path):
     assert "answered differently from RocketMQ's rule: " in done.stdout, done.stdout
     done = _cli("replay", path, "--exercise", "truncation_point", "--solution", tmp_path / "solution.py")
     assert "every call was answered as RocketMQ's rule answers it" in done.stdout, done.stdout
+    from rmqlab.grading import jail
+    assert ("NOT SANDBOXED" in done.stderr) != jail.available(), done.stderr
+    # Without bubblewrap a practice replay still runs, labelled as unsandboxed.
+    done = _cli("replay", path, "--exercise", "truncation_point", "--solution", tmp_path / "solution.py",
+                env={**os.environ, "RMQLAB_BWRAP": ""})
+    assert done.returncode == 0 and "every call was answered" in done.stdout, done.stderr
+    assert "NOT SANDBOXED (practice only)" in done.stderr and "apt-get install bubblewrap" in done.stderr
 
 
 def test_readme_pyarrow_recipe_reads_a_committed_workload(monkeypatch):

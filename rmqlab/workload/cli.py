@@ -11,7 +11,8 @@ regenerates the catalog, each workload on its own recorded_runtime unless --runt
 (`--sim-only` skips the real-process ones). `replay` re-runs a file's workload on the simulator and
 prints its outcome (a summary, or with --json the canonical JSON); with --exercise and --solution,
 the student's function (a Python file defining it) is swapped in through the exercise's hook
-(rmqlab.lab.exercises), sandboxed.
+(rmqlab.lab.exercises), in bubblewrap's sandbox (rmqlab.grading.jail) when it can run here,
+otherwise in a forked child with only the courtesy audit hook, labelled "NOT SANDBOXED" on stderr.
 
 rmqlab/cli.py adds the two subcommands with `add_record_arguments` / `add_replay_arguments` and
 calls `run(args)`; `python -m rmqlab.workload.cli record|replay ...` works too.
@@ -141,7 +142,12 @@ def run_replay(args: argparse.Namespace) -> int:
         exercise = EXERCISES[args.exercise]
         with open(args.solution, encoding="utf-8") as f:
             source = f.read()
-        fn = SandboxedFunction(source, exercise.function)
+        from rmqlab.grading import jail
+        sandboxed = jail.available()
+        if not sandboxed:
+            # A practice replay may run without the OS sandbox; grading never does (rmqlab grade refuses).
+            print(f"rmqlab replay: NOT SANDBOXED (practice only): {jail.INSTALL_HINT}", file=sys.stderr)
+        fn = SandboxedFunction(source, exercise.function, jail=sandboxed)
         patches.append(exercise.install(fn, calls))
     try:
         try:
