@@ -1,32 +1,59 @@
 """The grading policy and the instructor-facing output files: a gradebook CSV (student,
 exercise, property, points, partial credit) that an LMS can import.
 
+The rule, in one sentence (POLICY): credit counts only what your function gets right beyond the
+best do-nothing function (a constant answer, or one of its arguments handed back), and every
+invariant and `recovers` is worth its points times that agreement credit, so a function that keeps
+the cluster from moving earns nothing for the messages it therefore never loses.
+
 Per exercise, a submission is graded on properties, each worth POINTS[property]:
 - `public-examples`: the exercise's public checks (the ones the student can run), sandboxed;
-  partial credit = examples passed / examples.
-- `agrees-with-rocketmq`: the fraction of the hook calls of the reference runs (every hidden
-  workload and seed where the exercise is consulted) answered like RocketMQ's rule.
+  credit = above_baseline(passed, examples, the examples the best do-nothing function passes).
+- `agrees-with-rocketmq`: the hook calls of the reference runs (every hidden workload and seed
+  where the exercise is consulted) answered like RocketMQ's rule; credit = above_baseline(agreeing
+  calls, calls, the calls the best do-nothing function answers like RocketMQ's rule). When the
+  hidden calls cannot tell the two apart (a do-nothing function answers all of them right), the
+  public examples' credit stands in: they are the only evidence left.
 - the outcome invariants of rmqlab.workload.outcome (`no-acknowledged-loss`, `single-master`,
   `elected-in-sync-state-set`, `truncation-at-consistent-point`, `replicas-identical`) and `recovers`
   (converged, and recovery no slower than the reference's by more than RECOVERY_SLACK): judged on the
   outcome of the run with the student's function, on each (workload, seed) where the reference run
   holds the property (a property the reference itself breaks there — an unclean election losing
-  data on purpose — is not the student's to hold). Partial credit = the fraction of those
-  (workload, seed) where it holds.
-points = max_points × partial_credit. A (workload, seed) where the student's function raised, timed
-out, crashed, answered a wrong type or broke the sandbox counts as failed for every property.
+  data on purpose — is not the student's to hold); credit = (the fraction of those (workload, seed)
+  where it holds) × the agreement credit above.
+points = max_points × credit. A (workload, seed) where the student's function raised, timed out,
+crashed, answered a wrong type or broke the sandbox counts as failed for every property (and its
+calls as disagreeing).
+
+Why scale the invariants: they are safety properties, and a function that answers nothing useful
+holds most of them by keeping the system still — a constant truncation point never cuts a log
+wrongly, an election that never elects never elects two masters. The agreement credit measures
+how far the function's answers drove the run the way RocketMQ's do; the reference-equivalent
+solutions (every call answered like RocketMQ's rule) keep credit 1.
+
+The do-nothing family (`do_nothing_answers`): every constant (its best member answers the most
+common reference answer), and each argument handed back as is, wrapped in a list, or its first or
+last element (the first candidate, the old master, the unchanged SyncStateSet, the local log end).
 """
 
 from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
 
 INVARIANTS = ("no-acknowledged-loss", "single-master", "elected-in-sync-state-set",
               "truncation-at-consistent-point", "replicas-identical")
 RECOVERY_SLACK_MS = 1000.0      # absolute slack on the reference's recovery time …
 RECOVERY_SLACK_FRACTION = 0.25  # … plus this fraction of it
+OUTCOME_PROPERTIES = (*INVARIANTS, "recovers")
+
+POLICY = ("Credit counts only what your function gets right beyond the best do-nothing function (a constant "
+          "answer, or one of its arguments handed back), and every invariant and recovery is worth its points "
+          "times that agreement credit, so keeping the cluster from moving earns nothing.")
 
 
 @dataclass(frozen=True)
@@ -38,11 +65,14 @@ class Property:
 
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in (
-    Property("public-examples", 2.0, "Your function passes the exercise's public examples (the check cell in the lab).",
+    Property("public-examples", 2.0,
+             "Your function passes the exercise's public examples (the check cell in the lab), counted beyond "
+             "those a do-nothing function (a constant, or an argument handed back) passes too.",
              "Run the check cell in the lab notebook: each failing example names the case and gives a hint."),
     Property("agrees-with-rocketmq", 3.0,
              "On the calls the simulator made during the hidden workloads, your function answers what RocketMQ's "
-             "rule answers.",
+             "rule answers, counted beyond the calls a do-nothing function answers right too (when those are all "
+             "of them, your public-examples credit stands in). This credit also scales every invariant below.",
              "Compare your answer with the expected one on the counterexample below; it is the smallest case we "
              "found where they differ."),
     Property("no-acknowledged-loss", 1.0,
@@ -67,6 +97,102 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
              "A rule that refuses too often (no candidate, never expands the SyncStateSet) keeps the broker set "
              "unavailable."),
 )}
+
+
+# The outcome properties say so on the page: their points move with the agreement credit.
+PROPERTIES = {n: replace(p, meaning=p.meaning + " Worth its points times your agreement credit.")
+              if n in OUTCOME_PROPERTIES else p for n, p in PROPERTIES.items()}
+
+
+# -- the do-nothing baseline ---------------------------------------------------------------------------
+
+def _key(value: Any) -> str:
+    from rmqlab.trace.event import canonical_json
+    return canonical_json(value)
+
+
+def do_nothing_answers(args: list) -> list[Any]:
+    """The answers of the non-constant do-nothing functions on one call's JSON arguments, one per
+    function, in a fixed order (None where the function has no answer there): each argument as is,
+    wrapped in a list, its first and its last element, and its first element's first element (the
+    first candidate's id)."""
+    out: list[Any] = []
+    for a in args:
+        first = a[0] if isinstance(a, list) and a else None
+        out += [a, [a], first, a[-1] if isinstance(a, list) and a else None,
+                first[0] if isinstance(first, list) and first else None]
+    return out
+
+
+def _normalized(normalize, v: Any) -> str | None:
+    try:
+        return _key(normalize(v))
+    except Exception:  # noqa: BLE001 — a do-nothing function answering the wrong type: no agreement
+        return None
+
+
+def do_nothing_agreement(exercise: str, calls: Iterable[dict] | Iterable[tuple[list, Any]]) -> int:
+    """How many of `calls` the best do-nothing function (module docstring) answers like RocketMQ's
+    rule: one function for all of them, as a student's is. `calls`: call-log entries
+    {"args": [...], "answer": <normalized>} (tasks' format, several logs chained), or
+    (args, expected) pairs (the public examples)."""
+    from rmqlab.lab.exercises import EXERCISES
+    normalize = EXERCISES[exercise].normalize_answer
+    answers: Counter = Counter()
+    echo: Counter = Counter()
+    for c in calls:
+        args, expected = (c["args"], c["answer"]) if isinstance(c, dict) else c
+        want = _normalized(normalize, expected)
+        if want is None:
+            continue
+        answers[want] += 1
+        for i, v in enumerate(do_nothing_answers(list(args))):
+            if v is not None and _normalized(normalize, v) == want:
+                echo[i] += 1
+    return max([0, *answers.values(), *echo.values()])
+
+
+def public_baseline(exercise: str) -> int:
+    """The exercise's public examples a do-nothing function passes (the best one)."""
+    from rmqlab.lab.exercises import EXERCISES
+    return do_nothing_agreement(exercise, [(list(e.args), e.expected) for e in EXERCISES[exercise].public_examples])
+
+
+def above_baseline(got: float, total: float, baseline: float) -> float | None:
+    """The credit for `got` right of `total` when a do-nothing function gets `baseline` right: the
+    share of the rest; 1 for all of them; None when the rest is empty (nothing tells the function
+    from a do-nothing one) and `got` falls short of all."""
+    if total <= 0:
+        return 0.0
+    if got >= total:
+        return 1.0
+    if baseline >= total:
+        return None
+    return max(0.0, (got - baseline) / (total - baseline))
+
+
+def credits(exercise: str, props: dict[str, list], do_nothing_calls: int | None = None) -> dict[str, float]:
+    """The policy (module docstring) on one (submission, exercise)'s tallies {property: [passed,
+    total]} → {property: credit in [0, 1]}. `do_nothing_calls`: how many of the hidden calls (the
+    `agrees-with-rocketmq` total) the best do-nothing function answers like RocketMQ's rule
+    (do_nothing_agreement over the exercise's reference call logs); None when the caller has no
+    call logs: then only the constant that agrees with nothing is ruled out (baseline 0)."""
+    out: dict[str, float] = {}
+    pub = props.get("public-examples")
+    if pub is not None:
+        c = above_baseline(pub[0], pub[1], public_baseline(exercise))
+        out["public-examples"] = 0.0 if c is None else c
+    agreement = out.get("public-examples", 0.0)
+    agr = props.get("agrees-with-rocketmq")
+    if agr is not None:
+        c = above_baseline(agr[0], agr[1], do_nothing_calls or 0)
+        agreement = out.get("public-examples", 0.0) if c is None else c
+        out["agrees-with-rocketmq"] = agreement
+    for prop, (passed, total) in props.items():
+        if prop not in out:
+            share = passed / total if total else 0.0
+            out[prop] = share * agreement if prop in OUTCOME_PROPERTIES else share
+    return out
 
 
 def applicable_properties(ref_outcome: dict) -> list[str]:
@@ -104,25 +230,28 @@ GRADEBOOK_COLUMNS = ("student", "exercise", "property", "points", "max_points", 
 FINDINGS_COLUMNS = ("student", "notebook", "kind", "detail")
 
 
-def gradebook_rows(tallies: dict, findings: list[dict]) -> list[dict]:
+def gradebook_rows(tallies: dict, findings: list[dict], do_nothing: dict[str, int] | None = None) -> list[dict]:
     """`tallies`: {(student, notebook, exercise): {property: [passed, total]}} → one row per student ×
-    exercise × property (a student with several notebooks for one exercise keeps the best)."""
-    best: dict[tuple[str, str], tuple[float, str, dict]] = {}
+    exercise × property (a student with several notebooks for one exercise keeps the best).
+    `do_nothing`: {exercise: do_nothing_agreement over the exercise's hidden call logs} (see
+    `credits`). `passed`/`total` stay the raw counts; `partial_credit` and `points` follow the policy."""
+    do_nothing = do_nothing or {}
+    best: dict[tuple[str, str], tuple[float, str, dict, dict]] = {}
     for (student, notebook, exercise), props in tallies.items():
-        score = sum(PROPERTIES[p].max_points * (pt[0] / pt[1] if pt[1] else 0.0) for p, pt in props.items())
+        credit = credits(exercise, props, do_nothing.get(exercise))
+        score = sum(PROPERTIES[p].max_points * credit[p] for p in props)
         cur = best.get((student, exercise))
         if cur is None or score > cur[0]:
-            best[(student, exercise)] = (score, notebook, props)
+            best[(student, exercise)] = (score, notebook, props, credit)
     rows = []
-    for (student, exercise), (_, notebook, props) in sorted(best.items()):
+    for (student, exercise), (_, notebook, props, credit) in sorted(best.items()):
         kinds = sorted({f["kind"] for f in findings if f["student"] == student and f["notebook"] == notebook
                         and f.get("exercise") in (None, "", exercise)})
         for prop in sorted(props, key=lambda p: list(PROPERTIES).index(p)):
             passed, total = props[prop]
-            credit = passed / total if total else 0.0
             rows.append({"student": student, "exercise": exercise, "property": prop,
-                         "points": round(PROPERTIES[prop].max_points * credit, 4),
-                         "max_points": PROPERTIES[prop].max_points, "partial_credit": round(credit, 6),
+                         "points": round(PROPERTIES[prop].max_points * credit[prop], 4),
+                         "max_points": PROPERTIES[prop].max_points, "partial_credit": round(credit[prop], 6),
                          "passed": passed, "total": total, "finding": ";".join(kinds)})
     return rows
 
@@ -170,8 +299,31 @@ def totals(gradebook: list[dict]) -> list[dict]:
     return [{"student": s, "points": round(p, 4), "max_points": round(m, 4)} for s, (p, m) in sorted(acc.items())]
 
 
+def student_visible(rows: list[dict], columns: dict[str, str], flt) -> list[dict]:
+    """`rows` with the text `columns` ({column: "text" | "json"}) through the feedback filter
+    (rmqlab.grading.feedback.OutputFilter.clean): findings' details, results' details, counterexamples
+    and the gradebook's finding column hold what a student printed, raised or returned."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        for col, kind in columns.items():
+            if r.get(col) is not None:
+                r[col] = flt.clean_json(r[col]) if kind == "json" else flt.clean(r[col])
+        out.append(r)
+    return out
+
+
 def write_all(out_dir: str, *, gradebook: list[dict], results: list[dict], counterexamples: list[dict],
-              findings: list[dict]) -> None:
+              findings: list[dict], hidden=None) -> None:
+    """Every file but the feedback pages and run.json. `hidden`: the grading run's hidden names and
+    paths (as for rmqlab.grading.feedback.student_page), or an OutputFilter; without it, paths and
+    sizes are still filtered."""
+    from rmqlab.grading.feedback import output_filter
+    flt = output_filter(hidden, budget=False)
+    gradebook = student_visible(gradebook, {"finding": "text"}, flt)
+    results = student_visible(results, {"detail": "text"}, flt)
+    counterexamples = student_visible(counterexamples, {"args": "json", "expected": "json", "got": "json"}, flt)
+    findings = student_visible(findings, {"notebook": "text", "detail": "text"}, flt)
     os.makedirs(out_dir, exist_ok=True)
     write_csv(os.path.join(out_dir, "gradebook.csv"), GRADEBOOK_COLUMNS, gradebook)
     write_csv(os.path.join(out_dir, "totals.csv"), TOTALS_COLUMNS, totals(gradebook))
