@@ -39,8 +39,8 @@ last element (the first candidate, the old master, the unchanged SyncStateSet, t
 from __future__ import annotations
 
 import csv
+import functools
 import os
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -113,14 +113,15 @@ def _key(value: Any) -> str:
 
 def do_nothing_answers(args: list) -> list[Any]:
     """The answers of the non-constant do-nothing functions on one call's JSON arguments, one per
-    function, in a fixed order (None where the function has no answer there): each argument as is,
-    wrapped in a list, its first and its last element, and its first element's first element (the
-    first candidate's id)."""
+    function, in a fixed order: each argument as is, wrapped in a list, its first and its last
+    element, and those elements' first element (the first or last candidate's id); None where the
+    element does not exist (what such a function answers there)."""
     out: list[Any] = []
     for a in args:
         first = a[0] if isinstance(a, list) and a else None
-        out += [a, [a], first, a[-1] if isinstance(a, list) and a else None,
-                first[0] if isinstance(first, list) and first else None]
+        last = a[-1] if isinstance(a, list) and a else None
+        out += [a, [a], first, last, first[0] if isinstance(first, list) and first else None,
+                last[0] if isinstance(last, list) and last else None]
     return out
 
 
@@ -131,66 +132,97 @@ def _normalized(normalize, v: Any) -> str | None:
         return None
 
 
-def do_nothing_agreement(exercise: str, calls: Iterable[dict] | Iterable[tuple[list, Any]]) -> int:
-    """How many of `calls` the best do-nothing function (module docstring) answers like RocketMQ's
-    rule: one function for all of them, as a student's is. `calls`: call-log entries
-    {"args": [...], "answer": <normalized>} (tasks' format, several logs chained), or
-    (args, expected) pairs (the public examples)."""
+def do_nothing_right(exercise: str, items: Iterable[dict] | Iterable[tuple[list, Any]]) -> list[list[bool]]:
+    """Per do-nothing function (module docstring), per item: does it answer like RocketMQ's rule?
+    One function for all items, as a student's is: each constant that is some item's answer (other
+    constants are right nowhere), and each argument handed back (`do_nothing_answers`). `items`:
+    call-log entries {"args": [...], "answer": <normalized>} (several logs chained), or (args,
+    expected) pairs (the public examples)."""
     from rmqlab.lab.exercises import EXERCISES
     normalize = EXERCISES[exercise].normalize_answer
-    answers: Counter = Counter()
-    echo: Counter = Counter()
-    for c in calls:
+    want: list[str | None] = []
+    echoes: list[list[str | None]] = []
+    for c in items:
         args, expected = (c["args"], c["answer"]) if isinstance(c, dict) else c
-        want = _normalized(normalize, expected)
-        if want is None:
-            continue
-        answers[want] += 1
-        for i, v in enumerate(do_nothing_answers(list(args))):
-            if v is not None and _normalized(normalize, v) == want:
-                echo[i] += 1
-    return max([0, *answers.values(), *echo.values()])
+        want.append(_normalized(normalize, expected))
+        echoes.append([_normalized(normalize, v) for v in do_nothing_answers(list(args))])
+    vectors = {tuple(w == k for w in want) for k in set(want) if k is not None}
+    width = max((len(e) for e in echoes), default=0)
+    for j in range(width):
+        vectors.add(tuple(j < len(e) and e[j] is not None and e[j] == w for e, w in zip(echoes, want)))
+    return [list(v) for v in sorted(vectors, reverse=True) if any(v)]
 
 
-def public_baseline(exercise: str) -> int:
-    """The exercise's public examples a do-nothing function passes (the best one)."""
-    from rmqlab.lab.exercises import EXERCISES
-    return do_nothing_agreement(exercise, [(list(e.args), e.expected) for e in EXERCISES[exercise].public_examples])
+def beyond_do_nothing(right: list[bool], do_nothing: list[list[bool]]) -> float | None:
+    """The credit for answering the items `right` when the do-nothing functions answer them
+    `do_nothing` (one vector each): the share you get right of the items a do-nothing function
+    gets wrong, for the one that leaves you least — so every do-nothing function scores 0, and all
+    right scores 1. None when some do-nothing function is right on every item: these items cannot
+    tell a function from it, even one that is right on all of them."""
+    if not right:
+        return 0.0
+    shares = []
+    for d in do_nothing:
+        wrong = [i for i, ok in enumerate(d) if not ok]
+        if not wrong:
+            return None
+        shares.append(sum(1 for i in wrong if right[i]) / len(wrong))
+    return min(shares, default=sum(right) / len(right))
 
 
 def above_baseline(got: float, total: float, baseline: float) -> float | None:
-    """The credit for `got` right of `total` when a do-nothing function gets `baseline` right: the
-    share of the rest; 1 for all of them; None when the rest is empty (nothing tells the function
-    from a do-nothing one) and `got` falls short of all."""
+    """`beyond_do_nothing` from counts alone (`got` right of `total`; the best do-nothing function
+    right on `baseline`): its lower bound (got - baseline) / (total - baseline), as if every item
+    you got right were one the do-nothing function gets right too."""
     if total <= 0:
         return 0.0
-    if got >= total:
-        return 1.0
     if baseline >= total:
         return None
     return max(0.0, (got - baseline) / (total - baseline))
 
 
-def credits(exercise: str, props: dict[str, list], do_nothing_calls: int | None = None) -> dict[str, float]:
+@functools.lru_cache(maxsize=None)
+def public_do_nothing(exercise: str) -> tuple[tuple[bool, ...], ...]:
+    """do_nothing_right on the exercise's public examples."""
+    from rmqlab.lab.exercises import EXERCISES
+    items = [(list(e.args), e.expected) for e in EXERCISES[exercise].public_examples]
+    return tuple(tuple(v) for v in do_nothing_right(exercise, items))
+
+
+def _credit(tally: list, do_nothing) -> float | None:
+    """One property's tally [passed, total] or [passed, total, right per item] → beyond_do_nothing
+    (exact with the per-item vector, its lower bound from counts without it)."""
+    passed, total = tally[0], tally[1]
+    right = tally[2] if len(tally) > 2 and tally[2] is not None else None
+    dn = [list(v) for v in do_nothing]
+    if right is not None and len(right) == total and all(len(v) == total for v in dn):
+        return beyond_do_nothing([bool(x) for x in right], dn)
+    return above_baseline(passed, total, max((sum(v) for v in dn if len(v) == total), default=0))
+
+
+def credits(exercise: str, props: dict[str, list], hidden_calls: list[dict] | None = None) -> dict[str, float]:
     """The policy (module docstring) on one (submission, exercise)'s tallies {property: [passed,
-    total]} → {property: credit in [0, 1]}. `do_nothing_calls`: how many of the hidden calls (the
-    `agrees-with-rocketmq` total) the best do-nothing function answers like RocketMQ's rule
-    (do_nothing_agreement over the exercise's reference call logs); None when the caller has no
-    call logs: then only the constant that agrees with nothing is ruled out (baseline 0)."""
+    total] or [passed, total, right per item]} → {property: credit in [0, 1]}. `hidden_calls`: the
+    reference call-log entries the `agrees-with-rocketmq` tally counts, chained in its order; None
+    when the caller has none: then only do-nothing functions that agree with no call are ruled out."""
     out: dict[str, float] = {}
     pub = props.get("public-examples")
     if pub is not None:
-        c = above_baseline(pub[0], pub[1], public_baseline(exercise))
-        out["public-examples"] = 0.0 if c is None else c
+        c = _credit(pub, public_do_nothing(exercise))
+        if c is None:   # a do-nothing function passes every example (none does today)
+            c = 1.0 if pub[1] and pub[0] >= pub[1] else 0.0
+        out["public-examples"] = c
     agreement = out.get("public-examples", 0.0)
     agr = props.get("agrees-with-rocketmq")
     if agr is not None:
-        c = above_baseline(agr[0], agr[1], do_nothing_calls or 0)
+        c = _credit(agr, do_nothing_right(exercise, hidden_calls) if hidden_calls else [])
+        # No hidden call tells this function from a do-nothing one: the public examples are the
+        # evidence left.
         agreement = out.get("public-examples", 0.0) if c is None else c
         out["agrees-with-rocketmq"] = agreement
-    for prop, (passed, total) in props.items():
+    for prop, tally in props.items():
         if prop not in out:
-            share = passed / total if total else 0.0
+            share = tally[0] / tally[1] if tally[1] else 0.0
             out[prop] = share * agreement if prop in OUTCOME_PROPERTIES else share
     return out
 
@@ -230,15 +262,16 @@ GRADEBOOK_COLUMNS = ("student", "exercise", "property", "points", "max_points", 
 FINDINGS_COLUMNS = ("student", "notebook", "kind", "detail")
 
 
-def gradebook_rows(tallies: dict, findings: list[dict], do_nothing: dict[str, int] | None = None) -> list[dict]:
-    """`tallies`: {(student, notebook, exercise): {property: [passed, total]}} → one row per student ×
-    exercise × property (a student with several notebooks for one exercise keeps the best).
-    `do_nothing`: {exercise: do_nothing_agreement over the exercise's hidden call logs} (see
-    `credits`). `passed`/`total` stay the raw counts; `partial_credit` and `points` follow the policy."""
-    do_nothing = do_nothing or {}
+def gradebook_rows(tallies: dict, findings: list[dict], hidden_calls: dict[str, list[dict]] | None = None) -> list[dict]:
+    """`tallies`: {(student, notebook, exercise): {property: [passed, total] or [passed, total, right
+    per item]}} → one row per student × exercise × property (a student with several notebooks for one
+    exercise keeps the best). `hidden_calls`: {exercise: its reference call-log entries, chained in
+    the order its agreement tallies count them} (see `credits`). `passed`/`total` stay the raw
+    counts; `partial_credit` and `points` follow the policy."""
+    hidden_calls = hidden_calls or {}
     best: dict[tuple[str, str], tuple[float, str, dict, dict]] = {}
     for (student, notebook, exercise), props in tallies.items():
-        credit = credits(exercise, props, do_nothing.get(exercise))
+        credit = credits(exercise, props, hidden_calls.get(exercise))
         score = sum(PROPERTIES[p].max_points * credit[p] for p in props)
         cur = best.get((student, exercise))
         if cur is None or score > cur[0]:
@@ -248,7 +281,7 @@ def gradebook_rows(tallies: dict, findings: list[dict], do_nothing: dict[str, in
         kinds = sorted({f["kind"] for f in findings if f["student"] == student and f["notebook"] == notebook
                         and f.get("exercise") in (None, "", exercise)})
         for prop in sorted(props, key=lambda p: list(PROPERTIES).index(p)):
-            passed, total = props[prop]
+            passed, total = props[prop][:2]
             rows.append({"student": student, "exercise": exercise, "property": prop,
                          "points": round(PROPERTIES[prop].max_points * credit[prop], 4),
                          "max_points": PROPERTIES[prop].max_points, "partial_credit": round(credit[prop], 6),
