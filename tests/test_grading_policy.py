@@ -315,7 +315,9 @@ def test_no_output_file_names_the_hidden_directory(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     ex = "truncation_point"
-    leak = _stub_source(ex, f"raise ValueError({name!r} + ' ' + {str(hidden)!r} + ' ' + __import__('os').getcwd())")
+    # the name as the catalog spells it and upper-cased, the directory's path and name, the cwd
+    leak = _stub_source(ex, f"raise ValueError({name!r} + ' ' + {name.upper()!r} + ' ' + {str(hidden)!r} + ' ' + "
+                            f"{hidden.name!r} + ' ' + __import__('os').getcwd())")
     for student, src in [("alice", VARIANTS[ex]["correct"].source), ("stub", _stub_source(ex, "return -7")),
                          ("mallory", leak)]:
         nbformat.write(make_submission(None, {ex: src}), str(subs / f"{student}.ipynb"))
