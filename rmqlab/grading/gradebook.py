@@ -6,14 +6,21 @@ best do-nothing function (a constant answer, or one of its arguments handed back
 invariant and `recovers` is worth its points times that agreement credit, so a function that keeps
 the cluster from moving earns nothing for the messages it therefore never loses.
 
-Per exercise, a submission is graded on properties, each worth POINTS[property]:
+"Beyond" (`beyond_do_nothing`): for each do-nothing function, the share of the items it gets wrong
+that your function gets right; the credit is the least of these shares. So every do-nothing
+function scores 0 (on the items it gets wrong it is wrong), a function right everywhere scores 1,
+and a partial rule earns what it adds. With counts only (no per-item vector in the tally), the
+lower bound (right - best do-nothing's right) / (items - best do-nothing's right) stands in
+(`above_baseline`).
+
+Per exercise, a submission is graded on properties, each worth PROPERTIES[property].max_points:
 - `public-examples`: the exercise's public checks (the ones the student can run), sandboxed;
-  credit = above_baseline(passed, examples, the examples the best do-nothing function passes).
+  credit = beyond the do-nothing functions on those examples.
 - `agrees-with-rocketmq`: the hook calls of the reference runs (every hidden workload and seed
-  where the exercise is consulted) answered like RocketMQ's rule; credit = above_baseline(agreeing
-  calls, calls, the calls the best do-nothing function answers like RocketMQ's rule). When the
-  hidden calls cannot tell the two apart (a do-nothing function answers all of them right), the
-  public examples' credit stands in: they are the only evidence left.
+  where the exercise is consulted) answered like RocketMQ's rule; credit = beyond the do-nothing
+  functions on those calls. When the hidden calls cannot tell a function from a do-nothing one (a
+  do-nothing function answers all of them right), the public examples' credit stands in: they are
+  the only evidence left.
 - the outcome invariants of rmqlab.workload.outcome (`no-acknowledged-loss`, `single-master`,
   `elected-in-sync-state-set`, `truncation-at-consistent-point`, `replicas-identical`) and `recovers`
   (converged, and recovery no slower than the reference's by more than RECOVERY_SLACK): judged on the
@@ -28,12 +35,13 @@ calls as disagreeing).
 Why scale the invariants: they are safety properties, and a function that answers nothing useful
 holds most of them by keeping the system still — a constant truncation point never cuts a log
 wrongly, an election that never elects never elects two masters. The agreement credit measures
-how far the function's answers drove the run the way RocketMQ's do; the reference-equivalent
-solutions (every call answered like RocketMQ's rule) keep credit 1.
+how far the function's answers drove the run the way RocketMQ's do; RocketMQ-equivalent functions
+(every call answered like RocketMQ's rule) keep credit 1.
 
-The do-nothing family (`do_nothing_answers`): every constant (its best member answers the most
-common reference answer), and each argument handed back as is, wrapped in a list, or its first or
-last element (the first candidate, the old master, the unchanged SyncStateSet, the local log end).
+The do-nothing family (`do_nothing_right`): every constant (only those that are some item's answer
+can be right anywhere), and each argument handed back as is, wrapped in a list, or its first or
+last element or that element's first (`do_nothing_answers`: the first or last candidate, the old or
+preferred master, the unchanged SyncStateSet, the local or master log end).
 """
 
 from __future__ import annotations
