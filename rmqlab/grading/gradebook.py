@@ -199,11 +199,11 @@ def public_do_nothing(exercise: str) -> tuple[tuple[bool, ...], ...]:
 
 def _credit(tally: list, do_nothing) -> float | None:
     """One property's tally [passed, total] or [passed, total, right per item] → beyond_do_nothing
-    (exact with the per-item vector, its lower bound from counts without it)."""
+    (exact with a complete per-item vector, its lower bound from counts without one)."""
     passed, total = tally[0], tally[1]
     right = tally[2] if len(tally) > 2 and tally[2] is not None else None
     dn = [list(v) for v in do_nothing]
-    if right is not None and len(right) == total and all(len(v) == total for v in dn):
+    if right is not None and len(right) == total and None not in right and all(len(v) == total for v in dn):
         return beyond_do_nothing([bool(x) for x in right], dn)
     return above_baseline(passed, total, max((sum(v) for v in dn if len(v) == total), default=0))
 
