@@ -294,7 +294,7 @@ def test_feedback_page_and_files_go_through_the_filter(hidden_dir, tmp_path):
 # -- a class graded end to end ------------------------------------------------------------------------
 
 def test_no_output_file_names_the_hidden_directory(tmp_path):
-    """Three tiny submissions (RocketMQ's rule, a constant, and one that raises with the hidden
+    """Four tiny submissions (RocketMQ's rule, a constant, "never cut", and one that raises with the hidden
     workload's name — it is a catalog name, so a student can guess it — the hidden directory's path
     and its working directory) graded with local Spark: no file a student sees (the feedback pages,
     the gradebook and totals CSVs, the counterexamples) names the hidden directory, its files or
@@ -319,7 +319,7 @@ def test_no_output_file_names_the_hidden_directory(tmp_path):
     leak = _stub_source(ex, f"raise ValueError({name!r} + ' ' + {name.upper()!r} + ' ' + {str(hidden)!r} + ' ' + "
                             f"{hidden.name!r} + ' ' + __import__('os').getcwd())")
     for student, src in [("alice", VARIANTS[ex]["correct"].source), ("stub", _stub_source(ex, "return -7")),
-                         ("mallory", leak)]:
+                         ("echo", _stub_source(ex, "return local_max")), ("mallory", leak)]:
         nbformat.write(make_submission(None, {ex: src}), str(subs / f"{student}.ipynb"))
     out = tmp_path / "out"
     try:
@@ -329,7 +329,7 @@ def test_no_output_file_names_the_hidden_directory(tmp_path):
         stop_spark()
     secrets = _secrets(hidden) + [os.getcwd()]
     pages = list((out / "feedback").glob("*.html"))
-    assert len(pages) == 3
+    assert len(pages) == 4
     checked = {p.name: p.read_text() for p in [*pages, out / "gradebook.csv", out / "totals.csv"]}
     checked["counterexamples.parquet"] = json.dumps(pq.read_table(out / "counterexamples.parquet").to_pylist())
     for fname, text in checked.items():
@@ -338,4 +338,6 @@ def test_no_output_file_names_the_hidden_directory(tmp_path):
     assert "hidden workload" in (out / "feedback" / "mallory.html").read_text()
     with open(out / "totals.csv") as f:
         points = {r["student"]: float(r["points"]) for r in csv.DictReader(f)}
-    assert points["alice"] == MAX_POINTS and points["stub"] <= DO_NOTHING_MAX and points["mallory"] == 0.0
+    # the hidden workload never needs a cut: "never cut" answers every hidden call right, yet does nothing
+    assert points["alice"] == MAX_POINTS and points["mallory"] == 0.0
+    assert points["stub"] <= DO_NOTHING_MAX and points["echo"] <= DO_NOTHING_MAX, points

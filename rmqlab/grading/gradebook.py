@@ -212,7 +212,7 @@ def credits(exercise: str, props: dict[str, list], hidden_calls: list[dict] | No
     """The policy (module docstring) on one (submission, exercise)'s tallies {property: [passed,
     total] or [passed, total, right per item]} → {property: credit in [0, 1]}. `hidden_calls`: the
     reference call-log entries the `agrees-with-rocketmq` tally counts, chained in its order; None
-    when the caller has none: then only do-nothing functions that agree with no call are ruled out."""
+    when the caller has none: then the agreement credit is at most the public examples' credit."""
     out: dict[str, float] = {}
     pub = props.get("public-examples")
     if pub is not None:
@@ -227,6 +227,11 @@ def credits(exercise: str, props: dict[str, list], hidden_calls: list[dict] | No
         # No hidden call tells this function from a do-nothing one: the public examples are the
         # evidence left.
         agreement = out.get("public-examples", 0.0) if c is None else c
+        if hidden_calls is None:
+            # Without the calls, a do-nothing function that happens to answer them all (the local
+            # log end when nothing needs cutting) would look perfect: the public examples, where the
+            # do-nothing functions are known, bound the credit.
+            agreement = min(agreement, out.get("public-examples", 0.0))
         out["agrees-with-rocketmq"] = agreement
     for prop, tally in props.items():
         if prop not in out:
