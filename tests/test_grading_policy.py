@@ -299,8 +299,7 @@ def test_no_output_file_names_the_hidden_directory(tmp_path):
     and its working directory) graded with local Spark: no file a student sees (the feedback pages,
     the gradebook and totals CSVs, the counterexamples) names the hidden directory, its files or
     their stems. The instructor's files name the workloads on purpose (results.parquet's `workload`
-    column, run.json); findings.csv and results.parquet's details are filtered by write_all when the
-    pipeline passes it the hidden list (test_feedback_page_and_files_go_through_the_filter)."""
+    column, run.json); findings.csv and results.parquet's details are filtered too."""
     pytest.importorskip("pyspark")
     import nbformat
 
@@ -332,6 +331,8 @@ def test_no_output_file_names_the_hidden_directory(tmp_path):
     assert len(pages) == 4
     checked = {p.name: p.read_text() for p in [*pages, out / "gradebook.csv", out / "totals.csv"]}
     checked["counterexamples.parquet"] = json.dumps(pq.read_table(out / "counterexamples.parquet").to_pylist())
+    checked["findings.csv"] = (out / "findings.csv").read_text()
+    checked["results.parquet details"] = json.dumps(pq.read_table(out / "results.parquet").column("detail").to_pylist())
     for fname, text in checked.items():
         for secret in secrets:
             assert secret.lower() not in text.lower(), (fname, secret)

@@ -409,8 +409,8 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
             t = tallies.setdefault(key3, {})
             pub = public.get(key3)
             n_pub = len(EXERCISES[n].public_examples)
-            t["public-examples"] = [int(pub.get("passed", 0)), int(pub.get("total", n_pub) or n_pub)] if pub \
-                else [0, n_pub]
+            t["public-examples"] = [int(pub.get("passed", 0)), int(pub.get("total", n_pub) or n_pub),
+                                    pub.get("passed_examples")] if pub else [0, n_pub]
             if pub and pub.get("first_failure"):
                 failures[key3]["public-examples"].append(pub["first_failure"])
             for wk in ex_refs[n]:
@@ -432,7 +432,9 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
                     if rp is not None and rp.get("status") == "error":
                         why = rp["error"]["detail"]
                     agree = 0
-                    t.setdefault("agrees-with-rocketmq", [0, 0])[1] += calls
+                    tt = t.setdefault("agrees-with-rocketmq", [0, 0, []])
+                    tt[1] += calls
+                    tt[2] += [False] * calls
                     results.append({**row, "property": "agrees-with-rocketmq", "holds": False, "method": "error",
                                     "counterexample_id": None, "detail": str(why)[:500]})
                     for p in props:
@@ -442,9 +444,10 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
                         failures[key3][p].append(f"{where}: your function failed ({str(why)[:200]})")
                     continue
                 agree = e["agree"]
-                tt = t.setdefault("agrees-with-rocketmq", [0, 0])
+                tt = t.setdefault("agrees-with-rocketmq", [0, 0, []])
                 tt[0] += agree
                 tt[1] += calls
+                tt[2] += e.get("agree_calls") or [None] * calls
                 cid = ce_of.get(key3)
                 results.append({**row, "property": "agrees-with-rocketmq", "holds": agree == calls,
                                 "method": "replayed" if rp is not None else "reference-equivalent",
@@ -484,9 +487,11 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
             if (c["counterexample_id"], p) not in seen_ce:
                 seen_ce.add((c["counterexample_id"], p))
                 ce_rows.append({**{kk: v for kk, v in c.items() if not kk.startswith("_")}, "property": p})
-    book = gb.gradebook_rows(tallies, findings)
+    book = gb.gradebook_rows(tallies, findings, {n: [c for wk in ex_refs[n] for c in refs[wk]["calls"][n]]
+                                                 for n in wanted})
     with timer("write"):
-        gb.write_all(out_dir, gradebook=book, results=results, counterexamples=ce_rows, findings=findings)
+        gb.write_all(out_dir, gradebook=book, results=results, counterexamples=ce_rows, findings=findings,
+                     hidden=hidden)
         feedback_dir = os.path.join(out_dir, "feedback")
         os.makedirs(feedback_dir, exist_ok=True)
         fb.ensure_plotlyjs(feedback_dir)

@@ -210,7 +210,8 @@ def _judge_log(base: dict, log: dict, answered: dict, nondeterministic: str | No
     answers = [answered[key(a)] for a in uniq]
     agree = [key(answers[u]) == key(c["answer"]) for c, u in zip(calls, which)]
     out = {**base, "workload": log["workload"], "seed": log["seed"], "calls": len(calls),
-           "distinct_calls": len(uniq), "agree": sum(agree), "answers": answers, "answers_key": key(answers)}
+           "distinct_calls": len(uniq), "agree": sum(agree), "agree_calls": agree, "answers": answers,
+           "answers_key": key(answers)}
     if nondeterministic:
         out["nondeterministic"] = nondeterministic
     diff = next((i for i, ok in enumerate(agree) if not ok), None)
@@ -330,7 +331,7 @@ def public_examples(ctx: dict, item: dict) -> dict:
     or a crash it is dead, so the next example gets a fresh one."""
     ex = _exercises()[item["exercise"]]
     out = {k: item[k] for k in ("student", "notebook", "exercise")}
-    passed, failures = 0, []
+    passed, failures, passed_examples = 0, [], []
     scratch = tempfile.mkdtemp(prefix="rmqlab-public-")
     fn = None
     try:
@@ -338,6 +339,7 @@ def public_examples(ctx: dict, item: dict) -> dict:
             if fn is None:
                 fn = _sandbox(ctx, item["source"], item["function"], scratch, item["exercise"])
             result = ex.check(fn, [example]).results[0]
+            passed_examples.append(bool(result.passed))
             if result.passed:
                 passed += 1
             else:
@@ -351,7 +353,9 @@ def public_examples(ctx: dict, item: dict) -> dict:
         if fn is not None:
             fn.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    out.update(passed=passed, total=len(ex.public_examples), first_failure=failures[0] if failures else "")
+    passed_examples += [False] * (len(ex.public_examples) - len(passed_examples))
+    out.update(passed=passed, total=len(ex.public_examples), first_failure=failures[0] if failures else "",
+               passed_examples=passed_examples)
     return out
 
 
