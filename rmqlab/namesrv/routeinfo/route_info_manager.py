@@ -440,13 +440,16 @@ class RouteInfoManager:
         return expired
 
     def on_channel_destroy(self, channel: Any) -> None:
-        """``onChannelDestroy(Channel)``: the broker behind a closed connection leaves."""
+        """``onChannelDestroy(Channel)``: the broker behind a closed connection leaves.
+
+        Deviation: every address registered over the connection leaves, where Java unregisters
+        the first it finds. A broker registers one address per connection, so that is the same
+        for brokers; a client that registered many over one connection would otherwise leave the
+        rest behind until they expire."""
         if channel is None:
             return
-        for addr_info, live in self.broker_live_table.items():
-            if live.channel is channel:
-                self.on_channel_destroy_by_addr(addr_info)
-                return
+        for addr_info in [a for a, live in self.broker_live_table.items() if live.channel is channel]:
+            self.on_channel_destroy_by_addr(addr_info)
 
     def on_channel_destroy_by_addr(self, addr_info: BrokerAddrInfo) -> None:
         """``onChannelDestroy(BrokerAddrInfo)``: unregister the address, found by its group membership."""
