@@ -16,8 +16,9 @@ What the layer answers on its own, as RocketMQ does:
   remark, and the exception logged with its traceback. Deviation: a request the processor
   found malformed (``RemotingCommandError``: a missing or mistyped header field, a body that is
   not what the code carries) is the client's mistake, not the server's: it is answered the same
-  way but logged as one WARN line, without a traceback (RocketMQ logs every processor exception
-  with its stack trace, which a misbehaving client can turn into gigabytes of log). Whatever
+  way and logged with RocketMQ's line, but as one line, without the traceback (RocketMQ logs
+  every processor exception with its stack trace, which a misbehaving client can turn into
+  gigabytes of log). Whatever
   the peer sent is quoted clipped (``remoting_helper.clip``), in the log and in the remark.
 
 Oneway requests get neither (``writeResponse`` sends nothing for them).
@@ -113,8 +114,8 @@ class RemotingAbstract:
             except asyncio.CancelledError:
                 raise
             except RemotingCommandError as e:
-                self.node.log.warning("process request exception, remoteAddr: %s, code %s: %s",
-                                      channel.remote_addr, request.code, clip(e))
+                self.node.log.error("process request exception, remoteAddr: %s, code %s: %s",
+                                    channel.remote_addr, request.code, clip(e))
                 response = RemotingCommand.create_response_command(RemotingSysResponseCode.SYSTEM_ERROR,
                                                                    clip(exception_simple_desc(e)))
             except Exception as e:

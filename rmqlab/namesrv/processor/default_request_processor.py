@@ -166,6 +166,13 @@ class DefaultRequestProcessor:
             self.namesrv_controller.node.log.warning("registerBroker refused, from %s: %s", channel.remote_addr, problem)
             return RemotingCommand.create_response_command(ResponseCode.INVALID_PARAMETER, problem, ext_fields={})
 
+        if not channel.is_active():
+            # Closed after this request was read (a bad frame right behind it, say): its close was
+            # handled already, so nothing would remove the registration before it expires.
+            # Deviation: Java registers it anyway; the response could not be sent either way.
+            self.namesrv_controller.node.log.info("registerBroker dropped, %s closed before it was processed",
+                                                  channel.remote_addr)
+            return None
         result = self.route_info_manager.register_broker(
             header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
             request.ext_str(ZONE_NAME, None), header.heartbeat_timeout_millis, header.enable_acting_master,

@@ -183,15 +183,18 @@ class RouteInfoManager:
         first one; the processor answers SYSTEM_ERROR "register broker failed"). A fenced
         registration returns an empty result, as Java does (SUCCESS without a master).
 
-        **Quirk** kept from Java: both refusals come after the cluster and group entries were
-        created (and another id on the same address dropped), so a refused first registration
-        leaves a group without members in GET_BROKER_CLUSTER_INFO.
+        **Quirk fixed**: in Java both refusals come after the cluster and group entries were
+        created, so a refused first registration leaves a cluster and a group without members
+        in GET_BROKER_CLUSTER_INFO forever (and any client can add such junk at will). Here a
+        refusal takes back the entries this call created (``_undo_new_entries``).
         """
         result = RegisterBrokerResult()
+        new_cluster = cluster_name not in self.cluster_addr_table
         broker_names = self.cluster_addr_table.get(cluster_name)
         if broker_names is None:
             broker_names = {}
             _java_put(self.cluster_addr_table, cluster_name, broker_names, _str_order(_CLUSTER_ADDR_TABLE_CAPACITY))
+        new_name_in_cluster = broker_name not in broker_names
         _java_put(broker_names, broker_name, None, _str_order(_HASH_MAP_CAPACITY))
 
         register_first = False
@@ -225,6 +228,7 @@ class RouteInfoManager:
                                       f"Old BrokerAddr:{old_broker_addr}, Old Version:{old_state_version}, "
                                       f"New BrokerAddr:{broker_addr}, New Version:{new_state_version}.", True)
                     self.broker_live_table.pop(BrokerAddrInfo(cluster_name, broker_addr), None)
+                    self._undo_new_entries(cluster_name, broker_name, new_cluster, new_name_in_cluster)
                     return result
 
         topic_config_table = topic_config_wrapper.topic_config_table
@@ -232,6 +236,7 @@ class RouteInfoManager:
             # registerSingleTopicAll before the broker's first full registration.
             self._log("WARN", f"Can't register topicConfigWrapper={list(topic_config_table)} because "
                               f"broker[{broker_id}]={broker_addr} has not registered.")
+            self._undo_new_entries(cluster_name, broker_name, new_cluster, new_name_in_cluster)
             return None
 
         old_addr = addrs.get(broker_id)
@@ -266,6 +271,20 @@ class RouteInfoManager:
                     result.ha_server_addr = master_live.ha_server_addr
                     result.master_addr = master_addr
         return result
+
+    def _undo_new_entries(self, cluster_name: str, broker_name: str, new_cluster: bool,
+                          new_name_in_cluster: bool) -> None:
+        """A refused registration: drop the group if it has no member, the group's name from the
+        cluster if this call added it there, and the cluster if this call created it and it is
+        empty (see ``register_broker``)."""
+        broker_data = self.broker_addr_table.get(broker_name)
+        if broker_data is not None and not broker_data.broker_addrs:
+            del self.broker_addr_table[broker_name]
+        names = self.cluster_addr_table.get(cluster_name)
+        if names is not None and new_name_in_cluster and broker_name not in self.broker_addr_table:
+            names.pop(broker_name, None)
+        if names is not None and new_cluster and not names:
+            del self.cluster_addr_table[cluster_name]
 
     def _update_topics(self, cluster_name: str, broker_addr: str, broker_name: str, broker_data: BrokerData,
                        wrapper: TopicConfigSerializeWrapper, register_first: bool, is_prime_slave: bool) -> None:
