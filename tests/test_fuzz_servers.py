@@ -202,14 +202,13 @@ def test_deep_json_gets_one_line_and_no_traceback(servers):
 
 
 def test_idle_and_trickling_connections_are_closed(servers):
-    """1 byte a second is idle too: Netty's IdleStateHandler sees whole frames only."""
-    async def run() -> tuple[int, int]:
+    """1 byte every 0.25 s is idle too: Netty's IdleStateHandler sees whole frames only."""
+    async def run() -> tuple[int, bool]:
         idle = [await asyncio.open_connection("127.0.0.1", servers.ns_port) for _ in range(200)]
         trickle_reader, trickle_writer = await asyncio.open_connection("127.0.0.1", servers.ns_port)
         frame = RemotingCommand.create_request_command(105, {"topic": "broker-f"}).encode()
-        closed_idle = 0
         trickle_closed = False
-        for i in range(len(frame)):  # one byte every 0.25 s; the whole frame would take minutes
+        for i in range(4 * (IDLE_S + 4)):  # 24 of the frame's 70-odd bytes
             try:
                 trickle_writer.write(frame[i:i + 1])
                 await trickle_writer.drain()
@@ -219,12 +218,11 @@ def test_idle_and_trickling_connections_are_closed(servers):
             if await _eof(trickle_reader, 0.25):
                 trickle_closed = True
                 break
-        for reader, writer in idle:
-            if await _eof(reader, 10):
-                closed_idle += 1
+        closed = await asyncio.gather(*(_eof(reader, IDLE_S + 4) for reader, _ in idle))
+        for _, writer in idle:
             writer.close()
         trickle_writer.close()
-        return closed_idle, trickle_closed
+        return sum(closed), trickle_closed
 
     closed_idle, trickle_closed = asyncio.run(run())
     assert closed_idle == 200
@@ -263,10 +261,7 @@ def test_unfinished_frames_share_a_bounded_budget(servers):
                     await asyncio.wait_for(writer.drain(), 30)
             except (ConnectionError, OSError):
                 pass
-        closed = 0
-        for reader, writer in conns:
-            if await _eof(reader, 2):
-                closed += 1
+        closed = sum(await asyncio.gather(*(_eof(reader, 2) for reader, _ in conns)))
         rss_held = rss_kib(servers.broker.pid)
         for reader, writer in conns:
             writer.close()
@@ -286,6 +281,23 @@ def _log(servers: Servers, name: str) -> str:
         if entry.startswith(name) and entry.endswith(".log"):
             return os.path.join(servers.logs_dir, entry)
     raise AssertionError(f"no log of {name} in {os.listdir(servers.logs_dir)}")
+
+
+def test_requests_leave_no_memory_behind(servers):
+    """A server keeps nothing per request served: 1,000 requests each carrying a 64 KiB header
+    value (64 MiB in all) to each server leave their RSS where it was, give or take 32 MiB."""
+    big = "t" * 65536
+    frames_ns = [RemotingCommand.create_request_command(105, {"topic": big + str(i)}).encode() for i in range(1000)]
+    frames_broker = [RemotingCommand.create_request_command(30, {"topic": big + str(i), "queueId": "0"}).encode()
+                     for i in range(1000)]
+    before = rss_kib(servers.namesrv.pid), rss_kib(servers.broker.pid)
+    asyncio.run(send_frames(servers.ns_port, frames_ns, connections=4))
+    asyncio.run(send_frames(servers.broker_port, frames_broker, connections=4))
+    assert_serving(servers)
+    after = rss_kib(servers.namesrv.pid), rss_kib(servers.broker.pid)
+    assert after[0] - before[0] < 32 * 1024 and after[1] - before[1] < 32 * 1024, (before, after)
+    census = log_census(servers.logs_dir)
+    assert census["tracebacks"] == 0
 
 
 def test_mutated_frames_leave_the_servers_serving_bounded_and_without_junk(servers):
