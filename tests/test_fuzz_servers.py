@@ -5,7 +5,8 @@ registration, close idle connections, bound their memory and their logs, and log
 
 The servers run with a short idle timeout (serverChannelMaxIdleTimeSeconds=2 in their conf) so
 the idle checks take seconds. Memory bounds are generous (RSS is not a precise measure); nothing
-here is timed. bench/bench_fuzz_servers.py runs the same campaign at 1,000,000 frames.
+here is timed. bench/bench_fuzz_servers.py runs the same campaign at 1,000,000 frames. The last
+test runs the idle timeout on the simulator: deterministic, in virtual time.
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ from tests.fuzz_frames import (broker_seeds, campaign_frames, log_census, namesr
                                rss_kib, send_frames)
 from tests.process_helpers import stop
 
+from rmqlab.remoting import RemotingClient, RemotingServer
 from rmqlab.remoting.frame_decoder import FRAME_MAX_LENGTH
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.response_code import ResponseCode
+from rmqlab.runtime.component import Component
+from rmqlab.runtime.sim import Simulation
+from rmqlab.trace import trace_hash
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDLE_S = 2
@@ -318,3 +323,48 @@ def test_mutated_frames_leave_the_servers_serving_bounded_and_without_junk(serve
         if no_junk(servers):
             break
     assert no_junk(servers), registered(servers)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same idle timeout on the simulator: virtual time, the same instant in every run.
+
+
+class _IdleServer(Component):
+    component_type = "namesrv"
+
+    async def start(self, node):
+        self.server = RemotingServer(node, "127.0.0.1", 9876, channel_max_idle_seconds=30)
+
+        async def answer(channel, request):
+            await node.sleep(request.ext_int("delayMs"))
+            return RemotingCommand.create_response_command(0)
+
+        self.server.register_processor(105, answer)
+        await self.server.start()
+
+
+class _Client(Component):
+    async def start(self, node):
+        self.node = node
+
+
+def _idle_run(seed: int) -> tuple[list[tuple[float, str]], str]:
+    sim = Simulation(seed=seed)
+    sim.add_node("namesrv", _IdleServer)
+    sim.add_node("client", _Client)
+    sim.start_all()
+    client = RemotingClient(sim.nodes["client"])
+    # A request answered after 20 s: the response written at 20 s is the connection's last activity.
+    request = RemotingCommand.create_request_command(105, {"topic": "t", "delayMs": 20_000})
+    assert sim.run(client.invoke_sync("127.0.0.1:9876", request, 30_000)).code == 0
+    sim.run_for(60_000)
+    closes = [(e.time_ms, e.fields["reason"]) for e in sim.tracer.events
+              if e.kind == "net.close" and e.node == "namesrv"]
+    return closes, trace_hash(sim.tracer.events)
+
+
+def test_the_simulator_closes_an_idle_connection_at_the_same_virtual_instant():
+    closes, digest = _idle_run(3)
+    assert len(closes) == 1 and closes[0][1] == "idle"
+    assert 50_000 <= closes[0][0] < 50_100  # 20 s answer + 30 s idle (the connect's few virtual ms)
+    assert _idle_run(3) == (closes, digest)
