@@ -69,6 +69,7 @@ from rmqlab.common.java_compat import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN
     java_parse_int, java_string_hash_code
 from rmqlab.remoting.exceptions import FrameError, RemotingCommandError
 from rmqlab.remoting.language_code import LanguageCode
+from rmqlab.remoting.remoting_helper import clip
 
 # A decoded extFields value: what the JSON held (a fraction kept as its text). None means absent,
 # as a null HashMap value does in Java.
@@ -233,7 +234,8 @@ def _int32_field(obj: Mapping[str, Any], name: str) -> int:
     if value is None:
         return 0
     if type(value) is not int:
-        raise FrameError(f"header field {name} must be an integer, not {type(value).__name__} {value!r}")
+        raise FrameError(f"header field {name} must be an integer, not {type(value).__name__} "
+                         f"{clip(repr(value), 100)}")
     if not INT32_MIN <= value <= INT32_MAX:
         raise FrameError(f"header field {name} = {value} does not fit a Java int")
     return value
@@ -242,7 +244,8 @@ def _int32_field(obj: Mapping[str, Any], name: str) -> int:
 def _optional_str_field(obj: Mapping[str, Any], name: str) -> str | None:
     value = obj.get(name)
     if value is not None and not isinstance(value, str):
-        raise FrameError(f"header field {name} must be a string, not {type(value).__name__} {value!r}")
+        raise FrameError(f"header field {name} must be a string, not {type(value).__name__} "
+                         f"{clip(repr(value), 100)}")
     return value
 
 
@@ -476,7 +479,7 @@ class RemotingCommand:
         return value
 
     def _bad(self, name: str, value: ExtValue, wanted: str) -> RemotingCommandError:
-        return RemotingCommandError(f"the custom field <{name}> = {value!r} is not {wanted} "
+        return RemotingCommandError(f"the custom field <{name}> = {clip(repr(value), 100)} is not {wanted} "
                                     f"(request code {self.code})")
 
     def ext_str(self, name: str, default: Any = _REQUIRED) -> Any:

@@ -145,7 +145,7 @@ class DefaultRequestProcessor:
         try:
             return handler(channel, request)
         except RemotingCommandError as e:
-            return _system_error(str(e))
+            return _system_error(clip(e))
 
     # -- REGISTER_BROKER ------------------------------------------------------------------------
     def register_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
