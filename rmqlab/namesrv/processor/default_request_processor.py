@@ -5,7 +5,7 @@ for the requests brokers and admin tools send:
 
 | code | request | answer |
 |---|---|---|
-| 103 | REGISTER_BROKER | SUCCESS, header ``haServerAddr``/``masterAddr`` (the master, for a slave); SYSTEM_ERROR "crc32 not match", "register broker failed", or the body's decoding error; INVALID_PARAMETER for a bad name or address (below) |
+| 103 | REGISTER_BROKER | SUCCESS, header ``haServerAddr``/``masterAddr`` (the master, for a slave); SYSTEM_ERROR "crc32 not match", "register broker failed", or the body's decoding error; INVALID_PARAMETER, a bad name or address (below) |
 | 104 | UNREGISTER_BROKER | SUCCESS |
 | 106 | GET_BROKER_CLUSTER_INFO | SUCCESS, ClusterInfo body |
 | 205 | WIPE_WRITE_PERM_OF_BROKER | SUCCESS, header ``wipeTopicCount`` |
@@ -83,7 +83,8 @@ def _name_problem(what: str, name: str) -> str | None:
     if not name or not name.strip():
         return f"The specified {what} is blank."
     if TopicValidator.is_topic_or_group_illegal(name):
-        return f"The specified {what}: {clip(name, 64)}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        return (f"The specified {what}: {clip(name, 64)}, contains illegal characters, "
+                "allowing only ^[%|a-zA-Z0-9_-]+$")
     if len(name) > NAME_MAX_LENGTH:
         return f"The specified {what}: {clip(name, 64)}, is longer than its max length: {NAME_MAX_LENGTH}"
     return None
@@ -163,7 +164,8 @@ class DefaultRequestProcessor:
             wrapper = self._extract_register_topic_config_from_request(request)
         problem = registration_problem(header, wrapper)
         if problem is not None:
-            self.namesrv_controller.node.log.warning("registerBroker refused, from %s: %s", channel.remote_addr, problem)
+            self.namesrv_controller.node.log.warning("registerBroker refused, from %s: %s", channel.remote_addr,
+                                                     problem)
             return RemotingCommand.create_response_command(ResponseCode.INVALID_PARAMETER, problem, ext_fields={})
 
         if not channel.is_active():
@@ -253,12 +255,14 @@ class DefaultRequestProcessor:
         header = WipeWritePermOfBrokerRequestHeader.decode(request)
         count = self.route_info_manager.wipe_write_perm_of_broker_by_lock(header.broker_name)
         self.namesrv_controller.log_event(
-            "INFO", f"wipe write perm of broker[{header.broker_name}], client: {channel.remote_addr}, {count}")
+            "INFO", f"wipe write perm of broker[{clip(header.broker_name, 130)}], client: {channel.remote_addr}, "
+                    f"{count}")
         return _success(WipeWritePermOfBrokerResponseHeader(count).to_ext_fields())
 
     def add_write_perm_of_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
         header = AddWritePermOfBrokerRequestHeader.decode(request)
         count = self.route_info_manager.add_write_perm_of_broker_by_lock(header.broker_name)
         self.namesrv_controller.log_event(
-            "INFO", f"add write perm of broker[{header.broker_name}], client: {channel.remote_addr}, {count}")
+            "INFO", f"add write perm of broker[{clip(header.broker_name, 130)}], client: {channel.remote_addr}, "
+                    f"{count}")
         return _success(AddWritePermOfBrokerResponseHeader(count).to_ext_fields())

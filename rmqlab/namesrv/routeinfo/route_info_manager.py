@@ -74,6 +74,7 @@ from rmqlab.remoting.protocol.namesrv.register_broker_result import RegisterBrok
 from rmqlab.remoting.protocol.remoting_serializable import (copy_capacity, hash_map_order, hash_set_copy_capacity,
                                                             long_hash_map_order)
 from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID, BrokerData, QueueData, TopicRouteData
+from rmqlab.remoting.remoting_helper import clip
 
 # RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME: the live-entry timeout when the broker
 # sends none (RocketMQ brokers send one only with slave acting master enabled).
@@ -87,6 +88,9 @@ NAMESRV_LOGGER_NAME = "RocketmqNamesrv"
 _HASH_MAP_CAPACITY = 16
 _BROKER_ADDR_TABLE_CAPACITY = 256
 _CLUSTER_ADDR_TABLE_CAPACITY = 64
+
+# The longest message logged (the tables' names are short; a peer's junk is clipped to this).
+_LOG_LINE_MAX = 1000
 
 LOG_LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR}
 
@@ -170,6 +174,8 @@ class RouteInfoManager:
 
     # -- logging ------------------------------------------------------------------------------
     def _log(self, level: str, message: str, notable: bool = False) -> None:
+        # Names come from the peers (an UNREGISTER_BROKER may carry any string): a line stays short.
+        message = clip(message, _LOG_LINE_MAX)
         self.log.log(LOG_LEVELS[level], "%s", message)
         if notable and self.on_event is not None:
             self.on_event(level, message)
