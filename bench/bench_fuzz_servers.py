@@ -20,6 +20,7 @@ import asyncio
 import os
 import random
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -107,6 +108,7 @@ def main() -> None:
     finally:
         stop(broker)
         stop(namesrv)
+        shutil.rmtree(tmp, ignore_errors=True)  # the broker's store holds a 1 GiB (sparse) commitlog file
 
 
 if __name__ == "__main__":
