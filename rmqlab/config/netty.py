@@ -31,6 +31,8 @@ class NettyServerConfig:
     listenPort: int = int_field(BROKER_LISTEN_PORT, min=0, max=65535)
     serverOnewaySemaphoreValue: int = int_field(256, min=1)
     serverAsyncSemaphoreValue: int = int_field(64, min=1)
+    # A connection without a whole frame read or written for this long is closed (Netty's
+    # IdleStateHandler, ALL_IDLE); 0 never. See rmqlab.remoting.remoting_server.
     serverChannelMaxIdleTimeSeconds: int = int_field(120, min=0)
     serverSocketBacklog: int = int_field(1024, min=0)
 

@@ -94,7 +94,8 @@ class NamesrvController(Component):
         self.route_info_manager = RouteInfoManager(self.namesrv_config, node.now_ms, logger=node.log,
                                                    on_event=self._trace_event)
         server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
-                                channel_event_listener=self.broker_housekeeping_service)
+                                channel_event_listener=self.broker_housekeeping_service,
+                                channel_max_idle_seconds=self.netty_server_config.serverChannelMaxIdleTimeSeconds)
         server.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, ClientRequestProcessor(self))
         server.register_default_processor(DefaultRequestProcessor(self))
         self.remoting_server = server

@@ -13,7 +13,13 @@ What the layer answers on its own, as RocketMQ does:
   ``" request type N not supported"`` (leading space included: Java builds it as
   ``" request type " + code + " not supported"``);
 * the processor raised: SYSTEM_ERROR (1) with ``exception_simple_desc`` of the exception as the
-  remark, and the exception logged with its traceback.
+  remark, and the exception logged with its traceback. Deviation: a request the processor
+  found malformed (``RemotingCommandError``: a missing or mistyped header field, a body that is
+  not what the code carries) is the client's mistake, not the server's: it is answered the same
+  way and logged with RocketMQ's line, but as one line, without the traceback (RocketMQ logs
+  every processor exception with its stack trace, which a misbehaving client can turn into
+  gigabytes of log). Whatever
+  the peer sent is quoted clipped (``remoting_helper.clip``), in the log and in the remark.
 
 Oneway requests get neither (``writeResponse`` sends nothing for them).
 
@@ -37,8 +43,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rmqlab.remoting.exceptions import RemotingCommandError
 from rmqlab.remoting.remoting_command import RemotingCommand
-from rmqlab.remoting.remoting_helper import exception_simple_desc
+from rmqlab.remoting.remoting_helper import clip, exception_simple_desc
 from rmqlab.remoting.response_code import RemotingSysResponseCode
 
 if TYPE_CHECKING:
@@ -106,11 +113,16 @@ class RemotingAbstract:
                 response = await processor(channel, request)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:
-                self.node.log.exception("process request exception, remoteAddr: %s, %r",
-                                        channel.remote_addr, request)
+            except RemotingCommandError as e:
+                self.node.log.error("process request exception, remoteAddr: %s, code %s: %s",
+                                    channel.remote_addr, request.code, clip(e))
                 response = RemotingCommand.create_response_command(RemotingSysResponseCode.SYSTEM_ERROR,
-                                                                   exception_simple_desc(e))
+                                                                   clip(exception_simple_desc(e)))
+            except Exception as e:
+                self.node.log.exception("process request exception, remoteAddr: %s, %s",
+                                        channel.remote_addr, clip(repr(request)))
+                response = RemotingCommand.create_response_command(RemotingSysResponseCode.SYSTEM_ERROR,
+                                                                   clip(exception_simple_desc(e)))
         await channel.write_response(request, response)
 
     # -- async request timeouts (scanResponseTable) -----------------------------------------------

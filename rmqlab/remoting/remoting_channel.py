@@ -48,7 +48,7 @@ from rmqlab.remoting.exceptions import FrameError, RemotingCommandError, Remotin
     RemotingTimeoutError
 from rmqlab.remoting.frame_decoder import FRAME_MAX_LENGTH, FrameDecoder
 from rmqlab.remoting.remoting_command import RemotingCommand
-from rmqlab.remoting.remoting_helper import exception_simple_desc, get_request_code_desc, \
+from rmqlab.remoting.remoting_helper import clip, exception_simple_desc, get_request_code_desc, \
     get_response_code_desc, peer_address
 from rmqlab.remoting.response_code import RemotingSysResponseCode
 
@@ -112,6 +112,13 @@ class RemotingChannel:
         # Frames waiting for the flush at the start of the next loop iteration (TCP only).
         self._coalesce = isinstance(writer, asyncio.StreamWriter)
         self._out: list[bytes] = []
+        # Idle detection (``IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds)``, see
+        # watch_idle): the node time of the last whole frame read or frame written.
+        self.last_activity_ms = node.now_ms()
+        self._max_idle_ms = 0.0
+        self._idle_timer: Any = None
+        # The server's budget for unfinished frames across its connections (BufferBudget), if any.
+        self._buffer_budget: Any = None
 
     def __repr__(self) -> str:
         state = f"closed: {self.close_reason}" if self._closed else "open"
@@ -149,12 +156,14 @@ class RemotingChannel:
                     # Frames completed before the bad one arrived intact; Netty hands them on too.
                     for cmd in e.commands:
                         self._dispatch(cmd)
-                    reason = f"frame error: {e.reason}"
+                    reason = f"frame error: {clip(e.reason)}"
                     self.node.log.warning("remoting: closing the connection with %s: %s",
-                                          self.remote_addr, e.reason)
+                                          self.remote_addr, clip(e.reason))
                     break
                 for cmd in commands:
                     self._dispatch(cmd)
+                if self._buffer_budget is not None:
+                    self._buffer_budget.account(self, self._decoder.buffered)
         except asyncio.CancelledError:
             reason = "local"
             raise
@@ -166,6 +175,9 @@ class RemotingChannel:
             self._run_done.set()
 
     def _dispatch(self, cmd: RemotingCommand) -> None:
+        # A whole frame is activity; bytes of an unfinished one are not: Netty's IdleStateHandler
+        # sits after NettyDecoder in NettyRemotingServer's pipeline, so it sees decoded commands only.
+        self.last_activity_ms = self.node.now_ms()
         # As on the wire: what arrived, mixed types from some clients included.
         self._trace("frame.recv", cmd, cmd.frame_size or 0, cmd.ext_fields)
         if cmd.is_response_type():
@@ -230,6 +242,7 @@ class RemotingChannel:
             raise RemotingCommandError(f"frame of {len(frame)} bytes exceeds the {FRAME_MAX_LENGTH}-byte limit")
         # Traced first: a value the trace refuses then fails the send before anything is written.
         self._trace("frame.send", cmd, len(frame), ext_fields)
+        self.last_activity_ms = self.node.now_ms()
         if self._coalesce:
             out = self._out
             out.append(frame)
@@ -365,6 +378,29 @@ class RemotingChannel:
             self.node.log.info("remoting: response to request code %s (opaque %d) not sent: %s",
                                request.code, request.opaque, e.reason)
 
+    # -- idle connections -----------------------------------------------------------------------
+    def watch_idle(self, max_idle_ms: float) -> None:
+        """Close this connection once no whole frame was read or written for ``max_idle_ms``
+        (``IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds)`` and NettyConnectManageHandler
+        closing the channel on ALL_IDLE, with its log line). As Netty's handler does, one timer
+        at a time, re-armed for the rest of the interval when there was activity meanwhile; on
+        the node's clock, so the simulator times it deterministically."""
+        if max_idle_ms <= 0 or self._closed:
+            return  # 0 disables it, as IdleStateHandler's 0 does
+        self._max_idle_ms = max_idle_ms
+        self._idle_timer = self.node.call_later(max_idle_ms, self._idle_check)
+
+    def _idle_check(self) -> None:
+        self._idle_timer = None
+        if self._closed:
+            return
+        idle_for = self.node.now_ms() - self.last_activity_ms
+        if idle_for >= self._max_idle_ms:
+            self.node.log.warning("NETTY SERVER PIPELINE: IDLE exception [%s]", self.remote_addr)
+            self.close("idle")
+        else:
+            self._idle_timer = self.node.call_later(self._max_idle_ms - idle_for, self._idle_check)
+
     # -- closing --------------------------------------------------------------------------------
     def close(self, reason: str = "local") -> None:
         """Close the connection now; pending requests fail with RemotingConnectError.
@@ -376,6 +412,10 @@ class RemotingChannel:
             return
         self._closed = True
         self.close_reason = reason
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self._decoder = FrameDecoder()  # an unfinished frame's bytes go now, not when the task ends
         self.node.trace("net.close", peer=self.remote_addr, reason=reason)
         try:
             self._flush_out()  # what was sent before the close goes first, as with an immediate write

@@ -69,6 +69,7 @@ from rmqlab.common.java_compat import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN
     java_parse_int, java_string_hash_code
 from rmqlab.remoting.exceptions import FrameError, RemotingCommandError
 from rmqlab.remoting.language_code import LanguageCode
+from rmqlab.remoting.remoting_helper import clip
 
 # A decoded extFields value: what the JSON held (a fraction kept as its text). None means absent,
 # as a null HashMap value does in Java.
@@ -233,7 +234,8 @@ def _int32_field(obj: Mapping[str, Any], name: str) -> int:
     if value is None:
         return 0
     if type(value) is not int:
-        raise FrameError(f"header field {name} must be an integer, not {type(value).__name__} {value!r}")
+        raise FrameError(f"header field {name} must be an integer, not {type(value).__name__} "
+                         f"{clip(repr(value), 100)}")
     if not INT32_MIN <= value <= INT32_MAX:
         raise FrameError(f"header field {name} = {value} does not fit a Java int")
     return value
@@ -242,7 +244,8 @@ def _int32_field(obj: Mapping[str, Any], name: str) -> int:
 def _optional_str_field(obj: Mapping[str, Any], name: str) -> str | None:
     value = obj.get(name)
     if value is not None and not isinstance(value, str):
-        raise FrameError(f"header field {name} must be a string, not {type(value).__name__} {value!r}")
+        raise FrameError(f"header field {name} must be a string, not {type(value).__name__} "
+                         f"{clip(repr(value), 100)}")
     return value
 
 
@@ -256,14 +259,43 @@ def _check_unicode(s: str, where: str) -> None:
         raise FrameError(f"header {where} holds a lone surrogate (not valid Unicode)") from None
 
 
+# How deeply JSON from a peer may nest. A header is two levels deep (the command, its extFields)
+# and the deepest body (RegisterBrokerBody) five; Python's decoder recurses per level, so without
+# a bound a frame of "[[[[..." reaches the interpreter's recursion limit, at a depth that depends
+# on how deep the stack already is (a RecursionError). Deviation: fastjson states no such bound;
+# 64 levels is far beyond any RocketMQ header or body, and the same wherever it is checked.
+JSON_MAX_DEPTH = 64
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_depth_exceeds(text: str, limit: int = JSON_MAX_DEPTH) -> bool:
+    """Whether the JSON ``text`` nests objects and arrays more than ``limit`` deep (brackets in
+    strings do not count). Cheap for ordinary text: it counts brackets first, and only text with
+    more opening brackets than ``limit`` is scanned."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for m in _JSON_NESTING.finditer(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
 def _decode_json_header(data: bytes) -> "RemotingCommand":
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise FrameError(f"JSON header is not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    if json_depth_exceeds(text):
+        raise FrameError(f"JSON header is nested too deeply (more than {JSON_MAX_DEPTH} levels)")
     try:
         obj = _JSON_DECODER.decode(text)
-    except RecursionError:
+    except RecursionError:  # not reached after the check above; kept as the last line of defence
         raise FrameError("JSON header is nested too deeply") from None
     except ValueError as e:  # JSONDecodeError, NaN/Infinity, an integer of more than 4300 digits
         raise FrameError(f"JSON header is not valid JSON: {e}") from None
@@ -447,7 +479,7 @@ class RemotingCommand:
         return value
 
     def _bad(self, name: str, value: ExtValue, wanted: str) -> RemotingCommandError:
-        return RemotingCommandError(f"the custom field <{name}> = {value!r} is not {wanted} "
+        return RemotingCommandError(f"the custom field <{name}> = {clip(repr(value), 100)} is not {wanted} "
                                     f"(request code {self.code})")
 
     def ext_str(self, name: str, default: Any = _REQUIRED) -> Any:

@@ -82,3 +82,16 @@ def exception_simple_desc(e: BaseException) -> str:
     code = tb.tb_frame.f_code
     filename = code.co_filename.replace("\\", "/").rsplit("/", 1)[-1]
     return f"{text}, {code.co_name}({filename}:{tb.tb_lineno})"
+
+
+# A log line quotes at most this much of what a peer sent: a header value may be megabytes long
+# (a frame holds up to 16 MiB), and one bad request must not write that into the log.
+LOG_TEXT_MAX = 300
+
+
+def clip(text: object, limit: int = LOG_TEXT_MAX) -> str:
+    """``text`` (str() of it) cut to ``limit`` characters, saying how long it was."""
+    s = text if isinstance(text, str) else str(text)
+    if len(s) <= limit:
+        return s
+    return f"{s[:limit]}... ({len(s)} characters)"

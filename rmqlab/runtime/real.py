@@ -5,7 +5,8 @@ process the way RocketMQ's scripts do:
 
 * logs: `<logs_dir>/<log_name>.log`, named after the instance (`rmqlab namesrv` writes
   namesrv-9876.log: RocketMQ's logs are per process, ~/logs/rocketmqlogs/namesrv.log, and two
-  instances on one machine must not share a file). The file is opened once the component has
+  instances on one machine must not share a file), rolled over at 16 MiB into namesrv-9876.log.1
+  ... .4 (LOG_MAX_BYTES says why). The file is opened once the component has
   started, and held with an advisory lock: a second live process of the same name writes
   `<log_name>-<pid>.log` instead. The boot-success line goes to the log and to stdout ("The
   PingPong node n0 boot success. ...", like "The broker[...] boot success");
@@ -55,6 +56,7 @@ import asyncio
 import ipaddress
 import json
 import logging
+import logging.handlers
 import os
 import random
 import signal
@@ -389,6 +391,17 @@ class RealNode(Node):
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+class _Unkept(list):
+    """The ``events`` of a process's tracer: nothing is kept. A server process runs for days and
+    traces every frame it reads and writes; its trace is the JSONL file (when it has one) and the
+    subscribers, and nobody reads the in-memory list of a process, which would otherwise grow by
+    each frame's header for as long as the process runs (a fuzzed name server: 66 -> 299 MB in
+    360,000 frames). ``subscribe(replay=True)`` then replays nothing."""
+
+    def append(self, event: Any) -> None:
+        pass
+
+
 class _StartupBuffer(logging.Handler):
     """Holds the log records of a start until it succeeds: a start that fails opens no log file,
     so it cannot write into the log of a running instance of the same name."""
@@ -401,19 +414,48 @@ class _StartupBuffer(logging.Handler):
         self.records.append(record)
 
 
-def _open_log(logs_dir: str, log_name: str) -> tuple[logging.FileHandler, str]:
-    """A FileHandler on `<log_name>.log`, locked (flock) for as long as this process runs; if a live
-    process holds that lock, on `<log_name>-<pid>.log`. The lock dies with the process."""
+# Log rotation. RocketMQ's rmq.namesrv.logback.xml rolls each log at 100 MB into 5 older files and
+# rmq.broker.logback.xml at 100-128 MB into 10 (SizeBasedTriggeringPolicy, FixedWindowRollingPolicy);
+# a lab machine or a Binder pod has less disk, so a log here rolls at 16 MiB and keeps 4 older
+# files: at most 80 MiB per process, whatever a client makes it log.
+LOG_MAX_BYTES = 16 * 1024 * 1024
+LOG_BACKUP_COUNT = 4
+
+
+class _LockedRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A RotatingFileHandler whose current file stays flock-ed by this process (see _open_log):
+    the lock is taken again on the new file after each roll-over."""
+
+    def doRollover(self) -> None:
+        super().doRollover()
+        if self.stream is not None:
+            _try_lock(self.stream)
+
+
+def _try_lock(stream: Any) -> bool:
     import fcntl
 
-    path = os.path.join(logs_dir, f"{log_name}.log")
-    handler = logging.FileHandler(path)
     try:
-        fcntl.flock(handler.stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        return False
+    return True
+
+
+def _open_log(logs_dir: str, log_name: str) -> tuple[logging.FileHandler, str]:
+    """A handler on `<log_name>.log`, locked (flock) for as long as this process runs; if a live
+    process holds that lock, on `<log_name>-<pid>.log`. The lock dies with the process. The file
+    rolls over at LOG_MAX_BYTES into `<log_name>.log.1` ... `.4` (LOG_BACKUP_COUNT)."""
+    def handler_on(path: str) -> logging.handlers.RotatingFileHandler:
+        return _LockedRotatingFileHandler(path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUP_COUNT)
+
+    path = os.path.join(logs_dir, f"{log_name}.log")
+    handler = handler_on(path)
+    if not _try_lock(handler.stream):
         handler.close()
         path = os.path.join(logs_dir, f"{log_name}-{os.getpid()}.log")
-        handler = logging.FileHandler(path)
+        handler = handler_on(path)
+        _try_lock(handler.stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s - %(message)s"))
     return handler, path
 
@@ -449,7 +491,8 @@ def run_process(component: Component, name: str | None = None, *, store_dir: str
     handlers: list[logging.Handler] = [buffer]
     meta = {"runtime": "real", "source": f"{name}.{settings.incarnation}"}
     tracer = Tracer(lambda: time.time() * 1000.0, jsonl_path=trace_path, meta=meta, buffered=True) \
-        if trace_path else None
+        if trace_path else Tracer(lambda: time.time() * 1000.0)
+    tracer.events = _Unkept()
     node = RealNode(name, store_dir, tracer=tracer, node_ip=settings.node_ip, cluster=settings.cluster,
                     incarnation=settings.incarnation, clock=settings.clock)
     started = False

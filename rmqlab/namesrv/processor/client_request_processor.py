@@ -25,6 +25,7 @@ from rmqlab.remoting.exceptions import RemotingCommandError
 from rmqlab.remoting.protocol.header.namesrv.get_route_info_request_header import GetRouteInfoRequestHeader
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.remoting_helper import clip
 from rmqlab.remoting.response_code import ResponseCode
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class ClientRequestProcessor:
             return self.get_route_info_by_topic(channel, request)
         except RemotingCommandError as e:
             # A malformed header (see rmqlab.remoting.protocol.header.command_custom_header).
-            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, str(e))
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, clip(e))
 
     def get_route_info_by_topic(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
         header = GetRouteInfoRequestHeader.decode(request)

@@ -5,7 +5,7 @@ for the requests brokers and admin tools send:
 
 | code | request | answer |
 |---|---|---|
-| 103 | REGISTER_BROKER | SUCCESS, header ``haServerAddr``/``masterAddr`` (the master, for a slave); SYSTEM_ERROR "crc32 not match", "register broker failed", or the body's decoding error |
+| 103 | REGISTER_BROKER | SUCCESS, header ``haServerAddr``/``masterAddr`` (the master, for a slave); SYSTEM_ERROR "crc32 not match", "register broker failed", or the body's decoding error; INVALID_PARAMETER, a bad name or address (below) |
 | 104 | UNREGISTER_BROKER | SUCCESS |
 | 106 | GET_BROKER_CLUSTER_INFO | SUCCESS, ClusterInfo body |
 | 205 | WIPE_WRITE_PERM_OF_BROKER | SUCCESS, header ``wipeTopicCount`` |
@@ -24,6 +24,15 @@ A malformed header (a missing ``@CFNotNull`` field, a value of the wrong type) i
 SYSTEM_ERROR with the problem as the remark, e.g. ``the custom field <brokerId> is null``, before
 any table is touched (see ``command_custom_header`` for how that differs from Java).
 
+Deviation: REGISTER_BROKER's names are validated before any table is touched (RocketMQ's name
+server takes any string, so one client can fill its tables with junk of any size): the cluster
+and broker names as ``TopicValidator`` checks a group (``^[%|a-zA-Z0-9_-]+$``, at most
+``NAME_MAX_LENGTH`` characters), every topic of the body with ``TopicValidator.validateTopic``,
+and the broker and HA addresses as ``host:port``. A registration that fails is answered
+INVALID_PARAMETER (29, what a RocketMQ broker answers a topic that fails ``validateTopic``)
+with the reason as the remark, e.g. ``The specified clusterName: a b, contains illegal
+characters, allowing only ^[%|a-zA-Z0-9_-]+$``.
+
 Response headers: like Java, a response built for a header class (REGISTER_BROKER,
 QUERY_DATA_VERSION, the write-permission requests) always carries ``extFields``, empty when no field
 is set; the others carry none.
@@ -31,8 +40,11 @@ is set; the others carry none.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from rmqlab.broker.topic.topic_config import TopicValidator
 
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.java_compat import crc32
@@ -50,6 +62,7 @@ from rmqlab.remoting.protocol.header.namesrv import (ZONE_NAME, AddWritePermOfBr
                                                     WipeWritePermOfBrokerResponseHeader)
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.remoting_helper import clip
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import RemotingSysResponseCode, ResponseCode
 
@@ -58,6 +71,43 @@ if TYPE_CHECKING:
     from rmqlab.remoting.remoting_channel import RemotingChannel
 
 Handler = Callable[["RemotingChannel", RemotingCommand], RemotingCommand]
+
+# The longest cluster or broker name a registration may carry: TopicValidator's topic limit (a
+# broker name is also a topic: every broker creates a topic named after itself).
+NAME_MAX_LENGTH = TopicValidator.TOPIC_MAX_LENGTH
+# host:port as brokers send it (an IPv4 address, a host name, or a bracketed IPv6 address).
+_ADDRESS = re.compile(r"(?:[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):[0-9]{1,5}")
+
+
+def _name_problem(what: str, name: str) -> str | None:
+    if not name or not name.strip():
+        return f"The specified {what} is blank."
+    if TopicValidator.is_topic_or_group_illegal(name):
+        return (f"The specified {what}: {clip(name, 64)}, contains illegal characters, "
+                "allowing only ^[%|a-zA-Z0-9_-]+$")
+    if len(name) > NAME_MAX_LENGTH:
+        return f"The specified {what}: {clip(name, 64)}, is longer than its max length: {NAME_MAX_LENGTH}"
+    return None
+
+
+def _address_problem(what: str, addr: str) -> str | None:
+    if _ADDRESS.fullmatch(addr) is None or int(addr.rsplit(":", 1)[1]) > 65535:
+        return f"The specified {what}: {clip(addr, 64)}, is not host:port"
+    return None
+
+
+def registration_problem(header: RegisterBrokerRequestHeader, wrapper: TopicConfigSerializeWrapper) -> str | None:
+    """Why a REGISTER_BROKER must not reach the tables, or None (module docstring)."""
+    problem = (_name_problem("clusterName", header.cluster_name) or _name_problem("brokerName", header.broker_name)
+               or _address_problem("brokerAddr", header.broker_addr))
+    if problem is None and header.ha_server_addr:  # Java brokers always send it; empty is harmless
+        problem = _address_problem("haServerAddr", header.ha_server_addr)
+    if problem is None:
+        for topic in wrapper.topic_config_table:
+            result = TopicValidator.validate_topic(topic)
+            if not result.valid:
+                return clip(result.remark)
+    return problem
 
 
 def _success(ext_fields: dict | None = None, body: bytes | None = None) -> RemotingCommand:
@@ -96,7 +146,7 @@ class DefaultRequestProcessor:
         try:
             return handler(channel, request)
         except RemotingCommandError as e:
-            return _system_error(str(e))
+            return _system_error(clip(e))
 
     # -- REGISTER_BROKER ------------------------------------------------------------------------
     def register_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
@@ -112,7 +162,19 @@ class DefaultRequestProcessor:
         else:
             # A broker older than V3_0_11 sends only its topic table (and no filter servers).
             wrapper = self._extract_register_topic_config_from_request(request)
+        problem = registration_problem(header, wrapper)
+        if problem is not None:
+            self.namesrv_controller.node.log.warning("registerBroker refused, from %s: %s", channel.remote_addr,
+                                                     problem)
+            return RemotingCommand.create_response_command(ResponseCode.INVALID_PARAMETER, problem, ext_fields={})
 
+        if not channel.is_active():
+            # Closed after this request was read (a bad frame right behind it, say): its close was
+            # handled already, so nothing would remove the registration before it expires.
+            # Deviation: Java registers it anyway; the response could not be sent either way.
+            self.namesrv_controller.node.log.info("registerBroker dropped, %s closed before it was processed",
+                                                  channel.remote_addr)
+            return None
         result = self.route_info_manager.register_broker(
             header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
             request.ext_str(ZONE_NAME, None), header.heartbeat_timeout_millis, header.enable_acting_master,
@@ -193,12 +255,14 @@ class DefaultRequestProcessor:
         header = WipeWritePermOfBrokerRequestHeader.decode(request)
         count = self.route_info_manager.wipe_write_perm_of_broker_by_lock(header.broker_name)
         self.namesrv_controller.log_event(
-            "INFO", f"wipe write perm of broker[{header.broker_name}], client: {channel.remote_addr}, {count}")
+            "INFO", f"wipe write perm of broker[{clip(header.broker_name, 130)}], client: {channel.remote_addr}, "
+                    f"{count}")
         return _success(WipeWritePermOfBrokerResponseHeader(count).to_ext_fields())
 
     def add_write_perm_of_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
         header = AddWritePermOfBrokerRequestHeader.decode(request)
         count = self.route_info_manager.add_write_perm_of_broker_by_lock(header.broker_name)
         self.namesrv_controller.log_event(
-            "INFO", f"add write perm of broker[{header.broker_name}], client: {channel.remote_addr}, {count}")
+            "INFO", f"add write perm of broker[{clip(header.broker_name, 130)}], client: {channel.remote_addr}, "
+                    f"{count}")
         return _success(AddWritePermOfBrokerResponseHeader(count).to_ext_fields())

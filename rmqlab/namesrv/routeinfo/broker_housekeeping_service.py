@@ -7,9 +7,9 @@ closed an expired one) ``RouteInfoManager.on_channel_destroy`` unregisters whate
 it, without waiting for the 120 s expiry.
 
 Java also reacts to a channel exception and to an idle channel (Netty closes a connection without
-traffic for ``serverChannelMaxIdleTimeSeconds``); rmqlab's remoting layer reports neither
-separately (an exception closes the channel, and there is no idle detection), so the close is the
-one event.
+a whole frame for ``serverChannelMaxIdleTimeSeconds``); rmqlab's remoting layer reports neither
+separately (an exception closes the channel, and so does idleness, see ``RemotingServer``), so
+the close is the one event.
 """
 
 from __future__ import annotations

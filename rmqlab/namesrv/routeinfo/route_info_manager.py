@@ -74,6 +74,7 @@ from rmqlab.remoting.protocol.namesrv.register_broker_result import RegisterBrok
 from rmqlab.remoting.protocol.remoting_serializable import (copy_capacity, hash_map_order, hash_set_copy_capacity,
                                                             long_hash_map_order)
 from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID, BrokerData, QueueData, TopicRouteData
+from rmqlab.remoting.remoting_helper import clip
 
 # RouteInfoManager.DEFAULT_BROKER_CHANNEL_EXPIRED_TIME: the live-entry timeout when the broker
 # sends none (RocketMQ brokers send one only with slave acting master enabled).
@@ -87,6 +88,9 @@ NAMESRV_LOGGER_NAME = "RocketmqNamesrv"
 _HASH_MAP_CAPACITY = 16
 _BROKER_ADDR_TABLE_CAPACITY = 256
 _CLUSTER_ADDR_TABLE_CAPACITY = 64
+
+# The longest message logged (the tables' names are short; a peer's junk is clipped to this).
+_LOG_LINE_MAX = 1000
 
 LOG_LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR}
 
@@ -170,6 +174,8 @@ class RouteInfoManager:
 
     # -- logging ------------------------------------------------------------------------------
     def _log(self, level: str, message: str, notable: bool = False) -> None:
+        # Names come from the peers (an UNREGISTER_BROKER may carry any string): a line stays short.
+        message = clip(message, _LOG_LINE_MAX)
         self.log.log(LOG_LEVELS[level], "%s", message)
         if notable and self.on_event is not None:
             self.on_event(level, message)
@@ -183,15 +189,18 @@ class RouteInfoManager:
         first one; the processor answers SYSTEM_ERROR "register broker failed"). A fenced
         registration returns an empty result, as Java does (SUCCESS without a master).
 
-        **Quirk** kept from Java: both refusals come after the cluster and group entries were
-        created (and another id on the same address dropped), so a refused first registration
-        leaves a group without members in GET_BROKER_CLUSTER_INFO.
+        **Quirk fixed**: in Java both refusals come after the cluster and group entries were
+        created, so a refused first registration leaves a cluster and a group without members
+        in GET_BROKER_CLUSTER_INFO forever (and any client can add such junk at will). Here a
+        refusal takes back the entries this call created (``_undo_new_entries``).
         """
         result = RegisterBrokerResult()
+        new_cluster = cluster_name not in self.cluster_addr_table
         broker_names = self.cluster_addr_table.get(cluster_name)
         if broker_names is None:
             broker_names = {}
             _java_put(self.cluster_addr_table, cluster_name, broker_names, _str_order(_CLUSTER_ADDR_TABLE_CAPACITY))
+        new_name_in_cluster = broker_name not in broker_names
         _java_put(broker_names, broker_name, None, _str_order(_HASH_MAP_CAPACITY))
 
         register_first = False
@@ -225,6 +234,7 @@ class RouteInfoManager:
                                       f"Old BrokerAddr:{old_broker_addr}, Old Version:{old_state_version}, "
                                       f"New BrokerAddr:{broker_addr}, New Version:{new_state_version}.", True)
                     self.broker_live_table.pop(BrokerAddrInfo(cluster_name, broker_addr), None)
+                    self._undo_new_entries(cluster_name, broker_name, new_cluster, new_name_in_cluster)
                     return result
 
         topic_config_table = topic_config_wrapper.topic_config_table
@@ -232,6 +242,7 @@ class RouteInfoManager:
             # registerSingleTopicAll before the broker's first full registration.
             self._log("WARN", f"Can't register topicConfigWrapper={list(topic_config_table)} because "
                               f"broker[{broker_id}]={broker_addr} has not registered.")
+            self._undo_new_entries(cluster_name, broker_name, new_cluster, new_name_in_cluster)
             return None
 
         old_addr = addrs.get(broker_id)
@@ -266,6 +277,20 @@ class RouteInfoManager:
                     result.ha_server_addr = master_live.ha_server_addr
                     result.master_addr = master_addr
         return result
+
+    def _undo_new_entries(self, cluster_name: str, broker_name: str, new_cluster: bool,
+                          new_name_in_cluster: bool) -> None:
+        """A refused registration: drop the group if it has no member, the group's name from the
+        cluster if this call added it there, and the cluster if this call created it and it is
+        empty (see ``register_broker``)."""
+        broker_data = self.broker_addr_table.get(broker_name)
+        if broker_data is not None and not broker_data.broker_addrs:
+            del self.broker_addr_table[broker_name]
+        names = self.cluster_addr_table.get(cluster_name)
+        if names is not None and new_name_in_cluster and broker_name not in self.broker_addr_table:
+            names.pop(broker_name, None)
+        if names is not None and new_cluster and not names:
+            del self.cluster_addr_table[cluster_name]
 
     def _update_topics(self, cluster_name: str, broker_addr: str, broker_name: str, broker_data: BrokerData,
                        wrapper: TopicConfigSerializeWrapper, register_first: bool, is_prime_slave: bool) -> None:
@@ -440,13 +465,16 @@ class RouteInfoManager:
         return expired
 
     def on_channel_destroy(self, channel: Any) -> None:
-        """``onChannelDestroy(Channel)``: the broker behind a closed connection leaves."""
+        """``onChannelDestroy(Channel)``: the broker behind a closed connection leaves.
+
+        Deviation: every address registered over the connection leaves, where Java unregisters
+        the first it finds. A broker registers one address per connection, so that is the same
+        for brokers; a client that registered many over one connection would otherwise leave the
+        rest behind until they expire."""
         if channel is None:
             return
-        for addr_info, live in self.broker_live_table.items():
-            if live.channel is channel:
-                self.on_channel_destroy_by_addr(addr_info)
-                return
+        for addr_info in [a for a, live in self.broker_live_table.items() if live.channel is channel]:
+            self.on_channel_destroy_by_addr(addr_info)
 
     def on_channel_destroy_by_addr(self, addr_info: BrokerAddrInfo) -> None:
         """``onChannelDestroy(BrokerAddrInfo)``: unregister the address, found by its group membership."""

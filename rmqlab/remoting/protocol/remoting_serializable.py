@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmqlab.common.config_manager import parse_fastjson
-from rmqlab.remoting.remoting_command import fastjson_text, java_hash_map_order
+from rmqlab.remoting.remoting_command import JSON_MAX_DEPTH, fastjson_text, java_hash_map_order, json_depth_exceeds
 
 # fastjson SerializeWriter.writeLong with BrowserCompatible: beyond this a long is written as a
 # string, because JavaScript numbers lose precision there.
@@ -131,6 +131,8 @@ def decode_json(data: bytes | bytearray | None, what: str) -> Any:
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(f"{what}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    if json_depth_exceeds(text):
+        raise ValueError(f"{what}: nests more than {JSON_MAX_DEPTH} levels deep")
     try:
         return parse_fastjson(text)
     except RecursionError:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqlab.common.config_manager import to_fastjson
+from rmqlab.remoting.exceptions import RemotingCommandError
+from rmqlab.remoting.remoting_command import JSON_MAX_DEPTH, json_depth_exceeds
 from rmqlab.common.java_compat import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_parse_int, \
     java_string_hash_code
 
@@ -273,12 +275,24 @@ class HeartbeatData:
 
     @classmethod
     def decode(cls, body: bytes | None) -> "HeartbeatData":
-        """Parse a HEART_BEAT body leniently (see the module docstring); ValueError if it is not
-        a heartbeat at all."""
+        """Parse a HEART_BEAT body leniently (see the module docstring); RemotingCommandError (a
+        ValueError) if it is not a heartbeat at all: a bad request, answered without a traceback."""
+        try:
+            return cls._decode(body)
+        except RemotingCommandError:
+            raise
+        except ValueError as e:
+            raise RemotingCommandError(str(e)) from None
+
+    @classmethod
+    def _decode(cls, body: bytes | None) -> "HeartbeatData":
         if not body:
             raise ValueError("HEART_BEAT has no body")
         try:
-            doc = json.loads(body.decode("utf-8"))
+            text = body.decode("utf-8")
+            if json_depth_exceeds(text):
+                raise ValueError(f"HEART_BEAT body nests more than {JSON_MAX_DEPTH} levels deep")
+            doc = json.loads(text)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ValueError(f"HEART_BEAT body is not JSON: {e}") from None
         obj = _object(doc, "heartbeat")
