@@ -242,7 +242,8 @@ class BrokerController(Component):
         self.message_client_id_setter = MessageClientIDSetter(bc.brokerIP1, clock, node.random)
 
         server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
-                                self.client_housekeeping_service)
+                                self.client_housekeeping_service,
+                                channel_max_idle_seconds=self.netty_server_config.serverChannelMaxIdleTimeSeconds)
         self._register_processors(server)
         self.remoting_server = server
         await server.start()

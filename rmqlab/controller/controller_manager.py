@@ -125,7 +125,8 @@ class ControllerManager(Component):
         self.heartbeat_manager.register_broker_lifecycle_listener(self.on_broker_inactive)
         self.controller.register_broker_lifecycle_listener(self.on_broker_inactive)
         host, port = parse_addr(self.self_addr)
-        server = RemotingServer(node, host, port, channel_event_listener=self.broker_housekeeping_service)
+        server = RemotingServer(node, host, port, channel_event_listener=self.broker_housekeeping_service,
+                                channel_max_idle_seconds=self.netty_server_config.serverChannelMaxIdleTimeSeconds)
         processor = ControllerRequestProcessor(self)
         for code in CONTROLLER_REQUEST_CODES:
             server.register_processor(code, processor)

@@ -13,9 +13,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from rmqlab.broker.client.consumer_manager import ConsumerGroupEvent
-from rmqlab.remoting.exceptions import RemotingError
+from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError
 from rmqlab.remoting.protocol.header.broker.client import NotifyConsumerIdsChangedRequestHeader
 from rmqlab.remoting.remoting_command import RemotingCommand
+from rmqlab.remoting.remoting_helper import clip
 from rmqlab.remoting.request_code import RequestCode
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class Broker2Client:
         self.broker = broker
 
     def notify_consumer_ids_changed(self, channel: Any, consumer_group: str) -> None:
-        """Oneway NOTIFY_CONSUMER_IDS_CHANGED; a closed channel is only logged, as in Java."""
+        """Oneway NOTIFY_CONSUMER_IDS_CHANGED; a closed channel is one WARN line, as in Java."""
         if consumer_group is None:
             log.error("notifyConsumerIdsChanged consumerGroup is null")
             return
@@ -68,8 +69,13 @@ class Broker2Client:
         async def send() -> None:
             try:
                 await channel.invoke_oneway(request)
+            except (RemotingConnectError, ConnectionError) as e:
+                # Java's invokeOneway to a closed channel does not throw: writeAndFlush fails later and
+                # NettyRemotingAbstract.invokeOnewayImpl logs one WARN line ("send a request command to
+                # channel <addr> failed."). A client that disconnects is expected, not an ERROR.
+                log.warning("send a request command to channel <%s> failed. (%s)", clip(getattr(channel, 'remote_addr', channel)), e)
             except (RemotingError, OSError) as e:
-                log.error("notifyConsumerIdsChanged exception. group=%s, error=%s", consumer_group, e)
+                log.error("notifyConsumerIdsChanged exception. group=%s, error=%s", clip(consumer_group), e)
 
         self.broker.node.spawn(send(), name=f"notify-consumer-ids-changed {consumer_group}")
 
