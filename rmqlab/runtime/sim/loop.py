@@ -86,8 +86,8 @@ class SimLoop(asyncio.base_events.BaseEventLoop):
     # needs: debug checks, source tracebacks, I/O events. Every timer of every node goes through
     # them, so they are most of a simulation's overhead. The heap operations are the same, in the
     # same order, so the timers fire in the same order and a seed's trace stays byte for byte the
-    # same (checked by comparing trace hashes of chaos seeds and mode-comparison runs before and after;
-tests/test_sim_runtime.py and tests/test_controller_chaos.py check a seed's reproducibility).
+    # same (tests/test_sim_runtime.py and tests/test_controller_chaos.py check that a seed
+    # reproduces its trace).
     def call_at(self, when, callback, *args, context=None):
         if when is None:
             raise TypeError("when cannot be None")
