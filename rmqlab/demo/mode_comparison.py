@@ -357,9 +357,10 @@ def simulate_modes(seed: int, modes: list[str] | None = None, workers: int = 1) 
     more than the CPUs this process may use: on Binder's 1-CPU quota a pool would only add
     processes (and memory) sharing that one CPU.
 
-    With RMQLAB_MODE_CACHE_DIR set (the test suite sets it for one session), a comparison already
-    computed from the same sources, seed and modes is read back from there instead of simulated
-    again: a run is a pure function of those, so it is the same result and trace."""
+    With RMQLAB_MODE_CACHE_DIR set (tests/conftest.py sets it for one pytest run), a comparison
+    already computed from the same sources, seed and modes is read back from there instead of
+    simulated again: a run is a pure function of those, so it is the same result and trace. The
+    key leaves out the installed dependencies (pysyncobj, ...): the directory is meant for one run."""
     names = list(modes or MODES)
     path = _cache_path(seed, names)
     if path is not None:
@@ -372,9 +373,13 @@ def simulate_modes(seed: int, modes: list[str] | None = None, workers: int = 1) 
     if path is not None:
         # Written whole, then renamed: a reader never sees half a file.
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(runs, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(runs, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
     return runs
 
 
