@@ -35,9 +35,15 @@ failed (sendLatencyFaultEnable); brokers skip services the workload never uses
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import html
 import logging
+import os
+import pickle
 import statistics
+import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -349,8 +355,75 @@ def simulate_modes(seed: int, modes: list[str] | None = None, workers: int = 1) 
     `workers` > 1 the modes run in that many worker processes at once (each run is seeded and
     self-contained, so the results are the same; a notebook on 2 cores halves its wait), but never
     more than the CPUs this process may use: on Binder's 1-CPU quota a pool would only add
-    processes (and memory) sharing that one CPU."""
+    processes (and memory) sharing that one CPU.
+
+    With RMQLAB_MODE_CACHE_DIR set (tests/conftest.py sets it for one pytest run), a comparison
+    already computed from the same sources, seed and modes is read back from there instead of
+    simulated again: a run is a pure function of those, so it is the same result and trace. The
+    key leaves out the installed dependencies (pysyncobj, ...): the directory is meant for one run."""
     names = list(modes or MODES)
+    path = _cache_path(seed, names)
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except FileNotFoundError:
+            pass
+    runs = _simulate_modes(seed, names, workers)
+    if path is not None:
+        # Written whole, then renamed: a reader never sees half a file.
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(runs, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    return runs
+
+
+MODE_CACHE_ENV = "RMQLAB_MODE_CACHE_DIR"
+
+
+@functools.lru_cache(maxsize=1)
+def _sources_digest() -> str:
+    """What a run's result can depend on: every file of the rmqlab package and the conf/ templates
+    beside it, with the Python version (pickles, hash seeds)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return _tree_digest([package, os.path.join(os.path.dirname(package), "conf")], sys.version)
+
+
+def _tree_digest(tops: list[str], salt: str = "") -> str:
+    """sha256 of the files under `tops` (names and contents; compiled bytecode left out)."""
+    h = hashlib.sha256(salt.encode())
+    for i, top in enumerate(tops):
+        for root, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".pyc", ".pyo")):
+                    continue
+                full = os.path.join(root, name)
+                h.update(f"{i}/{os.path.relpath(full, top)}".encode() + b"\0")
+                with open(full, "rb") as f:
+                    h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def _cache_path(seed: int, names: list[str]) -> str | None:
+    """Where this comparison is cached, or None: no cache directory is set, or a mode or
+    simulate_mode is not this module's own (registered by a notebook, replaced by a test), which
+    the sources do not describe."""
+    directory = os.environ.get(MODE_CACHE_ENV)
+    if not directory or simulate_mode is not _SIMULATE_MODE or any(MODES.get(n) is not _BUILTIN_MODES.get(n)
+                                                                     for n in names):
+        return None
+    key = hashlib.sha256(repr((_sources_digest(), seed, names)).encode()).hexdigest()
+    os.makedirs(directory, exist_ok=True)
+    return os.path.join(directory, f"modes-{key}.pickle")
+
+
+def _simulate_modes(seed: int, names: list[str], workers: int) -> dict[str, ModeRun]:
     workers = min(workers, available_processors())
     if workers <= 1 or len(names) == 1:
         return {name: simulate_mode(name, seed) for name in names}
@@ -701,3 +774,8 @@ def results_html(results: list[ModeResult]) -> str:
           f"{m.readable_during_outage} / {m.on_broker_a}" + (f" from {html.escape(m.read_from)}" if m.readable_during_outage
                                                              else ""), str(m.acknowledged_lost),
           str(m.missing_after_recovery), f"{m.p50_ms:.2f} / {m.p99_ms:.2f}"] for m in results])
+
+
+# What _cache_path trusts: the modes registered above and simulate_mode as defined here.
+_BUILTIN_MODES = dict(MODES)
+_SIMULATE_MODE = simulate_mode
