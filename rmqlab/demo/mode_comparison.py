@@ -63,7 +63,8 @@ TOPIC = "DemoModes"
 SEND_EVERY_MS = 200
 WARMUP_MS = 12_000
 CRASH_AT_MS = 8_000          # into the workload
-OUTAGE_MS = 130_000          # the name server expires a silent broker after 120 s (scanned every 5 s)
+OUTAGE_MS = 130_000          # the name server drops a silent broker after 120 s: its expiry scan (every 5 s)
+                             # or its idle close of the broker's connection (serverChannelMaxIdleTimeSeconds)
 READ_AT_MS = 122_000         # after the crash: once the name server has dropped the crashed master
 # Workload after the restart. 20 s: a classic slave reconnects to its restarted master ~10 s after
 # the restart (its HA client re-reads the master address from the name server), and what the

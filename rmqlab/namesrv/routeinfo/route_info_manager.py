@@ -490,7 +490,7 @@ class RouteInfoManager:
         self._log("INFO", f"the broker's channel destroyed, submit the unregister request at once, broker info: "
                           f"clusterName={request.cluster_name}, brokerAddr={request.broker_addr}, "
                           f"brokerName={request.broker_name}, brokerId={request.broker_id}, "
-                          f"submit result: {str(result).lower()}")
+                          f"submit result: {str(result).lower()}", notable=True)
 
     def _setup_un_register_request(self, addr_info: BrokerAddrInfo) -> UnRegisterBrokerRequestHeader | None:
         for broker_data in self.broker_addr_table.values():
