@@ -205,8 +205,7 @@ def test_reference_equivalent_shortcut_equals_a_full_replay(spark, hidden):
     outcome byte for byte."""
     from rmqlab.grading.pipeline import collect
     data = (hidden / f"{WORKLOAD}.parquet").read_bytes()
-    ctx = {"workloads": spark.sparkContext.broadcast({WORKLOAD: data}), "time_limit": 1.0, "memory_mb": 512,
-           "deny": [str(hidden)]}
+    ctx = {"workloads": spark.sparkContext.broadcast({WORKLOAD: data}), "time_limit": 1.0, "memory_mb": 512}
     seed = 27
     res = collect(spark.sparkContext, [
         {"stage": "reference", "workload": WORKLOAD, "seed": seed, "exercises": [EX]},
@@ -232,7 +231,7 @@ def test_extraction_carries_helpers_constants_and_imports(tmp_path):
                                                  metadata={"tags": [ext.SKIP_TAG]}))
     nbformat.write(nb, str(subs / "zoe.ipynb"))
     [x] = ext.extract_all(ext.find_submissions(str(subs)), {EX: EX}, scratch_root=str(tmp_path / "scratch"),
-                          deny=(str(subs),), time_limit=30)
+                          time_limit=30)
     assert not x.findings, x.findings
     src = x.functions[EX]["source"]
     assert "import itertools as it" in src and "NO_POINT = -1" in src
@@ -258,7 +257,7 @@ def test_the_notebook_kernel_is_sandboxed(tmp_path):
         nbformat.write(nb, str(subs / f"{name}.ipynb"))
     got = {x.student: x for x in ext.extract_all(ext.find_submissions(str(subs)), {EX: EX},
                                                   scratch_root=str(tmp_path / "scratch"),
-                                                  deny=(str(secret), str(subs)), time_limit=30)}
+                                                  time_limit=30)}
     assert [f["kind"] for f in got["reader"].findings] == ["notebook-failed"]
     detail = got["reader"].findings[0]["detail"]
     assert "PermissionError" in detail and "w.parquet" in detail

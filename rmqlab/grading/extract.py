@@ -211,9 +211,9 @@ def _runtime_dir(scratch: str) -> str:
     return os.path.realpath(link)
 
 
-def write_kernelspec(scratch: str, deny: tuple[str, ...], memory_mb: int, output_limit: int) -> str:
+def write_kernelspec(scratch: str, memory_mb: int, output_limit: int) -> str:
     """The grading kernel's kernelspec in `scratch/jupyter/kernels/`; returns the JUPYTER_PATH entry.
-    `deny` is kept for the callers: the jailed kernel cannot see those paths at all."""
+    No deny list: the hidden workloads, submissions and output directory are not in the jail at all."""
     jp = os.path.join(scratch, "jupyter")
     kdir = os.path.join(jp, "kernels", KERNEL_NAME)
     os.makedirs(kdir, exist_ok=True)
@@ -378,7 +378,7 @@ def _context():
 
 
 def extract_all(submissions: list[Submission], functions: dict[str, str], *, scratch_root: str,
-                deny: tuple[str, ...] = (), time_limit: float = 60.0, memory_mb: int = 1024,
+                time_limit: float = 60.0, memory_mb: int = 1024,
                 output_limit: int = 1_000_000, workers: int = 2, progress=None,
                 keep_scratch: bool = False) -> list[Extraction]:
     """Extract every submission's functions (`functions`: {exercise: function name}), at most
@@ -406,7 +406,7 @@ def extract_all(submissions: list[Submission], functions: dict[str, str], *, scr
                 if not wanted:
                     raise ValueError("the notebook names no known exercise (metadata rmqlab.exercises)")
                 prepare_notebook(sub.notebook, os.path.join(scratch, "submission.ipynb"), wanted)
-                write_kernelspec(scratch, deny, memory_mb, output_limit)
+                write_kernelspec(scratch, memory_mb, output_limit)
             except Exception as e:  # noqa: BLE001
                 results[i] = Extraction(sub.student, sub.name, findings=[
                     {"kind": "notebook-failed", "detail": f"cannot read the notebook: {type(e).__name__}: {e}"[:500]}])

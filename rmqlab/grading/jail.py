@@ -2,7 +2,7 @@
 
     from rmqlab.grading import jail
     bwrap = jail.require()                       # or JailUnavailable, whose message says how to install it
-    argv = jail.command([sys.executable, "-m", "rmqlab.grading.runner"], scratch_mb=64)
+    argv = jail.command([sys.executable, "-m", "rmqlab.lab.exercises.runner"], scratch_mb=64)
     proc = subprocess.Popen(argv, preexec_fn=jail.Limits().apply, ...)
 
 Theory of operation
@@ -283,8 +283,9 @@ def command(argv: list[str], *, bwrap: str | None = None, scratch_mb: int = SCRA
     by default; HOME and TMPDIR are the scratch tmpfs); `seccomp`: a descriptor from `seccomp_fd()`
     (the caller passes it on and closes it)."""
     bwrap = bwrap or find_bwrap() or "bwrap"
-    out = [bwrap] + (["--seccomp", str(seccomp)] if seccomp is not None else []) + ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-           "--uid", str(NOBODY), "--gid", str(NOBODY), "--ro-bind", "/usr", "/usr"]
+    out = [bwrap] + (["--seccomp", str(seccomp)] if seccomp is not None else [])
+    out += ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+            "--uid", str(NOBODY), "--gid", str(NOBODY), "--ro-bind", "/usr", "/usr"]
     for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(link):
             out += ["--symlink", os.readlink(link), link]

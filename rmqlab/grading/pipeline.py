@@ -74,7 +74,7 @@ class GradeConfig:
     sample_seed: int = 0
     keep_scratch: bool = False
     eval_budget: float = 30.0           # all calls of one evaluation together (seconds)
-    extra_deny: tuple[str, ...] = field(default_factory=tuple)
+    extra_deny: tuple[str, ...] = field(default_factory=tuple)   # more private dirs (none may be in a bind)
 
 
 @dataclass
@@ -191,8 +191,8 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
         workloads = load_workloads(cfg.workloads)
         subs = ext.find_submissions(cfg.submissions, known=set(EXERCISES))
     by_wl = {w.name: w for w in workloads}
-    deny = tuple(os.path.realpath(d) for d in (cfg.workloads, cfg.submissions, out_dir, *cfg.extra_deny))
-    for d in deny:   # the sandbox shows its read-only binds to students' code: nothing secret may be in one
+    private = tuple(os.path.realpath(d) for d in (cfg.workloads, cfg.submissions, out_dir, *cfg.extra_deny))
+    for d in private:   # the sandbox shows its read-only binds to students' code: nothing secret may be in one
         inside = [b for b in jail.read_only_paths() if d == b or d.startswith(b.rstrip("/") + "/")]
         if inside:
             raise ValueError(f"{d} is inside {inside[0]}, which the grading sandbox lets students' code read; "
@@ -207,11 +207,11 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
     with timer("extraction"):
         bar = _tqdm_mod.tqdm(total=len(subs), desc="notebooks", file=sys.stderr, disable=not cfg.progress,
                              unit="nb")
-        # The scratch dirs must not be under a denied dir (the output dir is one).
+        # The scratch dirs stay out of the private ones (the output dir is one): see the check above.
         import tempfile
         scratch_root = tempfile.mkdtemp(prefix="rmqlab-grade-")
         extractions = ext.extract_all(subs, {n: e.function for n, e in EXERCISES.items()},
-                                      scratch_root=scratch_root, deny=deny,
+                                      scratch_root=scratch_root,
                                       time_limit=cfg.notebook_time_limit, memory_mb=max(cfg.memory_mb, 1024),
                                       workers=cfg.workers, progress=bar, keep_scratch=cfg.keep_scratch)
         bar.close()
@@ -230,7 +230,7 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
         sc = spark.sparkContext
         ship_package(sc, cfg.master)
         bc = sc.broadcast({w.name: w.data for w in workloads})
-    ctx = {"workloads": bc, "time_limit": cfg.time_limit, "memory_mb": cfg.memory_mb, "deny": list(deny),
+    ctx = {"workloads": bc, "time_limit": cfg.time_limit, "memory_mb": cfg.memory_mb,
            "eval_budget": cfg.eval_budget, "evaluations": 2}
     graded = [(sub, x, ex_name) for sub, x in zip(subs, extractions) for ex_name in sub.exercises
               if ex_name in x.functions]

@@ -22,8 +22,6 @@ in two fresh children, and stage D re-runs replays, to catch the ones that are n
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from typing import Any
 
@@ -55,12 +53,13 @@ def workload(ctx: dict, name: str):
             bc.__dict__.pop("_value", None)
 
 
-def _sandbox(ctx: dict, source: str, function: str, scratch: str, exercise: str):
+def _sandbox(ctx: dict, source: str, function: str, exercise: str):
     """A SandboxedFunction for the student's source: a fresh runner exec'd under bubblewrap, started
-    now (rmqlab.grading.jail.JailUnavailable if bwrap cannot be used: the driver checked first)."""
+    now (rmqlab.grading.jail.JailUnavailable if bwrap cannot be used: the driver checked first). Its
+    only writable directory is the jail's own tmpfs; the grader's files are not in its world."""
     from rmqlab.lab.exercises import SandboxedFunction, StudentFunctionError
     fn = SandboxedFunction(source, function, time_limit_s=ctx["time_limit"], memory_limit_mb=ctx["memory_mb"],
-                           scratch_dir=scratch, deny_paths=tuple(ctx["deny"]), jail=True,
+                           jail=True,
                            arg_adapter=_exercises()[exercise].arg_adapter)
     try:
         fn.start()
@@ -109,14 +108,14 @@ def reference_run(ctx: dict, item: dict) -> dict:
 
 # -- stage B / C-check: a student's answers on a call log --------------------------------------------
 
-def _answers(ctx: dict, item: dict, args_list: list, scratch: str) -> dict:
+def _answers(ctx: dict, item: dict, args_list: list) -> dict:
     """The student's normalized answers on `args_list`, from one fresh sandboxed child. Stops at the
     first error (the finding)."""
     from rmqlab.lab.exercises import StudentFunctionError
     ex = _exercises()[item["exercise"]]
     answers: list = []
     started = time.monotonic()
-    fn = _sandbox(ctx, item["source"], item["function"], scratch, item["exercise"])
+    fn = _sandbox(ctx, item["source"], item["function"], item["exercise"])
     try:
         for args in args_list:
             if time.monotonic() - started > ctx.get("eval_budget", EVAL_BUDGET_S):
@@ -153,45 +152,41 @@ def evaluate(ctx: dict, item: dict) -> dict:
     An error on some arguments ("error", "wrong-type": the function raised or answered garbage there)
     marks the logs holding those arguments; the others are asked again without them. A timeout, a
     crash or a sandbox violation marks every log: the function is not gradable."""
-    scratch = tempfile.mkdtemp(prefix="rmqlab-eval-")
     started = time.monotonic()
     base = {k: item[k] for k in ("student", "notebook", "exercise")}
     results: list[dict] = []
     remaining = list(item["logs"])
-    try:
-        while remaining:
-            keys_of = [{key(c["args"]) for c in log["calls"]} for log in remaining]
-            uniq, _ = unique_args([c for log in remaining for c in log["calls"]])
-            runs = []
-            for _ in range(ctx.get("evaluations", 2)):
-                r = _answers(ctx, item, uniq, scratch)
-                runs.append(r)
-                if "error" in r:
-                    break
-            err_run = next((r for r in runs if "error" in r), None)
-            if err_run is None:
-                answered = dict(zip((key(a) for a in uniq), runs[0]["answers"]))
-                nondet = _nondeterminism(uniq, runs)
-                results += [_judge_log(base, log, answered, nondet) for log in remaining]
+    while remaining:
+        keys_of = [{key(c["args"]) for c in log["calls"]} for log in remaining]
+        uniq, _ = unique_args([c for log in remaining for c in log["calls"]])
+        runs = []
+        for _ in range(ctx.get("evaluations", 2)):
+            r = _answers(ctx, item, uniq)
+            runs.append(r)
+            if "error" in r:
                 break
-            err = err_run["error"]
-            done = len(err_run["answers"])
-            bad = key(uniq[done]) if done < len(uniq) else None
-            answered = dict(zip((key(a) for a in uniq[:done]), err_run["answers"]))
-            local = err["kind"] in ("error", "wrong-type", "missing-function") and bad is not None
-            left = []
-            for log, keys in zip(remaining, keys_of):
-                if not local or bad in keys:
-                    results.append({**base, "workload": log["workload"], "seed": log["seed"], "status": "error",
-                                    "error": err, "calls": len(log["calls"]),
-                                    "output": (err_run.get("output") or "")[-2000:]})
-                elif keys <= answered.keys() and err_run is runs[0]:
-                    results.append(_judge_log(base, log, answered, None))
-                else:
-                    left.append(log)
-            remaining = left
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        err_run = next((r for r in runs if "error" in r), None)
+        if err_run is None:
+            answered = dict(zip((key(a) for a in uniq), runs[0]["answers"]))
+            nondet = _nondeterminism(uniq, runs)
+            results += [_judge_log(base, log, answered, nondet) for log in remaining]
+            break
+        err = err_run["error"]
+        done = len(err_run["answers"])
+        bad = key(uniq[done]) if done < len(uniq) else None
+        answered = dict(zip((key(a) for a in uniq[:done]), err_run["answers"]))
+        local = err["kind"] in ("error", "wrong-type", "missing-function") and bad is not None
+        left = []
+        for log, keys in zip(remaining, keys_of):
+            if not local or bad in keys:
+                results.append({**base, "workload": log["workload"], "seed": log["seed"], "status": "error",
+                                "error": err, "calls": len(log["calls"]),
+                                "output": (err_run.get("output") or "")[-2000:]})
+            elif keys <= answered.keys() and err_run is runs[0]:
+                results.append(_judge_log(base, log, answered, None))
+            else:
+                left.append(log)
+        remaining = left
     return {**base, "results": results, "wall_s": time.monotonic() - started}
 
 
@@ -226,11 +221,7 @@ def check_log(ctx: dict, item: dict) -> dict:
     """Stage C: does this student's function answer a replay's call log like that replay's function?
     (Then the replay's outcome is this student's too: module docstring.) One child."""
     uniq, which = unique_args(item["calls"])
-    scratch = tempfile.mkdtemp(prefix="rmqlab-check-")
-    try:
-        r = _answers(ctx, item, uniq, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    r = _answers(ctx, item, uniq)
     out = {k: item[k] for k in ("student", "notebook", "exercise", "workload", "seed")}
     if "error" in r:
         out.update(same=False, error=r["error"])
@@ -252,8 +243,7 @@ def replay(ctx: dict, item: dict) -> dict:
     started = time.monotonic()
     out = {k: item[k] for k in ("student", "notebook", "exercise", "workload", "seed")}
     ex = _exercises()[item["exercise"]]
-    scratch = tempfile.mkdtemp(prefix="rmqlab-replay-")
-    fn = _sandbox(ctx, item["source"], item["function"], scratch, item["exercise"])
+    fn = _sandbox(ctx, item["source"], item["function"], item["exercise"])
     calls: list = []
     try:
         rec = workload(ctx, item["workload"])
@@ -279,7 +269,6 @@ def replay(ctx: dict, item: dict) -> dict:
             return out
     finally:
         fn.close()
-        shutil.rmtree(scratch, ignore_errors=True)
     out.update(status="replayed", outcome=run.outcome, outcome_json=outcome_json(run.outcome).decode(),
                calls=calls, wall_s=time.monotonic() - started)
     if item.get("with_slice", True):
@@ -332,12 +321,11 @@ def public_examples(ctx: dict, item: dict) -> dict:
     ex = _exercises()[item["exercise"]]
     out = {k: item[k] for k in ("student", "notebook", "exercise")}
     passed, failures, passed_examples = 0, [], []
-    scratch = tempfile.mkdtemp(prefix="rmqlab-public-")
     fn = None
     try:
         for example in ex.public_examples:
             if fn is None:
-                fn = _sandbox(ctx, item["source"], item["function"], scratch, item["exercise"])
+                fn = _sandbox(ctx, item["source"], item["function"], item["exercise"])
             result = ex.check(fn, [example]).results[0]
             passed_examples.append(bool(result.passed))
             if result.passed:
@@ -352,7 +340,6 @@ def public_examples(ctx: dict, item: dict) -> dict:
     finally:
         if fn is not None:
             fn.close()
-        shutil.rmtree(scratch, ignore_errors=True)
     passed_examples += [False] * (len(ex.public_examples) - len(passed_examples))
     out.update(passed=passed, total=len(ex.public_examples), first_failure=failures[0] if failures else "",
                passed_examples=passed_examples)
@@ -364,14 +351,12 @@ def minimize(ctx: dict, item: dict) -> dict:
     still differs from the reference's."""
     from rmqlab.grading.minimize import minimize_call
     ex = _exercises()[item["exercise"]]
-    scratch = tempfile.mkdtemp(prefix="rmqlab-min-")
-    fn = _sandbox(ctx, item["source"], item["function"], scratch, item["exercise"])
+    fn = _sandbox(ctx, item["source"], item["function"], item["exercise"])
     try:
         args, expected, got, asked, reproduced = minimize_call(fn, ex, item["args"],
                                                                max_calls=ctx.get("minimize_calls", 200))
     finally:
         fn.close()
-        shutil.rmtree(scratch, ignore_errors=True)
     out = {k: item[k] for k in ("student", "notebook", "exercise")}
     out.update(args=args, expected=expected, got=got, asked=asked, reproduced=reproduced)
     return out

@@ -128,8 +128,9 @@ class SandboxedFunction:
         self.memory_limit_mb = memory_limit_mb
         self.output_limit = output_limit
         self.start_time_limit_s = start_time_limit_s
-        self._own_scratch = scratch_dir is None
-        self.scratch_dir = tempfile.mkdtemp(prefix="rmqlab-sandbox-") if scratch_dir is None else scratch_dir
+        # A jailed child writes only to the jail's own tmpfs: no directory of the grader's is made for it.
+        self._own_scratch = scratch_dir is None and not jail
+        self.scratch_dir = tempfile.mkdtemp(prefix="rmqlab-sandbox-") if self._own_scratch else scratch_dir
         self.deny_paths = tuple(deny_paths)
         self.allow_read = tuple(allow_read)
         self.network = network
