@@ -87,6 +87,21 @@ def test_emit_numbers_stamps_and_keeps_events():
     assert second == TraceEvent(1, 5.0, "broker-a", "offset", {"which": "flushed", "value": 4096})
 
 
+def test_a_tracer_that_keeps_nothing_still_numbers_streams_and_delivers(tmp_path):
+    """A server process's tracer (keep=False): its events reach the file and the subscribers, and
+    none stays in memory."""
+    from rmqlab.trace import read_jsonl
+    path = tmp_path / "t.jsonl"
+    tracer, _ = new_tracer(jsonl_path=path, keep=False)
+    seen = []
+    tracer.subscribe(seen.append)
+    for i in range(3):
+        tracer.emit("namesrv", "offset", which="flushed", value=i)
+    tracer.close()
+    assert tracer.events == [] and [e.seq for e in seen] == [0, 1, 2]
+    assert [e.fields["value"] for e in read_jsonl(path)] == [0, 1, 2]
+
+
 def test_unknown_kind_is_rejected_with_a_suggestion():
     tracer, _ = new_tracer()
     with pytest.raises(ValueError, match=r"unknown trace event kind 'frame\.sent'.*frame\.send"):

@@ -49,13 +49,18 @@ class Tracer:
     exist) receiving the header with `meta` and then every event as it is emitted, each line
     flushed; with `buffered`, lines are flushed once per event-loop iteration instead
     (`rmqlab.trace.jsonl.JsonlWriter` says what a SIGKILL then loses). `meta` is the run metadata
-    (`rmqlab.trace.header`). Emitting is thread-safe: seq order is the order of the lines in the
-    file and of the deliveries to each subscriber.
+    (`rmqlab.trace.header`). With `keep=False` the tracer keeps no events in `events` (a
+    long-running server process, whose trace is its file and its subscribers: the list would grow
+    by every frame's header; `subscribe(replay=True)` then replays nothing). Emitting is
+    thread-safe: seq order is the order of the lines in the file and of the deliveries to each
+    subscriber.
     """
 
     def __init__(self, clock_ms: Callable[[], float], *, jsonl_path: str | os.PathLike[str] | None = None,
-                 meta: Mapping[str, Any] | None = None, buffered: bool = False, debug: bool | None = None):
+                 meta: Mapping[str, Any] | None = None, buffered: bool = False, debug: bool | None = None,
+                 keep: bool = True):
         self._clock_ms = clock_ms
+        self.keep = keep
         # emit_trusted checks like emit in debug mode (default: from $RMQLAB_TRACE_DEBUG).
         self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0") if debug is None else bool(debug)
         # Field-name tuples found free of "_" edges and empty names: one set lookup per event.
@@ -153,7 +158,8 @@ class Tracer:
                 self._checked_nodes.add(node)
             event = TraceEvent.trusted(self._next_seq, now, node, kind, named)
             self._next_seq += 1
-            self.events.append(event)
+            if self.keep:
+                self.events.append(event)
             if self._sink is not None:
                 self._sink.write(event)
             if not self._subscribers and not self._delivering:
