@@ -4,8 +4,8 @@ The deployment-mode comparison (rmqlab.demo.mode_comparison.simulate_modes: eigh
 virtual s each) is deterministic, and several tests and notebooks need the same one (seed 7, every
 mode): tests/test_lab_deployment_modes.py, `rmqlab demo` in tests/test_demo.py, lab 01 under nbval
 and in the browser test. RMQLAB_MODE_CACHE_DIR points them at one directory for the whole pytest
-run (removed at its end), so the first computes it and the others read it back (keyed by a hash of the rmqlab sources, the seed
-and the modes). Notebook kernels and subprocesses inherit the variable; a test that needs a fresh
+run (removed at its end), so the first computes it and the others read it back (keyed by a hash of
+the rmqlab sources, the seed and the modes). Notebook kernels and subprocesses inherit the variable; a test that needs a fresh
 run (tests/test_leftovers.py's demo, whose point is what a run leaves behind) drops RMQLAB_*
 variables from its subprocess's environment.
 """

@@ -18,28 +18,6 @@ from rmqlab.runtime.node import ConnectionHandler, Listener, Node, Timer
 from rmqlab.runtime.node_timer import NodeTimer
 
 
-class _SimNodeTimer(NodeTimer):
-    """NodeTimer with the simulated node's clock read directly: a broker's 1 ms services (the
-    ReputMessageService) make timers most of what a simulation does. Same arithmetic as
-    NodeTimer._arm/_fire (loop.call_later(d) is loop.call_at(loop.time() + d)), so the same
-    deadlines, in the same order."""
-
-    def _arm(self) -> None:
-        loop = self.loop
-        delay_s = max(0.0, self.deadline_ms - self.node._clock_ms()) / 1000.0
-        self.handle = loop.call_at(loop._now + delay_s, self._fire)
-
-    def _fire(self) -> None:
-        self.handle = None
-        node = self.node
-        if node._clock_ms() < self.deadline_ms - 1e-3:
-            self._arm()  # not due yet in node time (NodeTimer._fire)
-            return
-        node._timers.pop(id(self), None)
-        if not self.cancelled:
-            self.callback(*self.args)
-
-
 class SimNode(Node):
     def __init__(self, sim, name: str, store_dir: str, incarnation: int):
         self.sim = sim
@@ -81,13 +59,10 @@ class SimNode(Node):
         return self.suspended or self.clock_paused_at is not None
 
     def call_later(self, delay_ms: float, callback: Callable[..., Any], *args: Any) -> Timer:
-        clock = self._clock_ms()
-        timer = _SimNodeTimer(self, self.loop, clock + max(0.0, delay_ms), callback, args)
+        timer = NodeTimer(self, self.loop, self._clock_ms() + max(0.0, delay_ms), callback, args)
         self._timers[id(timer)] = timer
-        if self.alive and not self.suspended and self.clock_paused_at is None:
-            # timer._arm() on the clock just read: the virtual clock has not moved since.
-            loop = self.loop
-            timer.handle = loop.call_at(loop._now + max(0.0, timer.deadline_ms - clock) / 1000.0, timer._fire)
+        if self.alive and not self._frozen():
+            timer._arm()
         return timer
 
     def _freeze_timers(self) -> None:
