@@ -7,21 +7,26 @@ Mirrors ``broker/src/main/java/org/apache/rocketmq/broker/BrokerController.java`
 slaves of one group share a ``brokerName``, the master has ``brokerId`` 0 and slaves ids >= 1 (the
 config loader enforces it, as BrokerStartup does).
 
-``start(node)`` does what ``initialize()`` + ``start()`` do:
+``start(node)`` does what ``initialize()`` + ``start()`` do, in steps named after theirs:
 
 1. the metadata managers (topics.json, consumerOffset.json, subscriptionGroup.json, delayOffset.json
-   under ``storePathRootDir/config``) load, on the node's clock;
+   under ``storePathRootDir/config``) load, on the node's clock (``initialize_metadata``); the
+   client managers, processors and services are built (``initialize_resources``);
 2. the RemotingServer binds ``bindAddress:listenPort`` and the processors are registered: SEND
    (10, 310) and CONSUMER_SEND_MSG_BACK (36, the SendMessageProcessor too), PULL (11), HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46),
    GET_CONSUMER_LIST_BY_GROUP (38), QUERY/UPDATE_CONSUMER_OFFSET (14, 15), and the
    AdminBrokerProcessor as the default processor (admin codes; anything else -> 3). The remoting
-   layer serves each request in a task of its own, so held pulls never block a connection;
+   layer serves each request in a task of its own, so held pulls never block a connection
+   (``initialize_remoting_server``, ``register_processor``);
 3. the DefaultMessageStore (``storePathRootDir``; store host = brokerIP1:listenPort) loads and its
-   service steps (``periodic_services()``) are scheduled on ``node.call_later`` at their intervals;
+   service steps (``periodic_services()``) are scheduled on ``node.call_later`` at their intervals
+   (``initialize_message_store``, ``start_message_store``);
 4. the HA service (``rmqlab.ha.DefaultHAService``) listens on the HA port; a slave replicates from
-   ``haMasterAddress`` when configured, else from the master's HA address its registration returns;
-5. PullRequestHoldService (long polling, woken by the store's dispatcher), the client housekeeping,
-   the periodic persistence of consumer and delay offsets;
+   ``haMasterAddress`` when configured, else from the master's HA address its registration returns
+   (``start_ha_service``);
+5. PullRequestHoldService (long polling, woken by the store's dispatcher), the client housekeeping
+   (``start_basic_service``), the periodic persistence of consumer and delay offsets
+   (``initialize_broker_scheduled_tasks``);
 6. registration with every name server in ``namesrvAddr`` ("a;b") now, then every
    ``registerNameServerPeriod`` clamped to [10 s, 60 s] (first after 10 s); newly created topics
    are registered at once (``registerIncrementBrokerData``);
@@ -184,6 +189,10 @@ class BrokerController(Component):
 
     # -- start -----------------------------------------------------------------------------------
     async def start(self, node: Node) -> None:
+        """``initialize()`` + ``start()``, as BrokerStartup calls them, in the steps of
+        BrokerController.java. The steps keep rmqlab's order (listen before the store loads,
+        metadata managers built here), which differs from RocketMQ's in places: each step's
+        docstring says where; the order is what the recorded traces replay."""
         self.node = node
         bc, msc = self.broker_config, self.message_store_config
         if bc.enableControllerMode:
@@ -192,12 +201,37 @@ class BrokerController(Component):
         if bc.enableSlaveActingMaster:
             raise ConfigError("enableSlaveActingMaster = true: slave acting master (RIP-32) is not implemented "
                               "by this BrokerController")
-        clock = node.now_ms
-        self.boot_timestamp = clock()
+        self.boot_timestamp = node.now_ms()
         self._register_lock = asyncio.Lock()
-        root = msc.storePathRootDir
+        # initialize()
+        self.initialize_metadata()
+        self.initialize_resources()
+        await self.initialize_remoting_server()
+        self.initialize_message_store()
+        # start()
+        self.start_message_store()
+        await self.start_ha_service()
+        self.start_basic_service()
+        self.initialize_broker_scheduled_tasks()
+        self._started = True
+        if not bc.enableControllerMode:  # the ReplicasManager traces controller-given roles
+            node.trace("role", **{"from": None, "to": msc.brokerRole.value, "component": "broker"})
+        if not self.is_isolated:
+            self.change_special_service_status(bc.brokerId == MASTER_ID)
+            await self.register_broker_all(True, False, True)
+        self.schedule_at_fixed_rate("RegisterBrokerAll", FIRST_SCHEDULE_DELAY_MS,
+                                    bc.get_register_name_server_period(), self._register_broker_all_periodically)
+        tip = self.boot_success_message()
+        log.info(tip)
+        node.trace("log", level="INFO", message=tip, logger="rmqlab.broker")
 
-        # initialize(): metadata first, as RocketMQ loads it before the store.
+    def initialize_metadata(self) -> None:
+        """``initializeMetadata``: the metadata managers load, before the store as in RocketMQ. RocketMQ
+        builds the managers in its constructor and loads the delay offsets (ScheduleMessageService)
+        after the store; here they are built on the node's clock and all four load together (the
+        delay offsets are corrected once the store is loaded: ``initialize_message_store``)."""
+        bc, msc = self.broker_config, self.message_store_config
+        clock, root = self.node.now_ms, msc.storePathRootDir
         self.topic_config_manager = TopicConfigManager(
             root, clock, broker_cluster_name=bc.brokerClusterName, broker_name=bc.brokerName,
             auto_create_topic_enable=bc.autoCreateTopicEnable, default_topic_queue_nums=bc.defaultTopicQueueNums,
@@ -219,6 +253,14 @@ class BrokerController(Component):
         # TopicQueueMappingManager's version: rmqlab has no static topics, so it never changes.
         self.topic_queue_mapping_data_version = DataVersion(timestamp=clock())
 
+    def initialize_resources(self) -> None:
+        """The client managers, the processors and the services that serve them. RocketMQ builds
+        these in its constructor (its ``initializeResources`` makes the thread pools, which rmqlab
+        does not have); here they need the node, so they are built once it is known. The orderly
+        POP state (consumerOrderInfo.json) loads here, after the other metadata, rather than in
+        ``initializeMetadata``."""
+        bc, node = self.broker_config, self.node
+        clock, root = node.now_ms, self.message_store_config.storePathRootDir
         self.consumer_manager = ConsumerManager(DefaultConsumerIdsChangeListener(self), clock)
         self.producer_manager = ProducerManager(clock)
         self.broker2client = Broker2Client(self)
@@ -241,17 +283,27 @@ class BrokerController(Component):
         self.broker_outer_api.update_name_server_address_list(bc.get_namesrv_addr_list())
         self.message_client_id_setter = MessageClientIDSetter(bc.brokerIP1, clock, node.random)
 
-        server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
-                                self.client_housekeeping_service,
-                                channel_max_idle_seconds=self.netty_server_config.serverChannelMaxIdleTimeSeconds)
-        self._register_processors(server)
+    async def initialize_remoting_server(self) -> None:
+        """``initializeRemotingServer`` + ``registerProcessor`` + the server's start (RocketMQ starts
+        it in ``startBasicService``, after the store): here it binds before the store loads, which
+        is safe because nothing awaits between the bind and the load (``initialize_message_store``),
+        so no request is served before the store is ready. One server: RocketMQ's "fast" server
+        (listenPort - 2) has no use here."""
+        nsc = self.netty_server_config
+        server = RemotingServer(self.node, nsc.bindAddress, nsc.listenPort, self.client_housekeeping_service,
+                                channel_max_idle_seconds=nsc.serverChannelMaxIdleTimeSeconds)
+        self.register_processor(server)
         self.remoting_server = server
         await server.start()
         # listenPort 0: the system picked one; the broker address and store host use it.
-        self.netty_server_config.listenPort = server.port
+        nsc.listenPort = server.port
 
-        # initializeMessageStore(): nothing awaits between the bind above and the load below, so
-        # no request is served before the store is ready.
+    def initialize_message_store(self) -> None:
+        """``initializeMessageStore`` + the loads of ``recoverAndInitService``: the
+        DefaultMessageStore (store host = brokerIP1:listenPort) and, with ``timerWheelEnable``, the
+        TimerMessageStore, each built and loaded; the delay offsets are then corrected against
+        the loaded queues (ScheduleMessageService.load)."""
+        msc, clock = self.message_store_config, self.node.now_ms
         self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host)
         self.message_store.load()
         correct_delay_offset(self)  # ScheduleMessageService.load: offsets within their queues
@@ -262,21 +314,35 @@ class BrokerController(Component):
                 put_message=lambda msg: wait_completable(self.message_store.async_put_message(msg)),
                 state_machine_version=self._state_machine_version)
             self.timer_message_store.load()
-            self.timer_message_store.start(False)  # dequeue: changeSpecialServiceStatus below
+
+    def start_message_store(self) -> None:
+        """``messageStore.start()`` + ``timerMessageStore.start()`` of ``startBasicService``. The
+        simulated store has no threads of its own: the broker schedules its service steps
+        (``periodic_services()``) and the timer checkpoint's flush on the node's clock."""
+        msc = self.message_store_config
+        if msc.timerWheelEnable:
+            self.timer_message_store.start(False)  # dequeue: changeSpecialServiceStatus in start()
             self.schedule_at_fixed_rate("TimerFlushService", msc.timerFlushIntervalMs, msc.timerFlushIntervalMs,
                                         self.timer_message_store.flush)
         for name, interval_ms, step in self.message_store.periodic_services():
             self.schedule_at_fixed_rate(name, interval_ms, interval_ms, step)
 
+    async def start_ha_service(self) -> None:
+        """The HA service listens on the HA port (RocketMQ's DefaultMessageStore owns and starts its
+        HAService in ``messageStore.start()``); a slave replicates from ``haMasterAddress`` when
+        configured, else from the master's HA address its registration returns. In controller
+        mode the ReplicasManager is built fenced and starts here (RocketMQ: built in
+        ``recoverAndInitService``, started in ``startBasicService``)."""
+        bc, msc = self.broker_config, self.message_store_config
         ha_port = msc.get_ha_listen_port(self.netty_server_config.listenPort)
         if bc.enableControllerMode:
-            self.ha_service = AutoSwitchHAService(node, self.message_store, msc,
+            self.ha_service = AutoSwitchHAService(self.node, self.message_store, msc,
                                                   host=self.netty_server_config.bindAddress, port=ha_port,
                                                   broker_name=bc.brokerName)
             self.update_master_ha_server_addr_periodically = True
         else:
-            self.ha_service = DefaultHAService(node, self.message_store, msc, host=self.netty_server_config.bindAddress,
-                                               port=ha_port)
+            self.ha_service = DefaultHAService(self.node, self.message_store, msc,
+                                               host=self.netty_server_config.bindAddress, port=ha_port)
         if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode:
             ha_master = msc.haMasterAddress
             self.update_master_ha_server_addr_periodically = not (ha_master and len(ha_master) >= HA_ADDRESS_MIN_LENGTH)
@@ -286,6 +352,11 @@ class BrokerController(Component):
             self.replicas_manager.set_fenced(True)
             await self.replicas_manager.start()
 
+    def start_basic_service(self) -> None:
+        """The services of ``startBasicService``: long polling (pull and POP), the POP revive
+        service and queue-lock cleaning, the client housekeeping. The orderly POP state is
+        persisted here with them (RocketMQ persists it with the consumer offsets)."""
+        bc = self.broker_config
         self.pull_request_hold_service.start()
         self.pop_message_processor.pop_long_polling_service.start()
         self.schedule_at_fixed_rate("PopReviveService", bc.reviveInterval, bc.reviveInterval,
@@ -295,26 +366,21 @@ class BrokerController(Component):
         self.schedule_at_fixed_rate("ConsumerOrderInfoPersist", FIRST_SCHEDULE_DELAY_MS,
                                     bc.flushConsumerOffsetInterval, self.consumer_order_info_manager.persist)
         self.client_housekeeping_service.start()
+
+    def initialize_broker_scheduled_tasks(self) -> None:
+        """``initializeBrokerScheduledTasks``: the periodic persistence of the consumer and delay
+        offsets, and on a classic slave the SlaveSynchronize check (in controller mode the
+        ReplicasManager syncs). RocketMQ schedules these during ``initialize()``; here they are
+        scheduled after the services start, the order the recorded traces replay."""
+        bc, msc = self.broker_config, self.message_store_config
         self.schedule_at_fixed_rate("ConsumerOffsetPersist", FIRST_SCHEDULE_DELAY_MS, bc.flushConsumerOffsetInterval,
                                     self.consumer_offset_manager.persist)
         self.schedule_at_fixed_rate("DelayOffsetPersist", FIRST_SCHEDULE_DELAY_MS, msc.flushDelayOffsetInterval,
                                     self.schedule_message_service.persist)
         if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode:  # else the ReplicasManager's
-            self._last_sync_time_ms = clock()
+            self._last_sync_time_ms = self.node.now_ms()
             check = min(SLAVE_SYNCHRONIZE_CHECK_MS, self.slave_synchronize_period_ms)
             self.schedule_at_fixed_rate("SlaveSynchronize", FIRST_SCHEDULE_DELAY_MS, check, self._slave_sync_tick)
-
-        self._started = True
-        if not bc.enableControllerMode:  # the ReplicasManager traces controller-given roles
-            node.trace("role", **{"from": None, "to": msc.brokerRole.value, "component": "broker"})
-        if not self.is_isolated:
-            self.change_special_service_status(bc.brokerId == MASTER_ID)
-            await self.register_broker_all(True, False, True)
-        self.schedule_at_fixed_rate("RegisterBrokerAll", FIRST_SCHEDULE_DELAY_MS,
-                                    bc.get_register_name_server_period(), self._register_broker_all_periodically)
-        tip = self.boot_success_message()
-        log.info(tip)
-        node.trace("log", level="INFO", message=tip, logger="rmqlab.broker")
 
     def _register_broker_all_periodically(self):
         if self.is_isolated:
@@ -326,7 +392,7 @@ class BrokerController(Component):
         """``MessageStore.getStateMachineVersion``: the master epoch in controller mode, else 0."""
         return self.replicas_manager.master_epoch if self.replicas_manager is not None else 0
 
-    def _register_processors(self, server: RemotingServer) -> None:
+    def register_processor(self, server: RemotingServer) -> None:
         """``registerProcessor``: which processor serves which code."""
         versioned = self._versioned
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.CONSUMER_SEND_MSG_BACK):

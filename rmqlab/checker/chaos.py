@@ -25,9 +25,9 @@ from typing import Any
 
 from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
                                      check_truncations)
+from rmqlab.checker.queue_clients import QueueWorkload
 from rmqlab.checker.result import CheckResult
 from rmqlab.checker.schedule import FaultSchedule, random_schedule, run_schedule
-from rmqlab.checker.workload import QueueWorkload
 
 CHAOS_NODE = "chaos"  # the runner's own trace events (phases), node name in the trace
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from rmqlab.checker.chaos import ChaosRun, check_all, run_chaos
 from rmqlab.checker.checkers import send_acknowledged
+from rmqlab.checker.queue_clients import QueueWorkload
 from rmqlab.checker.result import CheckResult
 from rmqlab.checker.schedule import MASTER, FaultOp, FaultSchedule
-from rmqlab.checker.workload import QueueWorkload
 from rmqlab.trace import client_ops
 from rmqlab.viz.sends import in_flight_ops
 

@@ -386,8 +386,8 @@ def _drain(c, workload: Workload) -> int:
 
 
 def _drain_sim(c, workload: Workload, batch: int = 32) -> int:
-    """The chaos workload's final read (rmqlab.checker.workload.drain_topics) over every topic."""
-    from rmqlab.checker.workload import drain_topics
+    """The chaos workload's final read (rmqlab.checker.queue_clients.drain_topics) over every topic."""
+    from rmqlab.checker.queue_clients import drain_topics
 
     n = drain_topics(c, [t.topic for t in workload.topics], READER, "workload_reader", READ_TIMEOUT_MS, batch,
                      "final read gave up", "rmqlab.workload")

@@ -1,6 +1,7 @@
-"""The queue workload: a producer sends at a steady rate while the nemesis works, then a final
-drain reads every queue of the topic from offset 0. Both are ordinary clients, so everything they
-did is in the trace as Jepsen `client` operations (`send`, `pull`) — which is all a checker sees.
+"""The clients of a chaos run (its queue workload): a producer sends at a steady rate while the
+nemesis works, then a final drain reads every queue of the topic from offset 0. Both are ordinary
+clients, so everything they did is in the trace as Jepsen `client` operations (`send`, `pull`) —
+which is all a checker sees.
 
     w = QueueWorkload(topic="ChaosTopic", interval_ms=100)
     w.setup(cluster, duration_ms=...)      # topic created, producer started
