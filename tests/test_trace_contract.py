@@ -5,7 +5,8 @@ datasets/README.md); the log line stays for people, and may be displayed (in a t
 hover text), never tested.
 
 The check parses the code (ast) and follows the message value through the usual disguises: the
-fields dict under another name (``f = e.fields``, ``dict(e.fields)``, a record's ``["fields"]``),
+fields dict under another name (``f = e.fields``, ``dict(e.fields)``, ``getattr(e, "fields")``, a
+record's ``["fields"]``, a Parquet row's ``json.loads(row["fields"])``),
 ``.get("message")`` / ``["message"]``, a name holding the message (or a string made from it, an
 f-string, ``.lower()``), a loop or comprehension variable over such values. It flags a comparison
 (==, !=, in, not in, <, ...), a text test or parse (startswith, endswith, find, split, removeprefix,
@@ -53,8 +54,11 @@ def _is_fields(node: ast.AST, env: _Env) -> bool:
         return True
     if isinstance(node, ast.Call):
         f = node.func
-        if isinstance(f, ast.Name) and f.id == "dict" and len(node.args) == 1:
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        if name in ("dict", "loads", "parse_json") and len(node.args) == 1:  # a copy, or a Parquet row's JSON
             return _is_fields(node.args[0], env)
+        if name == "getattr" and len(node.args) >= 2 and _const(node.args[1], "fields"):
+            return True
         if isinstance(f, ast.Attribute) and f.attr == "copy" and not node.args:
             return _is_fields(f.value, env)
     return False
@@ -255,6 +259,8 @@ CAUGHT = {
                      '        if msg == "workload: t=0":\n            return e.time_ms',
     "closure": 'f = e.fields\ndef g():\n    return f["message"] == "x"',
     "lambda": 'pick = lambda e: e.fields.get("message") == "x"',
+    "getattr": 'ok = getattr(e, "fields").get("message") == "x"',
+    "parquet row": 'import json\nrow = table.to_pylist()[0]\nok = json.loads(row["fields"])["message"] == "x"',
     "pandas": 'rows = df[df["message"].str.startswith("doTruncate")]',
     "spark": 'col = get_json_object(df.fields, "$.message")',
 }
@@ -288,3 +294,56 @@ def test_notebook_cells_are_one_module(tmp_path):
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(nb))
     assert [line for line, _ in find_message_matching(ast.parse(notebook_source(path)))] == [3]
+
+
+# --- the typed events are there, beside the lines people read ----------------------------------------------------
+def test_the_name_server_traces_its_view_of_the_brokers():
+    """RouteInfoManager: a registration, an expiry and the unregister it causes, as typed events that
+    fit the catalog."""
+    from rmqlab.common.data_version import DataVersion
+    from rmqlab.config.namesrv import NamesrvConfig
+    from rmqlab.namesrv import RouteInfoManager
+    from rmqlab.remoting.protocol.body import TopicConfigAndMappingSerializeWrapper
+    from rmqlab.trace.kinds import validate_fields
+
+    now = [1_000_000]
+    traced: list[tuple[str, dict]] = []
+    rim = RouteInfoManager(NamesrvConfig(), lambda: now[0], on_trace=lambda kind, **f: traced.append((kind, f)))
+    rim.register_broker("C", "h:1", "g", 0, "h:2", None, 5_000, True,
+                        TopicConfigAndMappingSerializeWrapper({}, DataVersion(0, 1, 1)), [], object())
+    now[0] += 6_000
+    rim.scan_not_active_broker()
+    for kind, fields in traced:
+        validate_fields(kind, fields)
+    assert traced == [
+        ("namesrv.broker_register", {"cluster": "C", "broker_addr": "h:1", "broker_set": "g", "broker_id": 0,
+                                     "ha_server_addr": "h:2"}),
+        ("namesrv.channel_expired", {"cluster": "C", "broker_addr": "h:1", "timeout_ms": 5_000}),
+        ("namesrv.channel_destroy", {"cluster": "C", "broker_addr": "h:1", "broker_set": "g", "broker_id": 0})]
+
+
+# Each typed kind, and what the line its emitter logs just before it (on the same node) says.
+BESIDE = {"controller.master_inactive": "The master ", "controller.need_reelect": "scanNeedReelectBrokerSets: ",
+          "namesrv.broker_register": "new broker registered, ", "namesrv.channel_destroy": "the broker's channel destroyed",
+          "ha.truncate": "doTruncate: ", "ha.sync_state_set_change": ": propose SyncStateSet [",
+          "workload.start": "workload: t=0"}
+
+
+def test_recorded_workloads_carry_each_typed_event_beside_its_log_line():
+    """In the committed recordings (simulator: one global order), every typed event of `BESIDE` follows
+    the log line people read, and each kind occurs somewhere."""
+    from rmqlab.workload import load_workload
+
+    seen: set[str] = set()
+    for path in sorted((ROOT / "datasets" / "workloads").glob("*.parquet")):
+        rec = load_workload(path)
+        if rec.meta["runtime"] != "sim":
+            continue
+        by_seq = {e.seq: e for e in rec.events}
+        for e in rec.events:
+            if e.kind in BESIDE:
+                seen.add(e.kind)
+                line = by_seq.get(e.seq - 1)
+                assert line is not None and line.kind == "log" and line.node == e.node, (path.name, e)
+                assert BESIDE[e.kind] in line.fields["message"], (path.name, e, line)
+    assert seen == set(BESIDE)
