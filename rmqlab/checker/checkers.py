@@ -326,7 +326,9 @@ def sync_state_history(events: Iterable[TraceEvent], broker_set: str | None = No
     ids (no new epoch; a table left empty is dropped), or the whole set. Elections and alters of a
     set missing from either table change nothing.
 
-    A model written from the reference rather than a call into rmqlab's controller: a checker that
+    A model written from RocketMQ's ReplicasInfoManager (controller/src/main/java/org/apache/rocketmq/
+    controller/impl/manager/ReplicasInfoManager.java, applyEvent) rather than a call into rmqlab's
+    controller: a checker that
     judged the controllers with their own state machine would inherit its bugs
     (tests/test_lab_controller.py checks that the two agree). Deviation, for synthetic and partial
     traces: an election or alter of a set the log never named before starts it, unregistered, where

@@ -11,10 +11,14 @@ Types are written as names joined by "|": ``str``, ``int``, ``number`` (int or f
 
 Versioning: `SCHEMA_VERSION` changes when the envelope or the files change shape, or when an
 existing kind loses a field, changes a field's type or meaning. Adding a kind, an optional field
-or a value of an open field does not change it, so readers accept kinds they do not know. A later
-issue adds its kinds here with `_kind(...)` (or, outside this module, `register_kind`) and
+or a value of an open field does not change it, so readers accept kinds they do not know. A new
+component adds its kinds here with `_kind(...)` (or, outside this module, `register_kind`) and
 regenerates the catalog section of datasets/README.md with ``python -m rmqlab.trace catalog``; a test
 keeps the two identical.
+
+A `log` event is for people. A fact that a figure, a checker or the workload outcome needs gets a
+kind of its own, emitted beside the log line, and readers use its fields, never the line's text
+(tests/test_trace_contract.py).
 """
 
 from __future__ import annotations
