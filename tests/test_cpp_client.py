@@ -80,8 +80,7 @@ def start_cluster(tmp_path, brokers: dict[str, str], slave_synchronize_period_ms
         cluster.add_node(name, argv, ports=[listen, ha])
     cluster.start_all(timeout_s=60)
     deadline = time.monotonic() + 30
-    while sum(1 for e in cluster.events("namesrv") if e.kind == "log"
-              and e.fields.get("message", "").startswith("new broker registered")) < len(brokers):
+    while sum(1 for e in cluster.events("namesrv") if e.kind == "namesrv.broker_register") < len(brokers):
         assert time.monotonic() < deadline, "brokers did not register with the name server"
         time.sleep(0.05)
     return cluster, namesrv

@@ -42,8 +42,7 @@ def start_single_master(tmp_path, overrides: dict) -> tuple[RealCluster, str]:
     cluster.add_node("broker-a", [sys.executable, "-m", "rmqlab.cli", "broker", "-c", conf], ports=[listen, ha])
     cluster.start_all(timeout_s=60)
     deadline = time.monotonic() + 30
-    while not any(e.kind == "log" and e.fields.get("message", "").startswith("new broker registered")
-                  for e in cluster.events("namesrv")):
+    while not any(e.kind == "namesrv.broker_register" for e in cluster.events("namesrv")):
         assert time.monotonic() < deadline, "the broker did not register with the name server"
         time.sleep(0.05)
     return cluster, namesrv

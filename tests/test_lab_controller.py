@@ -280,7 +280,7 @@ def test_elections_name_their_triggers(run):
     assert [e.trigger for e in found] == ["b.ii", "a.i"]
     first, second = found
     assert first.requested_by == facts["killed_master"] and first.new_master == 1
-    assert second.cause.kind == "log" and second.master_epoch == 2
+    assert second.cause.kind == "controller.master_inactive" and second.master_epoch == 2
     assert "b.ii" in elections_text(events) and set(TRIGGERS) >= {"a.i", "a.ii", "b.i", "b.ii", "c"}
 
 
@@ -431,8 +431,7 @@ def test_register_and_retries_from_a_hand_written_trace():
         (5, "controller-n0", "frame.recv", dict(register, ext_fields={"brokerName": "broker-a", "brokerId": "2"})),
         (6, "controller-n0", "frame.recv", dict(register, ext_fields={"brokerName": "broker-a", "brokerId": "1"})),
         _applied(7, 6, "ElectMasterEvent", gone),
-        (8, "controller-n0", "log", {"level": "WARN", "message": "The master 1 of broker-set broker-a is inactive: "
-                                                                  "elect a new master"}),
+        (8, "controller-n0", "controller.master_inactive", {"broker_set": "broker-a", "broker_id": 1}),
         _applied(9, 7, "ElectMasterEvent", gone),
         _applied(10, 8, "ElectMasterEvent", gone),
     ])
@@ -442,8 +441,7 @@ def test_register_and_retries_from_a_hand_written_trace():
         (None, 0, 1, 1), ("register", 0, None, 2), (None, 0, None, 3), (None, 0, None, 4)]
     assert found[1].cause.seq == 6
     # The heartbeat line names master 1, but the set had none recorded any more: not a.i.
-    events[8] = TraceEvent(8, 8.0, "controller-n0", "log", {"level": "WARN", "message": "scanNeedReelectBrokerSets: "
-                           "broker-set broker-a has no live master while replicas are alive: re-elect"})
+    events[8] = TraceEvent(8, 8.0, "controller-n0", "controller.need_reelect", {"broker_set": "broker-a"})
     found = elections(events)
     assert [(e.trigger, e.retry) for e in found[2:]] == [("a.ii", 0), ("a.ii", 1)]
 

@@ -266,9 +266,9 @@ def test_truncation_checker_recomputes_the_point_and_follows_the_cut():
             tracer.emit("s", "offset", which="confirmed", value=confirmed)
         tracer.emit("s", "frame.recv", proto="ha", peer="127.0.0.1:30912", size=44, name="handshake", offset=800,
                     epoch=3, entries=2, epoch_entries=[[1, 0], [3, 400]])
-        log = tracer.emit("s", "log", level="INFO", logger="rmqlab.ha", message=f"doTruncate: consistent epoch 1: "
-                          f"truncate to {point} (local max 900, master max 800)", ok=True, truncate_offset=point,
-                          consistent_epoch=1, local_max_offset=900, master_max_offset=800)
+        log = tracer.emit("s", "ha.truncate", ok=True, truncate_offset=point, consistent_epoch=1, local_max_offset=900,
+                          master_max_offset=800,
+                          reason=f"consistent epoch 1: truncate to {point} (local max 900, master max 800)")
         tracer.emit("s", "offset", which="confirmed", value=min(point, confirmed or point))  # the cut clamps it
         tracer.emit("s", "offset", which="written", value=written)
         return tracer.events, log
@@ -335,12 +335,15 @@ def _story(seed: int, unclean: bool):
 
 
 def _decisions_say_what_their_text_says(events) -> int:
-    """Every traced doTruncate decision: its fields (what the checkers read) agree with the log line's
-    text and with the decision recomputed from the epoch files it names. Returns how many."""
+    """Every traced doTruncate decision: its ha.truncate event (what the checkers read) agrees with
+    the log line just before it and with the decision recomputed from the epoch files it names.
+    Returns how many."""
     found = truncations(events)
-    levels = {e.seq: e.fields["level"] for e in events if e.kind == "log"}
+    lines = {e.seq: e.fields for e in events if e.kind == "log"}
     for t in found:
-        assert t.ok == (levels[t.seq] == "INFO") and t.local_max is not None and t.master_max is not None
+        line = lines[t.seq - 1]
+        assert line["message"] == f"doTruncate: {t.reason}"
+        assert t.ok == (line["level"] == "INFO") and t.local_max is not None and t.master_max is not None
         if t.epoch is not None:
             assert t.reason == (f"consistent epoch {t.epoch}: truncate to {t.point} (local max {t.local_max}, "
                                 f"master max {t.master_max})")

@@ -326,7 +326,9 @@ def sync_state_history(events: Iterable[TraceEvent], broker_set: str | None = No
     ids (no new epoch; a table left empty is dropped), or the whole set. Elections and alters of a
     set missing from either table change nothing.
 
-    A model written from the reference rather than a call into rmqlab's controller: a checker that
+    A model written from RocketMQ's ReplicasInfoManager (controller/src/main/java/org/apache/rocketmq/
+    controller/impl/manager/ReplicasInfoManager.java, applyEvent) rather than a call into rmqlab's
+    controller: a checker that
     judged the controllers with their own state machine would inherit its bugs
     (tests/test_lab_controller.py checks that the two agree). Deviation, for synthetic and partial
     traces: an election or alter of a set the log never named before starts it, unregistered, where
@@ -435,14 +437,13 @@ def check_elections(events: Iterable[TraceEvent], *, unclean_allowed: bool = Fal
 
 
 # --- the slaves' truncations ------------------------------------------------------------------------------
-_DO_TRUNCATE = "doTruncate: "  # the log line's prefix (its fields carry the decision)
 
 
 @dataclass(frozen=True)
 class Truncation:
-    """One handshake decision of a slave (AutoSwitchHAClient.doTruncate), from the
-    fields of its `log` event "doTruncate: ..." (ok, truncate_offset, consistent_epoch,
-    local_max_offset, master_max_offset; datasets/README.md) and the master's handshake frame just
+    """One handshake decision of a slave (AutoSwitchHAClient.doTruncate), from its `ha.truncate`
+    event (ok, truncate_offset, consistent_epoch, local_max_offset, master_max_offset, reason;
+    datasets/README.md) and the master's handshake frame just
     before it. `point`: where the slave cuts its log (None: nothing to cut); `epoch`: the consistent
     epoch (None when no epochs were compared); `local_max` / `master_max`: both log ends as
     compared; `local_entries`: the slave's epoch file then, as the `epoch` events and earlier
@@ -491,7 +492,7 @@ def _walk_epoch_files(events: Iterable[TraceEvent]) -> tuple[dict[str, list[tupl
         elif e.kind == "frame.recv" and e.fields.get("proto") == "ha" and e.fields.get("name") == "handshake" \
                 and "slave_broker_id" not in e.fields:
             handshake[e.node] = e
-        elif e.kind == "log" and "truncate_offset" in e.fields:
+        elif e.kind == "ha.truncate":
             frame = handshake.get(e.node)
             master = listening.get(frame.fields.get("peer")) if frame is not None else None
             if frame is not None and frame.fields.get("epoch_entries") is not None:
@@ -502,8 +503,7 @@ def _walk_epoch_files(events: Iterable[TraceEvent]) -> tuple[dict[str, list[tupl
             point = f["truncate_offset"]
             out.append(Truncation(e.seq, e.time_ms, e.node, f["ok"], point, f.get("consistent_epoch"),
                                   f.get("local_max_offset"), f.get("master_max_offset"), master,
-                                  tuple(files.get(e.node, ())), master_entries,
-                                  f["message"].removeprefix(_DO_TRUNCATE)))
+                                  tuple(files.get(e.node, ())), master_entries, f["reason"]))
             if point is not None:  # EpochFileCache.truncate_suffix_by_offset
                 files[e.node] = [x for x in files.get(e.node, []) if x[1] < point]
     return files, out

@@ -206,6 +206,7 @@ class ControllerManager(Component):
                              broker_name)
             return
         self._trace_log("WARN", f"The master {broker_id} of broker-set {broker_name} is inactive: elect a new master")
+        self.node.trace("controller.master_inactive", broker_set=broker_name, broker_id=broker_id)
         await self.trigger_elect_master(broker_name)
 
     async def trigger_elect_master(self, broker_name: str) -> RemotingCommand | None:

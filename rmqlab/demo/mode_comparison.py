@@ -587,15 +587,14 @@ def acked_behind_slave(events: list[TraceEvent], acked: list, victim: str, resta
 
 
 def _route_dropped(events: list[TraceEvent], victim: str, crash_at: float, restart_at: float) -> float | None:
-    """Crash -> the first name server's log line that it expired or dropped the victim's address."""
+    """Crash -> the first time a name server expired or dropped the victim's address
+    (namesrv.channel_expired, namesrv.channel_destroy)."""
     addrs = {f.get("ext_fields", {}).get("brokerAddr") for f in register_frames(events, victim)}
     addrs.discard(None)
     for e in events:
-        if crash_at <= e.time_ms < restart_at and e.kind == "log":
-            message = e.fields.get("message", "")
-            if (message.startswith("The broker channel expired") or message.startswith("the broker's channel destroyed")) \
-                    and any(a in message for a in addrs):
-                return e.time_ms - crash_at
+        if crash_at <= e.time_ms < restart_at and e.kind in ("namesrv.channel_expired", "namesrv.channel_destroy") \
+                and e.fields["broker_addr"] in addrs:
+            return e.time_ms - crash_at
     return None
 
 

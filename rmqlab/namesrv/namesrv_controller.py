@@ -92,7 +92,7 @@ class NamesrvController(Component):
     async def start(self, node: Node) -> None:
         self.node = node
         self.route_info_manager = RouteInfoManager(self.namesrv_config, node.now_ms, logger=node.log,
-                                                   on_event=self._trace_event)
+                                                   on_event=self._trace_event, on_trace=node.trace)
         server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
                                 channel_event_listener=self.broker_housekeeping_service,
                                 channel_max_idle_seconds=self.netty_server_config.serverChannelMaxIdleTimeSeconds)

@@ -1,7 +1,7 @@
 """The header of a trace file: schema name, schema version and run metadata.
 
 Both file formats carry the same header. In JSON Lines it is the first line,
-``{"meta":{...},"schema":"rmqlab.trace","version":1}``; in Parquet the same three values are
+``{"meta":{...},"schema":"rmqlab.trace","version":2}``; in Parquet the same three values are
 file-level key-value metadata. `meta` describes the run; these keys have a fixed meaning and are
 checked, any other key is free (plain JSON):
 

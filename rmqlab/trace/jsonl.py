@@ -4,7 +4,7 @@ Layout: the first line is the header (see `rmqlab.trace.header`), then one event
 line the canonical JSON of the event record (`rmqlab.trace.event.canonical_json`: keys sorted,
 no spaces, UTF-8), ended by "\\n"::
 
-    {"meta":{"runtime":"sim","seed":7},"schema":"rmqlab.trace","version":1}
+    {"meta":{"runtime":"sim","seed":7},"schema":"rmqlab.trace","version":2}
     {"fields":{"component":"broker"},"kind":"node.start","node":"broker-a","seq":0,"time_ms":0.0}
 
 Lines are split at "\\n" only: JSON escapes every control character inside strings, and other

@@ -11,10 +11,14 @@ Types are written as names joined by "|": ``str``, ``int``, ``number`` (int or f
 
 Versioning: `SCHEMA_VERSION` changes when the envelope or the files change shape, or when an
 existing kind loses a field, changes a field's type or meaning. Adding a kind, an optional field
-or a value of an open field does not change it, so readers accept kinds they do not know. A later
-issue adds its kinds here with `_kind(...)` (or, outside this module, `register_kind`) and
+or a value of an open field does not change it, so readers accept kinds they do not know. A new
+component adds its kinds here with `_kind(...)` (or, outside this module, `register_kind`) and
 regenerates the catalog section of datasets/README.md with ``python -m rmqlab.trace catalog``; a test
 keeps the two identical.
+
+A `log` event is for people. A fact that a figure, a checker or the workload outcome needs gets a
+kind of its own, emitted beside the log line, and readers use its fields, never the line's text
+(tests/test_trace_contract.py).
 """
 
 from __future__ import annotations
@@ -25,7 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 SCHEMA_NAME = "rmqlab.trace"
-SCHEMA_VERSION = 1
+# 2: the facts that readers took from `log` lines (a master found inactive, the re-elect scan, a
+# broker registered with or dropped by a name server, a doTruncate decision, a SyncStateSet proposal,
+# the workload's t=0) became kinds of their own (controller.*, namesrv.*, ha.*, workload.*), and the
+# `log` lines no longer carry those fields: a version-1 trace read by this version has no triggers,
+# truncations or t=0 for its readers to find.
+SCHEMA_VERSION = 2
 
 _TYPE_CHECKS = {
     "str": lambda v: isinstance(v, str),
@@ -351,7 +360,58 @@ _kind("controller.event", "A controller applied an entry of its replicated event
                 ("body", "dict", "the event as stored in the log (its JSON, with RocketMQ's field names)"),
                 ("position", "int", "the event's place among the events of its entry (one request's events "
                                     "share an entry), from 0")])
-_kind("log", "A notable log line.",
+
+# --- what components decide: the facts readers use, each beside the log line an operator sees ---------
+_BROKER_SET = ("broker_set", "str", "the broker set (brokerName)")
+_kind("controller.master_inactive",
+      "The controller leader found that a broker whose heartbeat lapsed or whose channel closed is the master of "
+      "its set, and elects a new one (ControllerManager.onBrokerInactive; election trigger a.i); `node` is the "
+      "leader.",
+      required=[_BROKER_SET, ("broker_id", "int", "the inactive master's broker id")])
+_kind("controller.need_reelect",
+      "The controller leader's periodic scan found a broker set whose master is not alive while replicas are "
+      "(ReplicasInfoManager.scanNeedReelectBrokerSets; election trigger a.ii), and elects a new master; `node` is "
+      "the leader.",
+      required=[_BROKER_SET])
+_NAMESRV_BROKER = [("cluster", "str", "the broker's cluster (clusterName)"),
+                   ("broker_addr", "str", "the broker's host:port (brokerAddr)")]
+_kind("namesrv.broker_register",
+      "A name server registered a broker address it did not hold (RouteInfoManager.registerBroker, \"new broker "
+      "registered\"); `node` is the name server.",
+      required=[*_NAMESRV_BROKER, _BROKER_SET, ("broker_id", "int", "the broker's id (brokerId)")],
+      optional=[("ha_server_addr", "str|null", "the broker's HA address (haServerAddr)")])
+_kind("namesrv.channel_expired",
+      "A name server's scan found a broker whose last heartbeat is older than its timeout and drops it "
+      "(RouteInfoManager.scanNotActiveBroker, \"The broker channel expired\"); `node` is the name server.",
+      required=[*_NAMESRV_BROKER, ("timeout_ms", "int", "the broker's heartbeat timeout (heartbeatTimeoutMillis)")])
+_kind("namesrv.channel_destroy",
+      "A name server unregisters a broker address because its channel closed or expired "
+      "(RouteInfoManager.onChannelDestroy); `node` is the name server.",
+      required=[*_NAMESRV_BROKER, _BROKER_SET, ("broker_id", "int", "the broker's id (brokerId)")])
+_kind("ha.truncate",
+      "A slave decided, on the master's handshake, where its commit log and epoch file agree with the master's "
+      "(AutoSwitchHAClient.doTruncate); `node` is the slave.",
+      required=[("ok", "bool", "false: no consistent point; the slave keeps its log and stops replicating"),
+                ("truncate_offset", "int|null", "where the log is cut; null: nothing to cut"),
+                ("consistent_epoch", "int|null", "the last epoch both epoch files agree on; null when none"),
+                ("local_max_offset", "int", "the slave's log end before the cut"),
+                ("master_max_offset", "int", "the master's log end, from its handshake"),
+                ("reason", "str", "the decision in words, as the log line gives it")])
+_kind("ha.sync_state_set_change",
+      "A master's HA service proposes a new SyncStateSet to the controller (AutoSwitchHAService "
+      "maybeShrinkSyncStateSet, maybeExpandInSyncStateSet, removeConnection); the controller confirms it, or not, "
+      "as an AlterSyncStateSetEvent; `node` is the master.",
+      required=[("change", "str", "whether replicas leave or join the set", ("shrink", "expand")),
+                ("sync_state_set", "list", "the proposed SyncStateSet: broker ids, ascending"),
+                ("reason", "str", "why, in words, as the log line gives it")],
+      optional=[("broker_id", "int|null", "the master's own broker id")])
+_kind("workload.start",
+      "A workload's t=0: the cluster is up and its topics exist; fault and client times count from here; `node` "
+      "is the workload runner.",
+      required=[("workload", "str", "the workload's name"), ("seed", "int", "the simulator seed"),
+                ("mode", "str", "the deployment mode")])
+_kind("log", "A notable log line, for people to read: no reader takes a fact from its text (each fact it "
+                 "reports has a kind of its own).",
       required=[("level", "str", "severity", ("DEBUG", "INFO", "WARN", "ERROR")),
                 ("message", "str", "the text")],
       optional=[("logger", "str", "the logger's name")])

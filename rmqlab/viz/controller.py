@@ -11,7 +11,9 @@ event trace (`Cluster.events()`, schema in datasets/README.md):
 * `raft` and `role` (component raft) events of the controllers: who leads, in which term;
 * `controller.event`: every entry a controller applies from the Raft log, with its index, its
   writer and the writer's term (the RIP-44 event as stored, or OpenTerm);
-* `log` lines and `frame.*` events (remoting requests 1002 / 1003 / 1004) for the triggers.
+* the election triggers, as rmqlab.checker.elections classifies them (from the typed
+  controller.master_inactive / controller.need_reelect events and the `frame.*` events of remoting
+  requests 1002 / 1003 / 1004).
 
 The metadata tables are rebuilt by replaying the logged events through rmqlab's own state machine
 (`ReplicasInfoManager.apply_event`), exactly as a controller rebuilds them from its journal; the
@@ -29,7 +31,10 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from rmqlab.checker.checkers import SyncStatePoint, broker_id_nodes, sync_state_history
+from rmqlab.checker.checkers import broker_id_nodes, sync_state_history
+# Election triggers are classified by the checker; this module displays them, and re-exports the
+# names the labs import from here.
+from rmqlab.checker.elections import TRIGGERS, Election, elections, raft_leaders  # noqa: F401
 from rmqlab.config.controller import ControllerConfig
 from rmqlab.controller.impl.event.event_serializer import EVENT_CLASSES
 from rmqlab.controller.impl.event.event_type import EventType
@@ -45,19 +50,7 @@ OPEN_TERM = "OpenTerm"
 _DOWN = ("node.kill", "node.crash", "node.stop")
 _EVENT_TYPES = {t.event_name: t for t in EventType}
 # Remoting request codes of the broker-controller protocol (RIP-44 "New RequestCode").
-_ELECT_MASTER, _REGISTER_BROKER, _GET_REPLICA_INFO = 1002, 1003, 1004
-
-# "一文详解 RocketMQ 如何利用 Raft 进行高可用保障" (“3S 算法”): what may start an election, with the
-# article's own picture of each.
-TRIGGERS = {
-    "a.i": "control plane: the HeartbeatManager saw a broker's heartbeat lapse (班主任发现有小组同学退学了)",
-    "a.ii": "control plane: a SyncStateSet without a live master (班主任发现有组长虽然在名册里，但是旷课了)",
-    "b.i": "data plane: a broker polling the controller found no master and nominated itself (问班主任为啥没小组长)",
-    "b.ii": "data plane: a broker registered, found no master and nominated itself (同学报道后发现没小组长，汇报并自荐)",
-    "c": "operations: mqadmin electMaster (校长直接任命)",
-    "register": "a recorded master registered again as a new incarnation: taken as gone (rmqlab deviation)",
-}
-
+_ELECT_MASTER, _REGISTER_BROKER = 1002, 1003
 
 def _t0(events: Sequence[TraceEvent]) -> float:
     """x = 0 of the run's one time axis (rmqlab.viz.timeaxis): every figure of a run shares it."""
@@ -133,17 +126,6 @@ def raft_spans(events: Sequence[TraceEvent], end_ms: float | None = None) -> lis
         if end > start:
             spans.append(RoleSpan(node, start, end, state, term))
     return sorted(spans, key=lambda s: (s.node, s.start_ms))
-
-
-def raft_leaders(events: Iterable[TraceEvent]) -> dict[int, list[str]]:
-    """term -> the controllers that became LEADER in it (Raft's Election Safety: at most one)."""
-    out: dict[int, list[str]] = {}
-    for e in events:
-        if e.kind == "role" and e.fields.get("component") == "raft" and e.fields.get("to") == "LEADER":
-            nodes = out.setdefault(int(e.fields.get("term") or 0), [])
-            if e.node not in nodes:
-                nodes.append(e.node)
-    return out
 
 
 def raft_status(events: Sequence[TraceEvent]) -> dict[str, dict]:
@@ -445,128 +427,6 @@ def sync_state_figure(events: Sequence[TraceEvent], broker_set: str = "broker-a"
 
 
 # --- elections and what triggered them -----------------------------------------------------------
-@dataclass(frozen=True)
-class Election:
-    """An ElectMasterEvent of the log and the trace event that caused it."""
-
-    index: int
-    time_ms: float
-    broker_set: str
-    new_master: int | None       # None: nobody could be elected (the old master is recorded as gone)
-    master_epoch: int            # the set's masterEpoch after the event
-    writer: str
-    trigger: str | None          # a key of TRIGGERS; None if the trace shows no cause
-    cause: TraceEvent | None
-    requested_by: str | None     # the node whose request it was (a broker, or the admin client)
-    retry: int = 0               # > 0: the controller's retry of a failed election (electMasterMaxRetryCount)
-
-
-def _leader_nodes(events: Sequence[TraceEvent]) -> dict[int, str]:
-    return {term: nodes[0] for term, nodes in raft_leaders(events).items() if len(nodes) == 1}
-
-
-def _cause_kind(e: TraceEvent, broker_set: str, master: int | None) -> str | None:
-    """What `e`, seen by the leader, makes it elect a master of `broker_set` whose recorded master
-    is `master` (None: nothing)."""
-    if e.kind == "log":
-        message = e.fields.get("message", "")
-        if message == f"The master {master} of broker-set {broker_set} is inactive: elect a new master":
-            return "a.i"
-        if message.startswith(f"scanNeedReelectBrokerSets: broker-set {broker_set} "):
-            return "a.ii"
-    elif e.kind == "frame.recv" and e.fields.get("proto") == "remoting" and not e.fields.get("flag", 0) & 1:
-        ext = e.fields.get("ext_fields") or {}
-        if ext.get("brokerName") != broker_set:
-            return None
-        if e.fields.get("code") == _ELECT_MASTER:
-            return "c" if str(ext.get("designateElect")).lower() == "true" else "b"
-        if e.fields.get("code") == _REGISTER_BROKER and master is not None and ext.get("brokerId") == str(master):
-            return "register"
-    return None
-
-
-def elections(events: Sequence[TraceEvent]) -> list[Election]:
-    """Every ElectMasterEvent of the log with its trigger (`TRIGGERS`), read from the
-    trace: the latest cause the writing leader saw after the set's previous election and before it
-    applied this one. A cause is a CONTROLLER_ELECT_MASTER request (designateElect: the admin, c;
-    otherwise a broker nominating itself right after registering, b.ii, or after a
-    CONTROLLER_GET_REPLICA_INFO poll, b.i), the leader's "The master N ... is inactive" line for the
-    recorded master N (its heartbeat or channel lost, a.i), its "scanNeedReelectBrokerSets" line
-    (a.ii), or a CONTROLLER_REGISTER_BROKER of the recorded master. A controller-triggered election
-    that found nobody is retried (electMasterMaxRetryCount): those retries name the same cause."""
-    events = list(events)
-    leader_of = _leader_nodes(events)
-    applied_at: dict[tuple[str, int], int] = {}  # (node, index) -> position of its first controller.event there
-    for i, e in enumerate(events):
-        if e.kind == "controller.event":
-            applied_at.setdefault((e.node, e.fields["index"]), i)
-    before: dict[str, SyncStatePoint] = {}  # broker set -> its state before the entry at hand
-    after = {}
-    for p in sync_state_history(events):
-        after[(p.index, p.broker_set)] = (before.get(p.broker_set), p)
-        before[p.broker_set] = p
-    last: dict[str, tuple[int, Election]] = {}  # broker set -> (position of the writer's apply, election)
-    out = []
-    for entry in event_log(events):
-        if entry.event != "ElectMasterEvent" or not entry.applied:
-            continue
-        prev_point, point = after[(entry.index, entry.broker_set)]
-        writer_node = leader_of.get(entry.term, entry.applied_on[0])
-        until = applied_at.get((writer_node, entry.index), len(events))
-        since, previous = last.get(entry.broker_set, (-1, None))
-        cause, trigger, at = None, None, None
-        for i in range(until - 1, since, -1):
-            if events[i].node == writer_node:
-                trigger = _cause_kind(events[i], entry.broker_set, prev_point.master if prev_point else None)
-                if trigger is not None:
-                    cause, at = events[i], i
-                    break
-        body = entry.body or {}
-        new_master = body.get("newMasterBrokerId") if body.get("newMasterElected") else None
-        if cause is None and previous is not None and previous.trigger in ("a.i", "a.ii") \
-                and previous.new_master is None and previous.writer == entry.writer:
-            election = Election(entry.index, entry.time_ms, entry.broker_set, new_master, point.master_epoch,
-                                entry.writer, previous.trigger, previous.cause, None, previous.retry + 1)
-        else:
-            requested_by = None
-            if cause is not None and cause.kind == "frame.recv":
-                request_at = _request_frame(events, at)
-                requested_by = events[request_at].node if request_at is not None else None
-                if trigger == "b":
-                    trigger = _broker_trigger(events, request_at)
-            election = Election(entry.index, entry.time_ms, entry.broker_set, new_master, point.master_epoch,
-                                entry.writer, trigger, cause, requested_by)
-        last[entry.broker_set] = (until, election)
-        out.append(election)
-    return out
-
-
-def _request_frame(events: Sequence[TraceEvent], recv_at: int) -> int | None:
-    """Where the frame.send is that the frame.recv at `recv_at` received: the same request code,
-    opaque and header fields, earlier in the trace."""
-    recv = events[recv_at].fields
-    for i in range(recv_at - 1, -1, -1):
-        f = events[i].fields
-        if (events[i].kind == "frame.send" and f.get("code") == recv.get("code") and f.get("opaque") == recv.get("opaque")
-                and f.get("ext_fields") == recv.get("ext_fields")):
-            return i
-    return None
-
-
-def _broker_trigger(events: Sequence[TraceEvent], request_at: int | None) -> str | None:
-    """b.ii if the nominating broker's previous controller request was its registration, b.i if it
-    was a replica-info poll."""
-    if request_at is None:
-        return None
-    node = events[request_at].node
-    for i in range(request_at - 1, -1, -1):
-        e = events[i]
-        if (e.node == node and e.kind == "frame.send" and not e.fields.get("flag", 0) & 1
-                and e.fields.get("code") in (_REGISTER_BROKER, _GET_REPLICA_INFO)):
-            return "b.ii" if e.fields["code"] == _REGISTER_BROKER else "b.i"
-    return None
-
-
 def elections_text(events: Sequence[TraceEvent]) -> str:
     """One line per election: when, the log index, the outcome, the trigger and its evidence."""
     t0 = _t0(events)
@@ -578,8 +438,12 @@ def elections_text(events: Sequence[TraceEvent]) -> str:
             evidence = "-"
         elif el.retry:
             evidence = f"retry {el.retry} of the election above (electMasterMaxRetryCount)"
-        elif el.cause.kind == "log":
-            evidence = f"{el.cause.node} log: {el.cause.fields['message']}"
+        elif el.cause.kind == "controller.master_inactive":
+            evidence = (f"{el.cause.node}: master {el.cause.fields['broker_id']} of {el.cause.fields['broker_set']} "
+                        "inactive (onBrokerInactive)")
+        elif el.cause.kind == "controller.need_reelect":
+            evidence = (f"{el.cause.node}: {el.cause.fields['broker_set']} has no live master while replicas are "
+                        "alive (scanNeedReelectBrokerSets)")
         else:
             code = el.cause.fields.get("code")
             name = {_ELECT_MASTER: "CONTROLLER_ELECT_MASTER", _REGISTER_BROKER: "CONTROLLER_REGISTER_BROKER"}[code]

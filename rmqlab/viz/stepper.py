@@ -70,8 +70,8 @@ def endpoint_states(events: Sequence[TraceEvent], nodes: Sequence[str], machines
             st[f["which"]] = f["value"]
         elif e.kind == "epoch":
             st["epoch"] = (f["epoch"], f["start_offset"])
-        elif e.kind == "log" and f.get("message", "").startswith("doTruncate: "):
-            st["truncate"] = f["message"][len("doTruncate: "):]
+        elif e.kind == "ha.truncate":
+            st["truncate"] = f["reason"]
     roles = node_states(events)
     for n in nodes:
         out[n]["node"] = roles.get(n, {"up": False, "suspended": False, "how": None, "role": None, "epoch": None,

@@ -10,7 +10,7 @@ Two views of the set are traced, and the figure shows both:
   and an AlterSyncStateSetEvent (set := newSyncStateSet). Every controller applies every entry;
   the first application of each (Raft index, position) is when it took effect. The replay is
   rmqlab.checker.checkers.sync_state_history, the one the election checker judges.
-* what the master proposed and why: its HA service's `log` events with a `change` field ("shrink":
+* what the master proposed and why: its HA service's `ha.sync_state_set_change` events ("shrink":
   a slave did not catch up for haMaxTimeSlaveNotCatchup, or its connection closed; "expand": its
   ack reached the confirm offset) and the `sync_state_set` it asked for.
 
@@ -50,7 +50,7 @@ class Proposal:
     broker_id: int | None
     change: str                    # "shrink" or "expand"
     sync_state_set: tuple[int, ...]
-    message: str
+    reason: str                    # why, in words
 
 
 def sync_state_set_history(events: Iterable[TraceEvent], broker_set: str | None = None) -> list[SyncStatePoint]:
@@ -61,8 +61,8 @@ def sync_state_set_history(events: Iterable[TraceEvent], broker_set: str | None 
 def proposals(events: Iterable[TraceEvent]) -> list[Proposal]:
     """The masters' proposed SyncStateSet changes, in trace order."""
     return [Proposal(e.time_ms, e.node, e.fields.get("broker_id"), e.fields["change"],
-                     tuple(e.fields["sync_state_set"]), e.fields.get("message", ""))
-            for e in events if e.kind == "log" and "change" in e.fields and "sync_state_set" in e.fields]
+                     tuple(e.fields["sync_state_set"]), e.fields["reason"])
+            for e in events if e.kind == "ha.sync_state_set_change"]
 
 
 def broker_nodes(events: Iterable[TraceEvent], broker_set: str | None = None) -> dict[int, str]:
@@ -170,7 +170,7 @@ def sync_state_set_figure(events: Sequence[TraceEvent], broker_set: str | None =
                 if i in rows:
                     xs.append(s(p.time_ms))
                     ys.append(rows[i] - 0.3)
-                    texts.append(html.escape(f"{p.node} proposes {_fmt(p.sync_state_set, names)}: {p.message}"))
+                    texts.append(html.escape(f"{p.node} proposes {_fmt(p.sync_state_set, names)}: {p.reason}"))
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"{change} proposed",
                                  marker=dict(symbol=symbol, size=12, color=colour, line=dict(width=1, color="white")),
                                  text=texts, hoverinfo="text"), row=1, col=1)

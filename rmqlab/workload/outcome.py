@@ -31,7 +31,7 @@ Keys:
   recovery_ms, recovery (per fault), max_unavailable_ms: see `recovery`;
   converged, virtual_ms (the trace's span), trace_events, trace_hash.
 
-Times in the outcome are ms after the workload's t=0 (the runner's "workload: t=0" event; the
+Times in the outcome are ms after the workload's t=0 (the runner's `workload.start` event; the
 first event when there is none), so a real-process recording holds no wall-clock time either.
 """
 
@@ -63,10 +63,8 @@ def outcome_json(outcome: Mapping[str, Any]) -> bytes:
 
 
 def t0_of(events: list[TraceEvent]) -> float:
-    from rmqlab.workload.runner import T0_MESSAGE, WORKLOAD_NODE
-
     for e in events:
-        if e.node == WORKLOAD_NODE and e.kind == "log" and e.fields.get("message") == T0_MESSAGE:
+        if e.kind == "workload.start":
             return e.time_ms
     return events[0].time_ms if events else 0.0
 

@@ -147,8 +147,8 @@ def _run(workload: Workload, seed: int, runtime: str, root: str) -> WorkloadRun:
         tracer = c.sim.tracer if runtime == "sim" else c.real.tracer
         now = _clock(c)
         t0 = now()
-        tracer.emit(WORKLOAD_NODE, "log", level="INFO", message=T0_MESSAGE, logger="rmqlab.workload",
-                    workload=workload.name, seed=seed, mode=workload.mode)
+        tracer.emit(WORKLOAD_NODE, "log", level="INFO", message=T0_MESSAGE, logger="rmqlab.workload")
+        tracer.emit(WORKLOAD_NODE, "workload.start", workload=workload.name, seed=seed, mode=workload.mode)
         applied = _run_timeline(c, workload, t0, now)
         tracer.emit(WORKLOAD_NODE, "log", level="INFO", message="workload: producers stopped, waiting to converge",
                     logger="rmqlab.workload")
@@ -247,8 +247,8 @@ def _wait_healthy(c) -> None:
             if c.runtime == "real":
                 # The real runtime's trace lacks the controllers' log (their events are traced on
                 # the simulator only), so read the master's last SyncStateSet proposal instead.
-                proposals = [e.fields["sync_state_set"] for e in events if e.node == master and e.kind == "log"
-                             and isinstance(e.fields.get("sync_state_set"), list)]
+                proposals = [e.fields["sync_state_set"] for e in events if e.node == master
+                             and e.kind == "ha.sync_state_set_change"]
                 return bool(proposals) and len(proposals[-1]) == len(c.brokers)
             return False
     else:

@@ -228,10 +228,10 @@ class RaftController:
             for broker_name in need:
                 self.log.warning("The master of broker-set %s is inactive while replicas are alive: re-elect",
                                  broker_name)
-                # The Raft article's election trigger a.ii, in the trace (worded apart from the heartbeat
-                # trigger's line).
+                # The Raft article's election trigger a.ii: the line for people, the event for readers.
                 self._trace_log("WARN", f"scanNeedReelectBrokerSets: broker-set {broker_name} has no live master "
                                         f"while replicas are alive: re-elect")
+                self.node.trace("controller.need_reelect", broker_set=broker_name)
                 self._notify_listeners(None, broker_name, None)
         except Exception:
             self.log.exception("scanInactiveMasterAndTriggerReelect exception")

@@ -158,11 +158,12 @@ class AutoSwitchHAClient(HAClient):
         local_max = store.get_max_phy_offset()
         decision = do_truncate(self.epoch_cache.get_all_entries(), local_max, frame.entries, frame.max_phy_offset)
         self.last_truncate_decision = decision
-        # The decision as fields too (datasets/README.md), so that checkers need not parse the text.
+        # The line for people; the decision as an ha.truncate event for readers (datasets/README.md).
         self.node.trace("log", level="INFO" if decision.ok else "ERROR", message=f"doTruncate: {decision.reason}",
-                        logger="rmqlab.ha", ok=decision.ok, truncate_offset=decision.truncate_offset,
+                        logger="rmqlab.ha")
+        self.node.trace("ha.truncate", ok=decision.ok, truncate_offset=decision.truncate_offset,
                         consistent_epoch=decision.consistent_epoch, local_max_offset=local_max,
-                        master_max_offset=frame.max_phy_offset)
+                        master_max_offset=frame.max_phy_offset, reason=decision.reason)
         if not decision.ok:
             raise _Refused(decision.reason)
         if decision.truncate_offset is not None:

@@ -362,8 +362,9 @@ class AutoSwitchHAService(HAService):
         again on every ack and a shrink on every check."""
         if proposed != pending and not self.crashed:
             self.node.trace("log", level="INFO", logger="rmqlab.ha",
-                            message=f"{why}: propose SyncStateSet {sorted(proposed)}", change=change,
-                            sync_state_set=sorted(proposed), broker_id=self.sync_state.local_broker_id)
+                            message=f"{why}: propose SyncStateSet {sorted(proposed)}")
+            self.node.trace("ha.sync_state_set_change", change=change, sync_state_set=sorted(proposed),
+                            reason=why, broker_id=self.sync_state.local_broker_id)
 
     # -- connections -------------------------------------------------------------------------
     def remove_connection(self, conn: AutoSwitchHAConnection) -> None:

@@ -96,6 +96,8 @@ LOG_LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARN
 
 # (level, message) of a notable event: a broker registered, fenced, expired or removed.
 EventListener = Callable[[str, str], None]
+# (kind, **fields): the typed trace event of a fact readers use (rmqlab.trace.kinds, namesrv.*).
+TraceListener = Callable[..., None]
 
 
 @dataclass(frozen=True)
@@ -150,11 +152,13 @@ class RouteInfoManager:
 
     ``clock`` gives epoch milliseconds (the node's ``now_ms``); ``logger`` receives every line
     RocketMQ's RouteInfoManager logs; ``on_event(level, message)`` the notable ones only (a broker
-    registered, fenced, expired, removed), for the event trace.
+    registered, fenced, expired, removed), for the event trace; ``on_trace(kind, **fields)`` the
+    facts among them as typed events (a broker registered, its channel expired or destroyed).
     """
 
     def __init__(self, namesrv_config: NamesrvConfig, clock: Callable[[], int], *,
-                 logger: logging.Logger | None = None, on_event: EventListener | None = None):
+                 logger: logging.Logger | None = None, on_event: EventListener | None = None,
+                 on_trace: TraceListener | None = None):
         if namesrv_config.supportActingMaster:
             raise ValueError("supportActingMaster=true is not implemented yet: the RIP-32 route rewrite "
                              "(a slave serving as read-only master) comes with the slave-acting-master issue")
@@ -165,6 +169,7 @@ class RouteInfoManager:
         self.clock = clock
         self.log = logger or logging.getLogger(NAMESRV_LOGGER_NAME)
         self.on_event = on_event
+        self.on_trace = on_trace
         self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
         self.broker_addr_table: dict[str, BrokerData] = {}
         # clusterName -> brokerNames (an insertion-ordered set: dict keys, values None).
@@ -179,6 +184,10 @@ class RouteInfoManager:
         self.log.log(LOG_LEVELS[level], "%s", message)
         if notable and self.on_event is not None:
             self.on_event(level, message)
+
+    def _trace(self, kind: str, **fields: Any) -> None:
+        if self.on_trace is not None:
+            self.on_trace(kind, **fields)
 
     # -- registration -------------------------------------------------------------------------
     def register_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int,
@@ -262,6 +271,8 @@ class RouteInfoManager:
             topic_config_wrapper.data_version.copy(), channel, ha_server_addr)
         if prev_live is None:
             self._log("INFO", f"new broker registered, {addr_info} HAService: {ha_server_addr}", True)
+            self._trace("namesrv.broker_register", cluster=cluster_name, broker_addr=broker_addr,
+                        broker_set=broker_name, broker_id=broker_id, ha_server_addr=ha_server_addr)
 
         if filter_server_list is not None:
             if not filter_server_list:
@@ -460,6 +471,8 @@ class RouteInfoManager:
         for addr_info, live in list(self.broker_live_table.items()):
             if live.last_update_timestamp + live.heartbeat_timeout_millis < now:
                 self._log("WARN", f"The broker channel expired, {addr_info} {live.heartbeat_timeout_millis}ms", True)
+                self._trace("namesrv.channel_expired", cluster=addr_info.cluster_name,
+                            broker_addr=addr_info.broker_addr, timeout_ms=live.heartbeat_timeout_millis)
                 expired.append(live)
                 self.on_channel_destroy_by_addr(addr_info)
         return expired
@@ -491,6 +504,8 @@ class RouteInfoManager:
                           f"clusterName={request.cluster_name}, brokerAddr={request.broker_addr}, "
                           f"brokerName={request.broker_name}, brokerId={request.broker_id}, "
                           f"submit result: {str(result).lower()}", notable=True)
+        self._trace("namesrv.channel_destroy", cluster=request.cluster_name, broker_addr=request.broker_addr,
+                    broker_set=request.broker_name, broker_id=request.broker_id)
 
     def _setup_un_register_request(self, addr_info: BrokerAddrInfo) -> UnRegisterBrokerRequestHeader | None:
         for broker_data in self.broker_addr_table.values():
