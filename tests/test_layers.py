@@ -1,40 +1,44 @@
-"""The layers of rmqlab, lowest first; an import may only point down.
+"""The layers of rmqlab, lowest first; an import may only point down (or within its own package).
 
-    layer     packages                    what it is
-    root      rmqlab                      the package itself: its version and docstring.
-    trace     trace                       the event trace every component writes and every reader reads.
-    common    common                      RocketMQ's common module: messages, topic and group rules,
-                                          Java-compatible encodings, the config-file base class.
-    config    config                      configuration classes and their loaders (BrokerConfig,
-                                          NamesrvConfig, ...), mirroring RocketMQ's key names.
-    runtime   runtime                     where nodes run: the simulator and real OS processes, clocks,
-                                          the network and the fault injection (nemeses).
-    remoting  remoting                    RocketMQ's 4.x remoting protocol: commands, codes, headers,
-                                          bodies, the client and the server.
-    proto     proto                       the 5.x protocol (apache.rocketmq.v2, RocketMQ's rocketmq-proto
-                                          artifact) and the framed transport that carries it in the simulator.
-    client    client                      the 4.x remoting clients and the 5.x gRPC client.
-    storage   store | raft                the broker's storage engine; the Raft library the controller uses.
-    ha        ha                          master-slave replication of the commit log.
-    controller controller                 the controller: broker liveness, master elections, sync state sets.
-    servers   broker | namesrv            the broker; the name server, which may embed a controller (as
-                                          RocketMQ's NamesrvStartup does with enableControllerInNamesrv).
-    proxy     proxy                       the 5.x Proxy: Local mode embeds a broker, Cluster mode uses the
-                                          remoting client (RocketMQ's proxy depends on both modules too).
-    example   example                     the benchmark producer and consumer (RocketMQ's example module).
-    cluster   cluster                     a whole deployment built on a runtime.
-    tools     checker | workload | viz |  what a person runs and reads: the start scripts and CLIs, the
-              demo | lab | grading | cli  checkers, recorded workloads, figures, the labs and their
-              | admin_cli | bootstrap |   grading. These may import each other (they do, in both
-              config.cli                  directions); only the layers below are ordered.
+    layer       packages               what it is
+    root        rmqlab                 the package itself: its version and docstring.
+    trace       trace                  the event trace every component writes and every reader reads.
+    common      common                 RocketMQ's common module: messages, TopicConfig, PermName,
+                                       TopicValidator, Java-compatible encodings, config files.
+    config      config                 configuration classes and their loaders (BrokerConfig,
+                                       NamesrvConfig, ...), keeping RocketMQ's key names.
+    runtime     runtime                where nodes run: the simulator and real OS processes, their
+                                       clocks, network and disk (the page cache: the crash model), and
+                                       the fault injection (nemeses).
+    remoting    remoting               RocketMQ's 4.x remoting protocol: commands, codes, headers and
+                                       bodies (EpochEntry, SubscriptionGroupConfig), client, server.
+    proto       proto                  the 5.x protocol (apache.rocketmq.v2, RocketMQ's rocketmq-proto
+                                       artifact) and the framed transport that carries it in the simulator.
+    client      client                 the 4.x remoting clients and the 5.x gRPC client.
+    storage     store | raft           the broker's storage engine; the Raft library of the controller.
+    ha          ha                     master-slave replication of the commit log.
+    controller  controller             broker liveness, master elections, sync state sets.
+    servers     broker | namesrv       the broker; the name server, which may embed a controller (as
+                                       RocketMQ's NamesrvStartup does with enableControllerInNamesrv).
+    proxy       proxy                  the 5.x Proxy. Local mode embeds a broker, Cluster mode uses the
+                                       remoting client (MQClientAPIExt in RocketMQ): the proxy -> broker
+                                       and proxy -> client edges are RocketMQ's own.
+    example     example                the benchmark producer and consumer (RocketMQ's example module).
+    cluster     cluster                a whole deployment built on a runtime.
+    tools       checker | workload |   what a person runs and reads: the start scripts and CLIs, the
+                viz | demo | lab |     checkers, recorded workloads, figures, the labs and their
+                grading | cli |        grading. Only these may import each other (they do, in both
+                admin_cli | bootstrap  directions): their own order is not fixed yet.
+                | config.cli
 
-Packages in one layer ("|") are independent: none imports another. `config.cli` is the start
+Packages of one layer ("|") are independent: none imports another. `config.cli` is the start
 script of every server (RocketMQ has one per module, e.g. BrokerStartup), so it sits with the
 tools although its file is in config/.
 
-Every module of rmqlab/ is parsed with ast; module-level and function-level imports both count
+Every module of rmqlab/ is parsed with ast: module-level and function-level imports both count
 (a deferred import is still a dependency), `from . import x` is resolved, and `TYPE_CHECKING`
-imports count too (an annotation that names a higher layer's class is the same back-edge).
+imports count too (an annotation that names a higher layer's class is the same back-edge). A new
+package must be given a layer here.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ The faults, against the simulator's meaning (rmqlab.runtime.sim.simulation.SimNe
   kill          SIGKILL. The kernel closes the sockets (peers read EOF, later writes meet a
                 reset), the page cache keeps every write, connects are refused.
   crash         The relay silences the node's connections, then SIGKILL, then
-                rmqlab.runtime.page_cache.crash_machine_disk: crash_machine on every store root (a
-                directory holding a durability ledger) under its store dir: unflushed bytes are lost. Peers hear
-                nothing, connects time out, until restart resets the old connections.
+                rmqlab.runtime.page_cache.crash_machine_disk: crash_machine on every store root
+                (a directory holding a durability ledger) under its store dir: unflushed bytes are
+                lost. Peers hear nothing, connects time out, until restart resets the old connections.
   restart       A new process from the same command line and store dir: incarnation k+1, a new
                 trace file; returns at once (`wait_started` waits for its node.start). The node
                 keeps its machine's clock (pause lag, or a pause still in force).
