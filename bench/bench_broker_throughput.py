@@ -49,12 +49,12 @@ WARMUP = 500
 # -- the producer process ---------------------------------------------------------------------
 
 async def producer_main(namesrv_addr: str, messages: int, rounds: int, inflight: int) -> dict:
-    from rmqlab.broker.topic.topic_config import TopicConfig
     from rmqlab.client import ClientProcess
     from rmqlab.client.admin import DefaultMQAdminExt
     from rmqlab.client.producer import DefaultMQProducer
     from rmqlab.client.producer.send_result import SendStatus
     from rmqlab.common.message import Message
+    from rmqlab.common.topic_config import TopicConfig
     from rmqlab.runtime.real import RealNode
 
     node = RealNode("producer", tempfile.mkdtemp(prefix="rmqlab-bench-producer-"))

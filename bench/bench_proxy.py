@@ -111,7 +111,7 @@ def run_raw_grpc(endpoint: str, topic: str, messages: int, size: int) -> dict:
     signing). rmqlab's generated classes; never the official client's in the same process."""
     code = (
         "import sys, time, os, grpc\n"
-        "from rmqlab.proxy.grpc.v2 import definition_pb2 as pb, service_pb2 as spb\n"
+        "from rmqlab.proto.v2 import definition_pb2 as pb, service_pb2 as spb\n"
         "ep, topic, n, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])\n"
         "ch = grpc.insecure_channel(ep); call = ch.unary_unary('/apache.rocketmq.v2.MessagingService/SendMessage')\n"
         "def req(i): return spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=topic), body=bytes(size),"

@@ -222,7 +222,7 @@ async def _topic_route(admin, args) -> int:
 
 
 async def _update_topic(admin, args) -> int:
-    from rmqlab.broker.topic.topic_config import TopicConfig
+    from rmqlab.common.topic_config import TopicConfig
 
     _need(args, "topic")
     config = TopicConfig(topic_name=args.topic, read_queue_nums=args.read_queue_nums,

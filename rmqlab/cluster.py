@@ -535,8 +535,8 @@ class Cluster:
         then wait until the name server routes the topic to every master (clients learn of a topic
         created later only at their next 30 s route refresh). `message_type`: NORMAL, FIFO, DELAY
         or TRANSACTION, what a 5.x Proxy lets clients send to the topic."""
-        from rmqlab.broker.topic.topic_config import TopicConfig
         from rmqlab.client import DefaultMQAdminExt, MQClientException
+        from rmqlab.common.topic_config import TopicConfig
 
         # Controller mode: every set has a master once start() returned (the controllers elected it).
         masters = {c.brokerName for c in map(self._template, self.brokers) if c.brokerId == 0 or c.enableControllerMode}
@@ -564,7 +564,7 @@ class Cluster:
     def create_group(self, group: str, orderly: bool = False) -> None:
         """`mqadmin updateSubGroup -c <cluster> -g group [-o true]` on every master: with `orderly`
         (consumeMessageOrderly) a 5.x Proxy serves the group as FIFO."""
-        from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
+        from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 
         clusters = sorted({c.brokerClusterName for c in map(self._template, self.brokers)})
 

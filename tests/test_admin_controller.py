@@ -34,6 +34,7 @@ from rmqlab.namesrv import NamesrvController
 from rmqlab.remoting.exceptions import RemotingConnectError
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
                                                         ElectMasterRequestHeader, GetMetaDataResponseHeader,
                                                         RegisterBrokerToControllerRequestHeader)
@@ -44,7 +45,6 @@ from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode as RC
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.sim import Simulation
-from rmqlab.store.epoch_file_cache import EpochEntry
 from tests.test_controller import CLUSTER, A, FakeBroker, Idle, ask, controller_config, wait_leader
 from tests.test_namesrv import FakeBroker as NamesrvRegistration
 

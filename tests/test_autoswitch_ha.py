@@ -26,11 +26,11 @@ from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (CLIENT_TRANSITIONS, CO
                                                           compute_confirm_offset, decide_write_ack, do_truncate,
                                                           next_state, plan_batch, reported_confirm_offset,
                                                           transfer_start_offset)
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.sim import Simulation
 from rmqlab.store import DefaultMessageStore
 from rmqlab.store import store_truncation
-from rmqlab.store.epoch_file_cache import EpochEntry
 from rmqlab.store.put_message_result import PutMessageStatus
 from tests.store_helpers import make_message, open_store, read_queue
 

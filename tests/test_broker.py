@@ -18,9 +18,10 @@ import struct
 import pytest
 
 from rmqlab.broker import BrokerController
+from rmqlab.broker.broker_util import delete_property
 from rmqlab.broker.longpolling.pull_request_hold_service import REPLY_MARGIN_MS
-from rmqlab.broker.broker_util import delete_property, properties_to_java_string
 from rmqlab.common.java_compat import java_string_hash_code
+from rmqlab.common.message.message_decoder import properties_to_java_string
 from rmqlab.common.message.message_decoder import decode_message_id, decodes, string_to_message_properties
 from rmqlab.config import NettyServerConfig, load_broker_config
 from rmqlab.namesrv import NamesrvController

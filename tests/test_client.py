@@ -28,7 +28,6 @@ from collections import Counter
 import pytest
 
 from rmqlab.broker.broker_controller import BrokerController
-from rmqlab.broker.topic.topic_config import TopicConfig
 from rmqlab.client import (AllocateMessageQueueAveragely, ClientConfig, ClientProcess, ConsumeConcurrentlyStatus,
                            ConsumeFromWhere, DefaultMQAdminExt, DefaultMQProducer, DefaultMQPullConsumer,
                            DefaultMQPushConsumer, MessageQueue, MQBrokerException, MQClientException,
@@ -40,6 +39,7 @@ from rmqlab.client.latency.mq_fault_strategy import MQFaultStrategy
 from rmqlab.client.producer.topic_publish_info import TopicPublishInfo
 from rmqlab.common.message import Message
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.topic_config import TopicConfig
 from rmqlab.config.loader import load_broker_config, load_namesrv_config
 from rmqlab.namesrv import NamesrvController
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError

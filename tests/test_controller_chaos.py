@@ -23,7 +23,8 @@ import time
 from rmqlab.checker import (FaultSchedule, check_all, check_replicas, check_single_master, check_total_queue,
                             random_schedule, read_commitlog, run_and_check, run_chaos)
 from rmqlab.common.cpu_quota import available_processors
-from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
+from rmqlab.store.epoch_file_cache import EpochFileCache
 from rmqlab.trace import Tracer, trace_hash
 
 SEEDS = range(200)

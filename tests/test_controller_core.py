@@ -27,6 +27,7 @@ from rmqlab.remoting.protocol.body.broker_replicas_info import BrokerReplicasInf
 from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet, java_long_set_order
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequestHeader,
                                                         AlterSyncStateSetResponseHeader, ApplyBrokerIdRequestHeader,
                                                         CleanControllerBrokerDataRequestHeader,
@@ -38,7 +39,6 @@ from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequest
                                                         RegisterBrokerToControllerResponseHeader)
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.response_code import ResponseCode as RC
-from rmqlab.store.epoch_file_cache import EpochEntry
 
 CLUSTER = "DefaultCluster"
 A = "broker-a"

@@ -22,7 +22,8 @@ from rmqlab.common.checkpoint_file import (
     crc32,
     parse_java_integer,
 )
-from rmqlab.store.epoch_file_cache import EpochEntry, EpochEntrySerializer, EpochFileCache
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
+from rmqlab.store.epoch_file_cache import EpochEntrySerializer, EpochFileCache
 
 LONG_MAX = 2**63 - 1
 FILE_135 = b"3\n453994644\n1-100\n2-300\n3-500\n"  # a three-entry file as CheckpointFile writes it

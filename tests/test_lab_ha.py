@@ -12,7 +12,7 @@ from rmqlab.cluster import Cluster
 from rmqlab.ha import default_ha_protocol as classic
 from rmqlab.ha.autoswitch import auto_switch_ha_protocol as autoswitch
 from rmqlab.ha.ha_protocol import HEX_BODY_PREVIEW
-from rmqlab.store.epoch_file_cache import EpochEntry
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.trace import trace_hash
 from rmqlab.viz.frames import (AUTOSWITCH, CLASSIC, annotate, check_transfer_decoder, format_frame, frame_figure,
                                frame_html, protocol_table, transfer_samples)

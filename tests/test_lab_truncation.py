@@ -17,7 +17,8 @@ from rmqlab.checker.checkers import (check_elections, check_truncations, commitl
                                      sync_state_sets, truncations)
 from rmqlab.common.checkpoint_file import LONG_MAX
 from rmqlab.lab.exercises.truncation import PUBLIC_EXAMPLES, Example, check, load_examples
-from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
+from rmqlab.store.epoch_file_cache import EpochFileCache
 from rmqlab.trace import Tracer
 from rmqlab.viz.epochs import EpochRow, epoch_figure, rows_from_stores, rows_from_trace, truncation_figure
 from rmqlab.viz.invariants import InvariantPanel, evaluate, invariant_figure, invariant_table_html, invariant_text

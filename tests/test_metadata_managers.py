@@ -20,16 +20,16 @@ from hypothesis import strategies as st
 import rmqlab.common.config_manager as cm
 from rmqlab.broker.offset import ConsumerOffsetManager
 from rmqlab.broker.schedule import ScheduleMessageService, parse_delay_level
-from rmqlab.broker.subscription import (
-    GroupRetryPolicy,
-    SimpleSubscriptionData,
-    SubscriptionGroupConfig,
-    SubscriptionGroupManager,
-)
-from rmqlab.broker.subscription.subscription_group_config import ExponentialRetryPolicy, GroupRetryPolicyType
-from rmqlab.broker.topic import PermName, TopicConfig, TopicConfigManager, TopicFilterType, TopicValidator
+from rmqlab.broker.subscription import SubscriptionGroupManager
+from rmqlab.broker.topic import TopicConfigManager
 from rmqlab.common.config_manager import ConfigFileError, parse_fastjson, to_fastjson
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.common.topic_config import TopicConfig, TopicFilterType
+from rmqlab.remoting.protocol.subscription.subscription_group_config import (GroupRetryPolicy, SimpleSubscriptionData,
+                                                                             SubscriptionGroupConfig)
+from rmqlab.remoting.protocol.subscription.subscription_group_config import ExponentialRetryPolicy, GroupRetryPolicyType
 
 T0 = 1_700_000_000_000
 
@@ -814,11 +814,13 @@ def test_subscription_group_decode_errors(tmp_path: Path) -> None:
 MODULES = [
     "rmqlab/common/data_version.py",
     "rmqlab/common/config_manager.py",
-    "rmqlab/broker/topic/topic_config.py",
+    "rmqlab/common/topic_config.py",
+    "rmqlab/common/constant/perm_name.py",
+    "rmqlab/common/topic/topic_validator.py",
     "rmqlab/broker/topic/topic_config_manager.py",
     "rmqlab/broker/offset/consumer_offset_manager.py",
     "rmqlab/broker/schedule/schedule_message_service.py",
-    "rmqlab/broker/subscription/subscription_group_config.py",
+    "rmqlab/remoting/protocol/subscription/subscription_group_config.py",
     "rmqlab/broker/subscription/subscription_group_manager.py",
 ]
 

@@ -14,9 +14,10 @@ import zlib
 
 import pytest
 
-from rmqlab.broker.topic.topic_config import PermName, TopicConfig
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.java_compat import crc32
+from rmqlab.common.topic_config import TopicConfig
 from rmqlab.config.addresses import split_addr_list
 from rmqlab.config.loader import load_namesrv_config
 from rmqlab.config.namesrv import NamesrvConfig

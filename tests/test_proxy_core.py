@@ -7,15 +7,14 @@ import hashlib
 
 import pytest
 
-from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
-from rmqlab.broker.topic.topic_config import PermName
 from rmqlab.client.exceptions import MQBrokerException, MQClientException
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.consumer.receipt_handle import ReceiptHandle, create_handle
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.config.proxy import ProxyConfig
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.common import GrpcProxyException, status_of
 from rmqlab.proxy.grpc.v2.grpc_client_settings_manager import GrpcClientSettingsManager
 from rmqlab.proxy.grpc.v2.grpc_converter import build_message
@@ -25,6 +24,7 @@ from rmqlab.proxy.grpc.v2.route_activity import gen_message_queues
 from rmqlab.proxy.grpc.v2.send_message_activity import SendMessageActivity
 from rmqlab.proxy.processor.messaging_processor import consistent_hash
 from rmqlab.remoting.protocol.route.topic_route_data import QueueData
+from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 from rmqlab.remoting.response_code import ResponseCode
 
 

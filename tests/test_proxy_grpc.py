@@ -20,8 +20,8 @@ import grpc
 import pytest
 
 from rmqlab.cluster import Cluster
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 from tests.oracles import SCRIPTS, oracle_env, python5_client_python
 
 # One topic per test: a new consumer group starts at the first message of a queue that is still

@@ -15,16 +15,16 @@ import os
 
 import pytest
 
+from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.grpc.framed_transport import FramedTransport
 from rmqlab.client.grpc.rpc import RpcError
-from rmqlab.client.client_process import ClientProcess
 from rmqlab.cluster import Cluster
 from rmqlab.example.benchmark import ConsumerSpec, ProducerSpec
-from rmqlab.proxy.grpc import framed
-from rmqlab.proxy.grpc.framed import (CALL, CANCEL, END_STREAM, HALF_CLOSE, MESSAGE, STATUS, FrameDecoder,
-                                      GrpcFrameError, encode_frame)
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto import framed
+from rmqlab.proto.framed import (CALL, CANCEL, END_STREAM, HALF_CLOSE, MESSAGE, STATUS, FrameDecoder, GrpcFrameError,
+                                 encode_frame)
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.trace import client_ops, trace_hash
 
 TOPIC = "ProxySimTopic"

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqlab.remoting import (FRAME_MAX_LENGTH, FrameDecoder, FrameError, LanguageCode, RemotingClient,
-                             RemotingCommand, RemotingCommandError, RemotingConnectError, RemotingServer,
-                             RemotingTimeoutError, RequestCode, ResponseCode, SerializeType,
-                             create_request_command, create_response_command, get_request_code_desc,
-                             get_response_code_desc, java_hash_map_order)
+from rmqlab.common.java_compat import java_hash_map_order
+from rmqlab.remoting import (FRAME_MAX_LENGTH, FrameDecoder, FrameError, LanguageCode, RemotingClient, RemotingCommand,
+                             RemotingCommandError, RemotingConnectError, RemotingServer, RemotingTimeoutError,
+                             RequestCode, ResponseCode, SerializeType, create_request_command, create_response_command,
+                             get_request_code_desc, get_response_code_desc)
 from rmqlab.remoting.remoting_command import _fastjson_text, fastjson_text
 from rmqlab.remoting.remoting_helper import exception_simple_desc, string_to_address
 from rmqlab.runtime.real import RealNode

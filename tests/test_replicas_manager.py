@@ -29,6 +29,7 @@ from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, Respon
 from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
                                                         ElectMasterRequestHeader, GetMetaDataResponseHeader,
                                                         GetNextBrokerIdRequestHeader, GetReplicaInfoRequestHeader,
@@ -38,7 +39,6 @@ from rmqlab.remoting.protocol.header.namesrv import BrokerHeartbeatRequestHeader
 from rmqlab.remoting.remoting_server import RemotingServer
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.sim import Simulation
-from rmqlab.store.epoch_file_cache import EpochEntry
 from rmqlab.store.put_message_result import PutMessageStatus
 from rmqlab.trace import trace_hash
 from tests.store_helpers import make_message, read_queue

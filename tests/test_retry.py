@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from rmqlab.broker.topic.topic_config import PermName
 from rmqlab.client import (ConsumeConcurrentlyStatus, DefaultMQProducer, DefaultMQPullConsumer,
                            DefaultMQPushConsumer, MessageQueue, PullStatus)
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.message import Message
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import create_message_id, decodes

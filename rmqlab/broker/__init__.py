@@ -5,8 +5,8 @@ offsets, subscription groups, delay offsets), BrokerOuterAPI and SlaveSynchroniz
     from rmqlab.broker import BrokerController
     sim.add_node("broker-a", lambda: BrokerController(load_broker_config(path, overrides=...)))
 
-The names below are imported on first use: the metadata classes (``rmqlab.broker.topic`` ...) are
-also used by the protocol bodies that the broker itself imports.
+The names below are imported on first use, so that importing one of the broker's modules does not
+load them all.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ _EXPORTS = {
     "BrokerOuterAPI": "rmqlab.broker.broker_outer_api",
     "BrokerStats": "rmqlab.broker.broker_stats",
     "SlaveSynchronize": "rmqlab.broker.slave_synchronize",
-    "MessageClientIDSetter": "rmqlab.broker.message_client_id_setter",
     "SendMessageProcessor": "rmqlab.broker.processor",
     "PullMessageProcessor": "rmqlab.broker.processor",
     "ConsumerManageProcessor": "rmqlab.broker.processor",
@@ -33,7 +32,6 @@ _EXPORTS = {
     "ClientChannelInfo": "rmqlab.broker.client",
     "ExpressionMessageFilter": "rmqlab.broker.filter",
     "TopicConfigManager": "rmqlab.broker.topic",
-    "TopicConfig": "rmqlab.broker.topic",
     "ConsumerOffsetManager": "rmqlab.broker.offset",
     "SubscriptionGroupManager": "rmqlab.broker.subscription",
     "ScheduleMessageService": "rmqlab.broker.schedule",

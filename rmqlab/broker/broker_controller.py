@@ -77,26 +77,27 @@ from rmqlab.broker.client.consumer_manager import ConsumerManager
 from rmqlab.broker.client.producer_manager import ProducerManager
 from rmqlab.broker.controller.replicas_manager import ReplicasManager
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
+from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.offset.consumer_order_info_manager import ConsumerOrderInfoManager
 from rmqlab.broker.pop.pop_revive_service import PopReviveService
 from rmqlab.broker.pop.queue_lock_manager import CLEAN_INTERVAL_MS as POP_LOCK_CLEAN_INTERVAL_MS
 from rmqlab.broker.processor.ack_message_processor import AckMessageProcessor
-from rmqlab.broker.processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
-from rmqlab.broker.processor.pop_message_processor import PopMessageProcessor
-from rmqlab.broker.message_client_id_setter import MessageClientIDSetter
-from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.processor.admin_broker_processor import AdminBrokerProcessor
+from rmqlab.broker.processor.change_invisible_time_processor import ChangeInvisibleTimeProcessor
 from rmqlab.broker.processor.client_manage_processor import ClientManageProcessor
 from rmqlab.broker.processor.consumer_manage_processor import ConsumerManageProcessor
+from rmqlab.broker.processor.pop_message_processor import PopMessageProcessor
 from rmqlab.broker.processor.pull_message_processor import PullMessageProcessor
 from rmqlab.broker.processor.send_message_processor import SendMessageProcessor
 from rmqlab.broker.schedule.deliver_delayed_message_timer_task import DeliverDelayedMessageTimerTask, correct_delay_offset
 from rmqlab.broker.schedule.schedule_message_service import ScheduleMessageService
 from rmqlab.broker.slave_synchronize import SlaveSynchronize
 from rmqlab.broker.subscription.subscription_group_manager import SubscriptionGroupManager
-from rmqlab.broker.topic.topic_config import PermName, TopicConfig
 from rmqlab.broker.topic.topic_config_manager import TopicConfigManager
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
+from rmqlab.common.message.message_client_id_setter import MessageClientIDSetter
+from rmqlab.common.topic_config import TopicConfig
 from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.config.errors import ConfigError
 from rmqlab.config.loader import BrokerStartupConfig

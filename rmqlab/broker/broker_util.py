@@ -2,9 +2,6 @@
 
 * :func:`wait_completable` awaits the store's CompletableFuture (a put that waits for a flush or a
   slave) on the node's event loop;
-* :func:`properties_to_java_string` writes a message's properties string in the order a Java
-  broker's ``HashMap(128)`` holds them (``MessageDecoder.string2messageProperties`` creates that
-  map, ``messageProperties2String`` iterates it), so rmqlab stores the bytes a Java broker stores;
 * :func:`delete_property` is ``MessageUtils.deleteProperty``;
 * :func:`answer_held_request` runs a long-polling request again when it is woken (pull and pop).
 """
@@ -18,12 +15,8 @@ from typing import Any, Callable
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message_decoder import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
-from rmqlab.remoting.remoting_command import java_hash_map_order
 
 log = logging.getLogger("rmqlab.broker")
-
-# The string2messageProperties map: new HashMap<>(128).
-PROPERTIES_MAP_CAPACITY = 128
 
 
 async def wait_completable(future: CompletableFuture) -> Any:
@@ -33,13 +26,6 @@ async def wait_completable(future: CompletableFuture) -> Any:
     waiter = asyncio.get_running_loop().create_future()
     future.then_accept(lambda value: waiter.done() or waiter.set_result(value))
     return await waiter
-
-
-def properties_to_java_string(properties: dict[str, str], capacity: int = PROPERTIES_MAP_CAPACITY) -> str:
-    """``messageProperties2String`` of a ``HashMap(capacity)`` filled in ``properties``' order:
-    the entries in Java's iteration order (rmqlab.remoting.java_hash_map_order)."""
-    order = java_hash_map_order(list(properties), capacity)
-    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{properties[k]}{PROPERTY_SEPARATOR}" for k in order)
 
 
 def delete_property(properties: str | None, name: str) -> str | None:

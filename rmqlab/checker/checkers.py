@@ -513,7 +513,7 @@ def consistent_point(local: list[tuple[int, int]], local_max: int, master: list[
     """The slave's handshake decision on these epoch files and log ends (rmqlab's doTruncate, a
     TruncateDecision: ok, truncate_offset, reason)."""
     from rmqlab.ha.autoswitch.auto_switch_ha_protocol import do_truncate
-    from rmqlab.store.epoch_file_cache import EpochEntry
+    from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 
     return do_truncate([EpochEntry(e, s) for e, s in local], local_max,
                        [EpochEntry(e, s) for e, s in master], master_max)

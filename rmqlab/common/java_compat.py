@@ -4,14 +4,17 @@
 The CommitLog stores values Java computed: the ConsumeQueue tags code is ``String.hashCode()``
 (UTF-16 code units, 32-bit wrap-around), BODYCRC is ``UtilAll.crc32`` (zlib CRC-32 with the
 sign bit masked off), message ids are ``UtilAll.bytes2string`` (uppercase hex) and numeric
-properties are read with ``Integer.parseInt``/``Long.parseLong``. Reproducing them bit for bit is
-what lets rmqlab read and write the same bytes as a Java broker.
+properties are read with ``Integer.parseInt``/``Long.parseLong``, and a ``HashMap``'s keys come in
+its iteration order (remoting headers' extFields, stored message properties). Reproducing them bit
+for bit is what lets rmqlab read and write the same bytes as a Java broker.
 """
 
 from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Iterable
+from functools import lru_cache
 
 INT8_MIN, INT8_MAX = -(1 << 7), (1 << 7) - 1
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
@@ -101,3 +104,38 @@ def java_parse_int(s: str, bits: int = 32) -> int:
     if not in_java_range(value, bits):
         raise ValueError(f"{s!r} is out of range for a {bits}-bit Java integer")
     return value
+
+
+# -- Java HashMap iteration order ------------------------------------------------------------------
+@lru_cache(maxsize=4096)
+def _java_hash(key: str) -> int:
+    # HashMap.hash(): String.hashCode() with its high half folded into the low half.
+    h = java_string_hash_code(key) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hash_map_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
+    """The order a ``java.util.HashMap`` built by putting ``keys`` in this order iterates them.
+
+    HashMap iterates its table bucket by bucket (bucket = hash & (capacity - 1)) and each bucket in
+    insertion order; resizing splits buckets without reordering them. The capacity starts at
+    ``initial_capacity`` rounded up to a power of two and doubles while more than 3/4 full. Java
+    serializes ``extFields`` in this order (fastjson and the binary header both iterate the map);
+    RocketMQ builds it with ``new HashMap<>()`` (16) in ``makeCustomHeaderToNet``. Not modelled:
+    a bucket of 8 or more colliding keys turning into a tree, which no header comes near.
+    """
+    return list(java_hash_map_order_of_tuple(tuple(keys), initial_capacity))
+
+
+@lru_cache(maxsize=1024)
+def java_hash_map_order_of_tuple(keys: tuple[str, ...], initial_capacity: int) -> tuple[str, ...]:
+    """java_hash_map_order for a tuple of keys, cached by it: a protocol sends the same few header
+    shapes over and over."""
+    capacity = 1
+    while capacity < initial_capacity:
+        capacity <<= 1
+    while len(keys) > capacity * 3 // 4:
+        capacity <<= 1
+    mask = capacity - 1
+    # sorted() is stable: keys in one bucket keep their insertion order.
+    return tuple(sorted(keys, key=lambda k: _java_hash(k) & mask))

@@ -10,9 +10,9 @@ again, by the revive service, into the group's *pop retry topic*: ``%RETRY%<grou
 
 from __future__ import annotations
 
+from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.common.pop_ack_constants import SPLIT
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 POP_ORDER_REVIVE_QUEUE = 999
 POP_RETRY_SEPARATOR_V1 = "_"
 POP_RETRY_SEPARATOR_V2 = "+"

@@ -48,12 +48,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from rmqlab.checker.checkers import send_acknowledged
-from rmqlab.broker.topic.topic_config import TopicConfig
 from rmqlab.client import ClientProcess, DefaultMQAdminExt, DefaultMQProducer, DefaultMQPullConsumer
 from rmqlab.cluster import MASTER_ROLES, Cluster
 from rmqlab.common.cpu_quota import available_processors
 from rmqlab.common.message.message import Message
 from rmqlab.common.message.message_decoder import decode_message_id
+from rmqlab.common.topic_config import TopicConfig
 from rmqlab.example.benchmark import ConsumerSpec, build_client
 from rmqlab.trace import TraceEvent, client_ops
 from rmqlab.viz import LOGGERS

@@ -13,7 +13,7 @@ machines; one machine: distinct loopback addresses).
 
 Transport: gRPC through grpcio (`transport="grpc"`, the real runtime), or, on the simulator where
 grpcio cannot open sockets, the same MessagingService over framed RPC on the simulated streams
-(`transport="framed"`, rmqlab.proxy.grpc.framed: a deviation from RocketMQ, see there). There a
+(`transport="framed"`, rmqlab.proto.framed: a deviation from RocketMQ, see there). There a
 Local-mode Proxy reaches its broker through an in-process pipe (rmqlab.proxy.in_process).
 """
 

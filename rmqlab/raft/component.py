@@ -46,7 +46,7 @@ With `journal=True` the Raft log, the current term and the vote live in a pysync
 (useFork=False: the simulator has one process). A restarted replica rebuilds its state machine
 from the dump and the journal before it hears from anyone. `data_dir` defaults to
 `<store_dir>/raft`. In the simulator pysyncobj's writes (an mmap and plain files, never fsynced)
-are not tracked by the page-cache model of `rmqlab.store.page_cache`, so a simulated machine crash
+are not tracked by the page-cache model of `rmqlab.runtime.page_cache`, so a simulated machine crash
 keeps them, like a process crash.
 """
 

@@ -4,6 +4,7 @@ ROCKETMQ headers), request and response codes, an I/O-free frame decoder, and th
 and channel that carry commands over a Node's connections on either runtime.
 """
 
+from rmqlab.common.java_compat import java_hash_map_order
 from rmqlab.remoting.exceptions import (FrameError, RemotingCommandError, RemotingConnectError,
                                         RemotingError, RemotingTimeoutError)
 from rmqlab.remoting.frame_decoder import FRAME_MAX_LENGTH, FrameDecoder
@@ -12,7 +13,7 @@ from rmqlab.remoting.remoting_abstract import ChannelEventListener, RemotingAbst
 from rmqlab.remoting.remoting_channel import RemotingChannel
 from rmqlab.remoting.remoting_client import RemotingClient
 from rmqlab.remoting.remoting_command import (RemotingCommand, SerializeType, create_request_command,
-                                              create_response_command, java_hash_map_order)
+                                              create_response_command)
 from rmqlab.remoting.remoting_helper import get_request_code_desc, get_response_code_desc
 from rmqlab.remoting.remoting_server import RemotingServer
 from rmqlab.remoting.request_code import RequestCode

@@ -17,8 +17,9 @@ is not), enums by name, no spaces::
      "remark":"...","serializeTypeCurrentRPC":"JSON","version":0}
 
 ``extFields`` is a ``HashMap<String, String>`` in Java, so its keys come in HashMap iteration
-order; :func:`java_hash_map_order` reproduces that order, which makes rmqlab's headers the same
-bytes a Java broker writes. Strings are escaped as fastjson escapes them (see :func:`fastjson_text`).
+order; :func:`rmqlab.common.java_compat.java_hash_map_order` reproduces that order, which makes
+rmqlab's headers the same bytes a Java broker writes. Strings are escaped as fastjson escapes them
+(see :func:`fastjson_text`).
 
 The ROCKETMQ binary header is ``code`` short, ``language`` byte, ``version`` short, ``opaque`` int,
 ``flag`` int, ``remark`` (int length + UTF-8), ``extFields`` (int length + entries of short key
@@ -61,12 +62,11 @@ import enum
 import json
 import re
 import struct
-from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Mapping
 from typing import Any, Union
 
 from rmqlab.common.java_compat import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, \
-    java_parse_int, java_string_hash_code
+    java_hash_map_order_of_tuple, java_parse_int
 from rmqlab.remoting.exceptions import FrameError, RemotingCommandError
 from rmqlab.remoting.language_code import LanguageCode
 from rmqlab.remoting.remoting_helper import clip
@@ -99,42 +99,6 @@ class SerializeType(enum.IntEnum):
 def mark_protocol_type(header_length: int, serialize_type: SerializeType) -> int:
     """``markProtocolType``: the header-info int for a header of ``header_length`` bytes."""
     return (serialize_type << 24) | (header_length & 0xFFFFFF)
-
-
-# ---------------------------------------------------------------------------------------------
-# Java HashMap iteration order
-
-@lru_cache(maxsize=4096)
-def _java_hash(key: str) -> int:
-    # HashMap.hash(): String.hashCode() with its high half folded into the low half.
-    h = java_string_hash_code(key) & 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
-def java_hash_map_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
-    """The order a ``java.util.HashMap`` built by putting ``keys`` in this order iterates them.
-
-    HashMap iterates its table bucket by bucket (bucket = hash & (capacity - 1)) and each bucket in
-    insertion order; resizing splits buckets without reordering them. The capacity starts at
-    ``initial_capacity`` rounded up to a power of two and doubles while more than 3/4 full. Java
-    serializes ``extFields`` in this order (fastjson and the binary header both iterate the map);
-    RocketMQ builds it with ``new HashMap<>()`` (16) in ``makeCustomHeaderToNet``. Not modelled:
-    a bucket of 8 or more colliding keys turning into a tree, which no header comes near.
-    """
-    return list(_java_hash_map_order(tuple(keys), initial_capacity))
-
-
-@lru_cache(maxsize=1024)
-def _java_hash_map_order(keys: tuple[str, ...], initial_capacity: int) -> tuple[str, ...]:
-    # Cached by key tuple: a protocol sends the same few header shapes over and over.
-    capacity = 1
-    while capacity < initial_capacity:
-        capacity <<= 1
-    while len(keys) > capacity * 3 // 4:
-        capacity <<= 1
-    mask = capacity - 1
-    # sorted() is stable: keys in one bucket keep their insertion order.
-    return tuple(sorted(keys, key=lambda k: _java_hash(k) & mask))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -543,7 +507,7 @@ class RemotingCommand:
         fields = self.ext_fields
         if fields is None:
             return None
-        order = _java_hash_map_order(tuple(k for k, v in fields.items() if v is not None), 16)
+        order = java_hash_map_order_of_tuple(tuple(k for k, v in fields.items() if v is not None), 16)
         return {key: value if type(value) is str else ext_value_to_string(key, value)  # type: ignore[arg-type]
                 for key in order for value in (fields[key],)}
 

@@ -18,7 +18,7 @@ A node is one machine running one process. Its surface, in full:
   network    listen(host, port, handler), connect(host, port) — byte streams with the
              asyncio StreamReader / StreamWriter interface
   disk       store_dir                 — survives a process crash; a machine crash loses what
-                                         was not flushed (rmqlab.store.page_cache)
+                                         was not flushed (rmqlab.runtime.page_cache)
   random     random                    — a seeded random.Random of this node
   output     log (logging.Logger), trace(kind, **fields) — the event trace, the only road
              from the running system to widgets, checkers and grading

@@ -254,9 +254,6 @@ class RealNode(Node):
             return int(self._frozen_wall_ms)
         return int(time.time() * 1000.0 - self._lag_ms)
 
-    def _timer_clock_ms(self) -> float:
-        return self._monotonic_ms()
-
     def _monotonic_ms(self) -> float:
         if self._frozen_mono_ms is not None:
             return self._frozen_mono_ms
@@ -271,10 +268,11 @@ class RealNode(Node):
         return self._paused_since is not None
 
     def call_later(self, delay_ms: float, callback: Callable[..., Any], *args: Any) -> Timer:
-        timer = NodeTimer(self, asyncio.get_running_loop(), self._monotonic_ms() + max(0.0, delay_ms), callback, args)
+        timer = NodeTimer(self._monotonic_ms, self._timers, asyncio.get_running_loop(),
+                          self._monotonic_ms() + max(0.0, delay_ms), callback, args)
         self._timers[id(timer)] = timer
         if not self.clock_paused:
-            timer._arm()
+            timer.arm()
         return timer
 
     def clock_pause(self) -> None:
@@ -299,7 +297,7 @@ class RealNode(Node):
         self._paused_since = self._frozen_wall_ms = self._frozen_mono_ms = None
         for t in sorted(self._timers.values(), key=lambda t: t.deadline_ms):
             if t.handle is None:
-                t._arm()
+                t.arm()
         self.trace("log", level="INFO", message="clock resumed", now_ms=frozen, lag_ms=round(self._lag_ms, 3))
 
     # -- tasks -------------------------------------------------------------------------------

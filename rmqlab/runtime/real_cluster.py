@@ -30,9 +30,9 @@ The faults, against the simulator's meaning (rmqlab.runtime.sim.simulation.SimNe
   kill          SIGKILL. The kernel closes the sockets (peers read EOF, later writes meet a
                 reset), the page cache keeps every write, connects are refused.
   crash         The relay silences the node's connections, then SIGKILL, then
-                rmqlab.store.page_cache.crash_machine on every store root (a directory holding a
-                durability ledger) under its store dir: unflushed bytes are lost. Peers hear
-                nothing, connects time out, until restart resets the old connections.
+                rmqlab.runtime.page_cache.crash_machine_disk: crash_machine on every store root
+                (a directory holding a durability ledger) under its store dir: unflushed bytes are
+                lost. Peers hear nothing, connects time out, until restart resets the old connections.
   restart       A new process from the same command line and store dir: incarnation k+1, a new
                 trace file; returns at once (`wait_started` waits for its node.start). The node
                 keeps its machine's clock (pause lag, or a pause still in force).
@@ -82,9 +82,9 @@ from typing import Any
 
 import rmqlab
 from rmqlab.runtime.nemesis import Link, Nemesis
+from rmqlab.runtime.page_cache import crash_machine_disk
 from rmqlab.runtime.real import CLOCK_PAUSE_SIGNAL, CLOCK_RESUME_SIGNAL, ClockState, ClusterView, ProcessSettings
 from rmqlab.runtime.relay import MAX_RETRIES, RTO_MS, Relay
-from rmqlab.store.page_cache import LEDGER_NAME, crash_machine
 from rmqlab.trace import TraceEvent, TraceWarning, Tracer, load_jsonl, merge_traces
 
 log = logging.getLogger("rmqlab.real_cluster")
@@ -488,10 +488,7 @@ class RealNemesis(Nemesis):
             n.proc.send_signal(signal.SIGKILL)
             n.proc.wait(10)
             n.suspended = False
-            lost = 0
-            for root, _dirs, files in sorted(os.walk(self.cluster.store_dir(node))):
-                if LEDGER_NAME in files:
-                    lost += sum(crash_machine(root, torn_bytes).values())
+            lost = crash_machine_disk(self.cluster.store_dir(node), torn_bytes)
             self._about(node, "node.crash", lost_bytes=lost, torn=torn_bytes is not None)
 
     def restart(self, node: str) -> None:

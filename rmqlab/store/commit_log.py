@@ -19,12 +19,12 @@ from typing import Any
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message import MessageExtBrokerInner, MessageFormatError
 from rmqlab.common.message.message_decoder import decode
+from rmqlab.runtime.page_cache import PageCache
 from rmqlab.store.dispatch_request import DispatchRequest, check_message_and_return_size
 from rmqlab.store.flush_commit_log_service import FlushRealTimeService, GroupCommitService
 from rmqlab.store.flush_commit_log_service import GroupCommitRequest as _FlushGroupCommitRequest
 from rmqlab.store.mapped_file_queue import MappedFileQueue
 from rmqlab.store.message_ext_encoder import END_FILE_MIN_BLANK_LENGTH, MessageExtEncoder, encode_blank
-from rmqlab.store.page_cache import PageCache
 from rmqlab.store.put_message_result import (AppendMessageResult, AppendMessageStatus, PutMessageResult,
                                              PutMessageStatus)
 

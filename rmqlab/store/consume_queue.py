@@ -17,8 +17,8 @@ import os
 import struct
 
 from rmqlab.common.java_compat import INT32_MAX
+from rmqlab.runtime.page_cache import PageCache
 from rmqlab.store.mapped_file_queue import MappedFileQueue
-from rmqlab.store.page_cache import PageCache
 
 log = logging.getLogger("rmqlab.store")
 

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message import MessageExtBrokerInner
+from rmqlab.runtime.page_cache import PageCache, crash_machine
 from rmqlab.store import crash_points
 from rmqlab.store.commit_log import CommitLog, RecoveryScan
 from rmqlab.store.consume_queue import ConsumeQueue
 from rmqlab.store.dispatch_request import DispatchRequest
 from rmqlab.store.flush_consume_queue_service import FlushConsumeQueueService
 from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus
-from rmqlab.store.page_cache import PageCache, crash_machine
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 from rmqlab.store.reput_message_service import ReputMessageService
 from rmqlab.store.store_checkpoint import StoreCheckpoint

@@ -14,8 +14,8 @@ import logging
 import mmap
 import os
 
+from rmqlab.runtime.page_cache import PageCache
 from rmqlab.store import crash_points
-from rmqlab.store.page_cache import PageCache
 
 log = logging.getLogger("rmqlab.store")
 

@@ -11,9 +11,9 @@ import bisect
 import logging
 import os
 
+from rmqlab.runtime.page_cache import PageCache
 from rmqlab.store import crash_points
 from rmqlab.store.mapped_file import MappedFile, StoreFileError, offset_to_file_name
-from rmqlab.store.page_cache import PageCache
 
 log = logging.getLogger("rmqlab.store")
 

@@ -16,8 +16,8 @@ import mmap
 import os
 import struct
 
+from rmqlab.runtime.page_cache import PageCache
 from rmqlab.store import crash_points
-from rmqlab.store.page_cache import PageCache
 
 log = logging.getLogger("rmqlab.store")
 

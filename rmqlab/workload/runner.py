@@ -264,7 +264,7 @@ def _wait_healthy(c) -> None:
 def _create_topics(c, workload: Workload) -> None:
     """`mqadmin updateTopic -c` for every topic (it waits for the route), then `updateTopic -b` on
     every broker that registered, slaves too (module docstring)."""
-    from rmqlab.broker.topic.topic_config import TopicConfig
+    from rmqlab.common.topic_config import TopicConfig
     from rmqlab.remoting.request_code import RequestCode
 
     for t in workload.topics:

@@ -340,7 +340,7 @@ def validate(w: Workload) -> None:
         _check(ok, f"client_overrides[{k!r}]", "a bool" if kind is bool else "an integer of ms > 0", v)
     # topics
     _check(isinstance(w.topics, tuple) and len(w.topics) >= 1, "topics", "a non-empty list", w.topics)
-    from rmqlab.broker.topic.topic_config import TopicValidator
+    from rmqlab.common.topic.topic_validator import TopicValidator
 
     seen: set[str] = set()
     for i, t in enumerate(w.topics):

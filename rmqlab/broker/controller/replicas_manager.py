@@ -79,8 +79,8 @@ from rmqlab.broker.broker_outer_api import MQBrokerException
 from rmqlab.broker.controller.broker_metadata import BrokerMetadata, TempBrokerMetadata
 from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.remoting.response_code import ResponseCode
-from rmqlab.store.epoch_file_cache import EpochEntry
 
 if TYPE_CHECKING:
     from rmqlab.broker.broker_controller import BrokerController

@@ -63,14 +63,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import properties_to_java_string
 from rmqlab.broker.pop.escape_bridge import get_message, is_put_ok, put_message_to_specific_queue
-from rmqlab.broker.topic.topic_config import TopicConfig, TopicFilterType
 from rmqlab.common import pop_ack_constants as pac
 from rmqlab.common.key_builder import RETRY_GROUP_TOPIC_PREFIX, build_pop_retry_topic, parse_normal_topic
 from rmqlab.common.message.message import MessageExt, MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import properties_to_java_string
 from rmqlab.common.message.message_decoder import decode
+from rmqlab.common.topic_config import TopicConfig, TopicFilterType
 from rmqlab.store.get_message_result import GetMessageStatus
 from rmqlab.store.pop.ack_msg import AckMsg
 from rmqlab.store.pop.pop_check_point import PopCheckPoint, merge_key

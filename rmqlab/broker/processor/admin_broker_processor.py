@@ -36,14 +36,13 @@ import inspect
 import logging
 from typing import TYPE_CHECKING, Any, Callable
 
-from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
-from rmqlab.broker.topic.topic_config import TopicConfig, TopicFilterType, TopicValidator
 from rmqlab.common.message.message_decoder import decode
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.common.topic_config import TopicConfig, TopicFilterType
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
 from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMappingSerializeWrapper
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
-from rmqlab.remoting.protocol.header.controller import NotifyBrokerRoleChangedRequestHeader
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
                                                           GetConsumeStatsRequestHeader,
                                                           GetSubscriptionGroupConfigRequestHeader,
@@ -54,6 +53,8 @@ from rmqlab.remoting.protocol.header.broker.consumer_offset import (GetMaxOffset
                                                                     GetMinOffsetRequestHeader,
                                                                     GetMinOffsetResponseHeader)
 from rmqlab.remoting.protocol.header.broker.header_util import write_header
+from rmqlab.remoting.protocol.header.controller import NotifyBrokerRoleChangedRequestHeader
+from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import RemotingSysResponseCode, ResponseCode

@@ -18,7 +18,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from rmqlab.broker.client.client_channel_info import ClientChannelInfo
-from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX, PermName
+from rmqlab.common.constant.perm_name import PermName
+from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.remoting.protocol.header.broker.client import UnregisterClientRequestHeader
 from rmqlab.remoting.protocol.header.broker.heartbeat import ExpressionType, HeartbeatData, SubscriptionData
 from rmqlab.remoting.remoting_command import RemotingCommand

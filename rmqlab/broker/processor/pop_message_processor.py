@@ -53,17 +53,18 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import answer_held_request, properties_to_java_string
+from rmqlab.broker.broker_util import answer_held_request
 from rmqlab.broker.filter.expression_message_filter import ExpressionMessageFilter
 from rmqlab.broker.longpolling.pop_long_polling_service import PollingHeader, PollingResult, PopLongPollingService
 from rmqlab.broker.pop.escape_bridge import is_put_ok, put_message_to_specific_queue
 from rmqlab.broker.pop.queue_lock_manager import QueueLockManager
 from rmqlab.broker.processor.send_message_processor import FAQ_URL, suggest_todo
-from rmqlab.broker.topic.topic_config import PermName
 from rmqlab.common import pop_ack_constants as pac
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.key_builder import POP_ORDER_REVIVE_QUEUE, RETRY_GROUP_TOPIC_PREFIX, build_pop_retry_topic
 from rmqlab.common.message.message import MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import properties_to_java_string
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.remoting.protocol.header import extra_info_util as eiu
 from rmqlab.remoting.protocol.header.broker.header_util import write_header

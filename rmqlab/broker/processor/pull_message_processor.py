@@ -46,13 +46,13 @@ from rmqlab.broker.broker_util import answer_held_request
 from rmqlab.broker.filter.expression_message_filter import ExpressionMessageFilter
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequest
 from rmqlab.broker.processor.send_message_processor import FAQ_URL, reject_request_response, suggest_todo
-from rmqlab.broker.topic.topic_config import PermName
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.config.broker import MASTER_ID, BrokerRole
+from rmqlab.remoting.protocol.header.broker.header_util import write_header
 from rmqlab.remoting.protocol.header.broker.heartbeat import (ConsumeType, ExpressionType, MessageModel,
                                                               build_subscription_data)
 from rmqlab.remoting.protocol.header.broker.pull_message import (ForbiddenType, PullMessageRequestHeader,
                                                                  PullMessageResponseHeader, PullSysFlag)
-from rmqlab.remoting.protocol.header.broker.header_util import write_header
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.response_code import ResponseCode
 from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus

@@ -74,20 +74,24 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import PROPERTIES_MAP_CAPACITY, properties_to_java_string, wait_completable
-from rmqlab.broker.topic.topic_config import (DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, PermName,
-                                              TopicConfig, TopicFilterType, TopicValidator)
+from rmqlab.broker.broker_util import wait_completable
 from rmqlab.broker.util.hook_utils import handle_schedule_message
+from rmqlab.common.constant.perm_name import PermName
+from rmqlab.common.java_compat import java_hash_map_order
 from rmqlab.common.message.message import MessageExtBrokerInner
-from rmqlab.common.message.message_const import MessageConst
-from rmqlab.common.message.message_decoder import string_to_message_properties
-from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.common.message.message import MessageExt
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import PROPERTIES_MAP_CAPACITY, properties_to_java_string
+from rmqlab.common.message.message_decoder import string_to_message_properties
 from rmqlab.common.message.message_decoder import decode
+from rmqlab.common.message.message_sys_flag import MessageSysFlag
+from rmqlab.common.mix_all import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.common.topic_config import TopicConfig, TopicFilterType
 from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.remoting.protocol.header.broker.consumer_send_msg_back import ConsumerSendMsgBackRequestHeader
 from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader
-from rmqlab.remoting.remoting_command import RemotingCommand, java_hash_map_order
+from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.remoting_helper import string_to_address
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode

@@ -34,13 +34,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import properties_to_java_string, wait_completable
-from rmqlab.broker.topic.topic_config import TopicValidator
+from rmqlab.broker.broker_util import wait_completable
 from rmqlab.common.java_compat import java_parse_int
 from rmqlab.common.message.message import MessageExt, MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import properties_to_java_string
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
+from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:

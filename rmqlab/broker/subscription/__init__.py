@@ -1,10 +1,6 @@
-"""Consumer groups: SubscriptionGroupConfig and subscriptionGroup.json (RocketMQ broker/subscription)."""
+"""Consumer groups: subscriptionGroup.json (RocketMQ broker/subscription). SubscriptionGroupConfig is in
+rmqlab.remoting.protocol.subscription, as in RocketMQ."""
 
-from rmqlab.broker.subscription.subscription_group_config import (
-    GroupRetryPolicy,
-    SimpleSubscriptionData,
-    SubscriptionGroupConfig,
-)
 from rmqlab.broker.subscription.subscription_group_manager import SubscriptionGroupManager
 
-__all__ = ["GroupRetryPolicy", "SimpleSubscriptionData", "SubscriptionGroupConfig", "SubscriptionGroupManager"]
+__all__ = ["SubscriptionGroupManager"]

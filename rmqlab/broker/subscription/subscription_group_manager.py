@@ -22,8 +22,6 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
-from rmqlab.broker.topic.topic_config import TopicValidator
 from rmqlab.common.config_manager import (
     ConfigManager,
     check_int,
@@ -33,6 +31,8 @@ from rmqlab.common.config_manager import (
     to_fastjson,
 )
 from rmqlab.common.data_version import DataVersion
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-"""Broker topic metadata: TopicConfig, TopicValidator and topics.json (RocketMQ broker/topic)."""
+"""Broker topic metadata: topics.json (RocketMQ broker/topic). TopicConfig and TopicValidator are in
+rmqlab.common, as in RocketMQ."""
 
-from rmqlab.broker.topic.topic_config import PermName, TopicConfig, TopicFilterType, TopicValidator, ValidateResult
 from rmqlab.broker.topic.topic_config_manager import TopicConfigManager
 
-__all__ = ["PermName", "TopicConfig", "TopicConfigManager", "TopicFilterType", "TopicValidator", "ValidateResult"]
+__all__ = ["TopicConfigManager"]

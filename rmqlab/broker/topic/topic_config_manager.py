@@ -22,13 +22,6 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from rmqlab.broker.topic.topic_config import (
-    REPLY_TOPIC_POSTFIX,
-    PermName,
-    TopicConfig,
-    TopicValidator,
-    ValidateResult,
-)
 from rmqlab.common.config_manager import (
     ConfigManager,
     check_object,
@@ -36,7 +29,11 @@ from rmqlab.common.config_manager import (
     state_version_source,
     to_fastjson,
 )
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
+from rmqlab.common.mix_all import REPLY_TOPIC_POSTFIX
+from rmqlab.common.topic.topic_validator import TopicValidator, ValidateResult
+from rmqlab.common.topic_config import TopicConfig
 
 # PopAckConstants.REVIVE_TOPIC and TimerMessageStore.TIMER_TOPIC
 REVIVE_TOPIC_PREFIX = TopicValidator.SYSTEM_TOPIC_PREFIX + "REVIVE_LOG_"

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import properties_to_java_string
 from rmqlab.broker.schedule.deliver_delayed_message_timer_task import transform_delay_level_message
 from rmqlab.common.java_compat import java_parse_int
 from rmqlab.common.message.message import MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import properties_to_java_string
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 from rmqlab.store.timer.timer_message_store import TIMER_TOPIC

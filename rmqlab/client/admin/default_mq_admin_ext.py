@@ -47,18 +47,20 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX, TopicConfig, TopicValidator
 from rmqlab.client.client_config import DEFAULT_INSTANCE_NAME, ClientConfig
 from rmqlab.client.exceptions import MQClientException
-from rmqlab.client.impl.mq_client_manager import MQClientManager
 from rmqlab.client.impl.mq_client_api_impl import controller_address_list
+from rmqlab.client.impl.mq_client_manager import MQClientManager
+from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.common.topic_config import TopicConfig
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
 from rmqlab.remoting.protocol.body.broker_replicas_info import BrokerReplicasInfo
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
-from rmqlab.remoting.protocol.header.controller import ElectMasterResponseHeader, GetMetaDataResponseHeader
 from rmqlab.remoting.protocol.header.broker.admin import ConsumeStats, KVTable
+from rmqlab.remoting.protocol.header.controller import ElectMasterResponseHeader, GetMetaDataResponseHeader
 from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID, TopicRouteData
 from rmqlab.remoting.response_code import ResponseCode
 

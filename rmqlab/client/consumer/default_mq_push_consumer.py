@@ -62,7 +62,6 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.client.client_config import ClientConfig
 from rmqlab.client.consumer.allocate_message_queue_averagely import AllocateMessageQueueAveragely
 from rmqlab.client.consumer.consume_message_concurrently_service import ConsumeMessageConcurrentlyService
@@ -76,6 +75,7 @@ from rmqlab.client.exceptions import MQBrokerException, MQClientException, outco
 from rmqlab.client.impl.mq_client_manager import MQClientManager
 from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import (SUB_ALL, ConsumeFromWhere, ConsumeType, MessageModel,
                                                               SubscriptionData, build_subscription_data)

@@ -30,11 +30,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.client.consumer.allocate_message_queue_averagely import AllocateMessageQueueAveragely
 from rmqlab.client.consumer.process_queue import ProcessQueue
 from rmqlab.client.consumer.remote_broker_offset_store import ReadOffsetType
 from rmqlab.client.exceptions import MQClientException
+from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere, SubscriptionData
 from rmqlab.remoting.response_code import ResponseCode

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING
 from rmqlab.client.grpc.rpc import RpcError, RpcTransport, default_transport
 from rmqlab.client.impl.mq_client_manager import MQClientManager
 from rmqlab.config.addresses import check_addr_list, split_addr_list
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 
 if TYPE_CHECKING:
     from rmqlab.runtime.node import Node
@@ -139,7 +139,7 @@ class Client:
         return pb.Settings(client_type=self.client_type, access_point=to_endpoints(self.access_point[0]),
                            user_agent=pb.UA(language=pb.PYTHON, version=CLIENT_VERSION, platform="rmqlab",
                                             hostname=self.node.name),
-                           request_timeout=_duration(self.configuration.request_timeout_ms))
+                           request_timeout=duration_of(self.configuration.request_timeout_ms))
 
     def apply_settings(self, settings: pb.Settings) -> None:
         """The Proxy's answer to the settings (ClientImpl.onSettingsCommand)."""
@@ -303,7 +303,8 @@ class Client:
                 await work()
 
 
-def _duration(ms: int):
+def duration_of(ms: int):
+    """A protobuf Duration of `ms` milliseconds."""
     from google.protobuf.duration_pb2 import Duration
 
     d = Duration()

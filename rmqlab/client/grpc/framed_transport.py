@@ -1,4 +1,4 @@
-"""FramedTransport: the client end of framed RPC (rmqlab.proxy.grpc.framed), what rmqlab's 5.x
+"""FramedTransport: the client end of framed RPC (rmqlab.proto.framed), what rmqlab's 5.x
 client speaks inside the simulator. Deviation from RocketMQ's clients (gRPC over HTTP/2): grpcio
 cannot run on the simulator's in-memory network; see the framed module.
 
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import DecodeError
 
 from rmqlab.client.grpc.rpc import BidiStream, Metadata, RpcError, RpcTransport
-from rmqlab.proxy.grpc.framed import CALL, CANCEL, CLIENT, END_STREAM, HALF_CLOSE, MESSAGE, STATUS, Frame
-from rmqlab.proxy.grpc.framed_connection import FramedConnection
-from rmqlab.proxy.grpc.v2.common import status_name
+from rmqlab.proto.framed import CALL, CANCEL, CLIENT, END_STREAM, HALF_CLOSE, MESSAGE, STATUS, Frame
+from rmqlab.proto.framed_connection import FramedConnection
+from rmqlab.proto.status import status_name
 
 if TYPE_CHECKING:
     from rmqlab.runtime.node import Node

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import definition_pb2 as pb
 
 MC = MessageConst
 

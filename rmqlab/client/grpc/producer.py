@@ -43,8 +43,8 @@ from rmqlab.client.operation_tracer import describe_message
 from rmqlab.common.java_compat import java_string_hash_code
 from rmqlab.common.message.message import Message
 from rmqlab.common.message.message_const import MessageConst
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 
 MC = MessageConst
 Code = pb.Code

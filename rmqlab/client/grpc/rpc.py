@@ -1,5 +1,5 @@
 """The transport interface of rmqlab's 5.x client: MessagingService calls to an endpoint, whatever
-carries them. Two implementations: FramedTransport (the simulator: rmqlab.proxy.grpc.framed over
+carries them. Two implementations: FramedTransport (the simulator: rmqlab.proto.framed over
 the node's streams) and GrpcioTransport (real processes: grpc.aio). The client core sees only
 this module, so it never imports grpcio.
 

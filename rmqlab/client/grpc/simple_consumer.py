@@ -21,12 +21,12 @@ receive that timed out may have made messages invisible).
 
 from __future__ import annotations
 
-from rmqlab.client.grpc.client import Client, ClientConfiguration, ClientException, _duration, endpoint_of
+from rmqlab.client.grpc.client import Client, ClientConfiguration, ClientException, duration_of, endpoint_of
 from rmqlab.client.grpc.message_view import MessageView
 from rmqlab.client.grpc.rpc import RpcError, RpcTransport
 from rmqlab.client.operation_tracer import describe_message
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 
 Code = pb.Code
 DEFAULT_AWAIT_DURATION_MS = 5_000
@@ -97,8 +97,8 @@ class SimpleConsumer(Client):
         request = spb.ReceiveMessageRequest(
             group=self._group(), message_queue=mq, batch_size=max_message_num,
             filter_expression=pb.FilterExpression(type=pb.TAG, expression=self.subscriptions[topic]),
-            invisible_duration=_duration(invisible_duration_ms), long_polling_timeout=_duration(self.await_duration_ms),
-            auto_renew=False)
+            invisible_duration=duration_of(invisible_duration_ms),
+            long_polling_timeout=duration_of(self.await_duration_ms), auto_renew=False)
         try:
             views = await self._receive(request, mq, endpoint)
         except ClientException as e:

@@ -53,13 +53,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.topic.topic_config import TopicConfig, TopicValidator
 from rmqlab.client.consumer.pull_result import PullResult, PullStatus, client_msg_id
 from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException, request_never_sent
 from rmqlab.client.producer.send_result import _STATUS_BY_CODE, SendResult
-from rmqlab.config.addresses import parse_addr, split_addr_list
 from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.common.topic_config import TopicConfig
+from rmqlab.config.addresses import parse_addr, split_addr_list
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
@@ -98,12 +99,12 @@ from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode
 
 if TYPE_CHECKING:
-    from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
     from rmqlab.client.consumer.ack_result import AckResult
     from rmqlab.client.consumer.pop_result import PopResult
     from rmqlab.remoting.protocol.header.broker.ack_message import AckMessageRequestHeader
     from rmqlab.remoting.protocol.header.broker.change_invisible_time import ChangeInvisibleTimeRequestHeader
     from rmqlab.remoting.protocol.header.broker.pop_message import PopMessageRequestHeader
+    from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
     from rmqlab.runtime.node import Node
 
 log = logging.getLogger("rmqlab.client")
@@ -508,8 +509,8 @@ class MQClientAPIImpl:
 
     async def get_subscription_group_config(self, addr: str, group: str, timeout_ms: float) -> SubscriptionGroupConfig:
         """GET_SUBSCRIPTIONGROUP_CONFIG (352)."""
-        from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
         from rmqlab.remoting.protocol.header.broker.admin import GetSubscriptionGroupConfigRequestHeader
+        from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 
         response = await self._invoke_broker(addr, _request(
             RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, GetSubscriptionGroupConfigRequestHeader(group)), timeout_ms)

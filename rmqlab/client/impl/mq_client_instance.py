@@ -54,11 +54,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX, PermName, TopicValidator
 from rmqlab.client.exceptions import MQClientException
 from rmqlab.client.impl.mq_admin_impl import MQAdminImpl
 from rmqlab.client.impl.mq_client_api_impl import MQClientAPIImpl
 from rmqlab.client.producer.topic_publish_info import TopicPublishInfo
+from rmqlab.common.constant.perm_name import PermName
+from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumerData, HeartbeatData, ProducerData
 from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID, TopicRouteData
@@ -67,9 +69,9 @@ from rmqlab.remoting.request_code import RequestCode
 
 if TYPE_CHECKING:
     from rmqlab.client.client_config import ClientConfig
-    from rmqlab.client.producer.default_mq_producer import DefaultMQProducer
     from rmqlab.client.impl.mq_client_manager import MQClientManager
     from rmqlab.client.operation_tracer import OperationTracer
+    from rmqlab.client.producer.default_mq_producer import DefaultMQProducer
     from rmqlab.runtime.node import Node, Timer
 
 log = logging.getLogger("rmqlab.client")

@@ -48,8 +48,6 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from rmqlab.broker.message_client_id_setter import MessageClientIDSetter
-from rmqlab.broker.topic.topic_config import RETRY_GROUP_TOPIC_PREFIX, TopicValidator
 from rmqlab.client.client_config import ClientConfig
 from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException, outcome_unknown
 from rmqlab.client.impl.mq_client_manager import MQClientManager
@@ -58,8 +56,11 @@ from rmqlab.client.operation_tracer import ClientOperation, describe_message
 from rmqlab.client.producer.send_result import SendResult, SendStatus
 from rmqlab.client.producer.topic_publish_info import TopicPublishInfo
 from rmqlab.common.message.message import Message
+from rmqlab.common.message.message_client_id_setter import MessageClientIDSetter
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import message_properties_to_string
+from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError, RemotingTimeoutError
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeaderV2

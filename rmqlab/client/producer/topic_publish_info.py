@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.topic.topic_config import PermName
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from rmqlab.common.java_compat import (INT64_MAX, INT64_MIN, bytes2string, crc32,
+from rmqlab.common.java_compat import (INT64_MAX, INT64_MIN, bytes2string, crc32, java_hash_map_order,
                                        java_utf8_decode, string2bytes, to_int32)
 from rmqlab.common.message.message import (Host, MessageExt, MessageFormatError,
                                            bytes_to_socket_address, socket_address_to_bytes)
@@ -25,7 +25,8 @@ __all__ = [
     "BLANK_MAGIC_CODE", "MESSAGE_MAGIC_CODE", "MESSAGE_MAGIC_CODE_V2", "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR", "MESSAGE_MAGIC_CODE_POSITION", "MESSAGE_FLAG_POSITION",
     "MESSAGE_PHYSIC_OFFSET_POSITION", "MESSAGE_STORE_TIMESTAMP_POSITION", "QUEUE_OFFSET_POSITION",
-    "PHY_POS_POSITION", "SYSFLAG_POSITION", "message_properties_to_string",
+    "PHY_POS_POSITION", "SYSFLAG_POSITION", "message_properties_to_string", "PROPERTIES_MAP_CAPACITY",
+    "properties_to_java_string",
     "string_to_message_properties", "create_message_id", "decode_message_id", "decode", "decodes",
     "CRC32_RESERVED_LEN", "create_crc32", "parse_crc32_property",
 ]
@@ -74,6 +75,18 @@ def message_properties_to_string(properties: dict[str, str] | None) -> str:
         pass
     _explain_bad_properties(properties)
     raise MessageFormatError(f"properties {properties!r} cannot be encoded")  # not reached
+
+
+# The string2messageProperties map: new HashMap<>(128).
+PROPERTIES_MAP_CAPACITY = 128
+
+
+def properties_to_java_string(properties: dict[str, str], capacity: int = PROPERTIES_MAP_CAPACITY) -> str:
+    """``messageProperties2String`` of a ``HashMap(capacity)`` filled in ``properties``' order:
+    the entries in Java's iteration order (java_compat.java_hash_map_order). A Java broker stores the
+    properties in the order of the ``HashMap(128)`` ``string2messageProperties`` creates."""
+    order = java_hash_map_order(list(properties), capacity)
+    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{properties[k]}{PROPERTY_SEPARATOR}" for k in order)
 
 
 def _explain_bad_properties(properties: dict) -> None:

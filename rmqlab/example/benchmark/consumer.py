@@ -58,15 +58,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rmqlab.broker.topic.topic_config import TopicValidator
 from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.consumer import (ConsumeConcurrentlyStatus, DefaultMQPullConsumer, DefaultMQPushConsumer,
                                     PullStatus)
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.example.benchmark.client_spec import SpecDict, check, describe_failure, pause
-from rmqlab.example.benchmark.producer import PROTOCOLS, add_protocol_arguments
 from rmqlab.example.benchmark.message_body import body_matches
+from rmqlab.example.benchmark.producer import PROTOCOLS, add_protocol_arguments
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere, build_subscription_data
 from rmqlab.runtime.node import Node

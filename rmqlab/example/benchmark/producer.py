@@ -51,11 +51,11 @@ import string
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rmqlab.broker.topic.topic_config import TopicValidator
 from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.exceptions import ClientErrorCode, MQClientException, outcome_unknown
 from rmqlab.client.producer import DefaultMQProducer
 from rmqlab.common.message.message import Message
+from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.example.benchmark.client_spec import SpecDict, check, describe_failure, pause
 from rmqlab.example.benchmark.message_body import build_body
 from rmqlab.runtime.node import Node

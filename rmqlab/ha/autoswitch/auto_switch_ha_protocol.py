@@ -50,10 +50,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rmqlab.common.checkpoint_file import INT_MAX, LONG_MAX
+from rmqlab.ha.ha_connection_state import HAConnectionState
 from rmqlab.ha.ha_protocol import (CLIENT_READ_MAX_BUFFER_SIZE, ConnectionProtocolBase, FrameBuffer, FrameLayout,
                                    HAProtocolError, ReportingClientProtocol, Transitions, transition)
-from rmqlab.ha.ha_connection_state import HAConnectionState
-from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
+from rmqlab.store.epoch_file_cache import EpochFileCache
 from rmqlab.store.put_message_result import PutMessageStatus
 
 READY = HAConnectionState.READY

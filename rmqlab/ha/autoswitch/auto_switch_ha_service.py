@@ -41,10 +41,11 @@ from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (ALL_ACK_IN_SYNC_STATE_
 from rmqlab.ha.default_ha_service import AcceptSocketService
 from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
 from rmqlab.ha.ha_service import HAService, _role
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.remoting.remoting_helper import peer_address
 from rmqlab.runtime.node import Node
 from rmqlab.store import store_truncation
-from rmqlab.store.epoch_file_cache import EpochEntry, EpochFileCache
+from rmqlab.store.epoch_file_cache import EpochFileCache
 
 log = logging.getLogger("rmqlab.ha")
 

@@ -44,7 +44,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.topic.topic_config import TopicValidator
+from rmqlab.common.topic.topic_validator import TopicValidator
 
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.java_compat import crc32

@@ -62,8 +62,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rmqlab.broker.topic.topic_config import PermName, TopicConfig
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
+from rmqlab.common.topic_config import TopicConfig
 from rmqlab.config.namesrv import NamesrvConfig
 from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo

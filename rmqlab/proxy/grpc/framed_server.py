@@ -1,4 +1,4 @@
-"""FramedGrpcServer: MessagingService over framed RPC (rmqlab.proxy.grpc.framed), the Proxy's
+"""FramedGrpcServer: MessagingService over framed RPC (rmqlab.proto.framed), the Proxy's
 server on the simulator, where grpcio cannot open sockets. Deviation from RocketMQ (gRPC over
 HTTP/2); see the framed module for why and what stays the same.
 
@@ -27,10 +27,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rmqlab.proxy.grpc.framed import CALL, CANCEL, END_STREAM, HALF_CLOSE, MESSAGE, SERVER, STATUS, Frame
-from rmqlab.proxy.grpc.framed_connection import FramedConnection
+from rmqlab.proto.framed import CALL, CANCEL, END_STREAM, HALF_CLOSE, MESSAGE, SERVER, STATUS, Frame
+from rmqlab.proto.framed_connection import FramedConnection
+from rmqlab.proto.status import status_name
 from rmqlab.proxy.grpc.v2.client_activity import StreamAbort
-from rmqlab.proxy.grpc.v2.common import status_name
 from rmqlab.proxy.grpc.v2.grpc_messaging_activity import (BIDI_STREAM, SERVICE_NAME, UNARY, GrpcMessagingActivity,
                                                           InvalidRequest, MethodSpec)
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from rmqlab.proto.status import status_name
 from rmqlab.proxy.grpc.v2.client_activity import StreamAbort
-from rmqlab.proxy.grpc.v2.common import status_name
 from rmqlab.proxy.grpc.v2.grpc_messaging_activity import (BIDI_STREAM, SERVER_STREAM, SERVICE_NAME, UNARY,
                                                           GrpcMessagingActivity, InvalidRequest, MethodSpec)
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext

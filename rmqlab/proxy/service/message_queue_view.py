@@ -15,7 +15,7 @@ from __future__ import annotations
 import random as _random
 from dataclasses import dataclass
 
-from rmqlab.broker.topic.topic_config import PermName
+from rmqlab.common.constant.perm_name import PermName
 from rmqlab.remoting.protocol.route.topic_route_data import TopicRouteData
 
 MASTER_ID = 0

@@ -22,10 +22,10 @@ from rmqlab.remoting.response_code import ResponseCode
 
 if TYPE_CHECKING:
     from rmqlab.broker.broker_controller import BrokerController
-    from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
-    from rmqlab.broker.topic.topic_config import TopicConfig
     from rmqlab.client.impl.mq_client_api_impl import MQClientAPIImpl
+    from rmqlab.common.topic_config import TopicConfig
     from rmqlab.proxy.service.topic_route_service import TopicRouteService
+    from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 
 MESSAGE_TYPE_ATTRIBUTE = "message.type"
 TOPIC_MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")

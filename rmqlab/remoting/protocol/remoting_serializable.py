@@ -33,7 +33,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmqlab.common.config_manager import parse_fastjson
-from rmqlab.remoting.remoting_command import JSON_MAX_DEPTH, fastjson_text, java_hash_map_order, json_depth_exceeds
+from rmqlab.common.java_compat import java_hash_map_order
+from rmqlab.remoting.remoting_command import JSON_MAX_DEPTH, fastjson_text, json_depth_exceeds
 
 # fastjson SerializeWriter.writeLong with BrowserCompatible: beyond this a long is written as a
 # string, because JavaScript numbers lose precision there.

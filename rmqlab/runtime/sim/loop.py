@@ -15,6 +15,13 @@ import asyncio.base_events
 import asyncio.events
 
 
+def _earliest_timer(loop: asyncio.base_events.BaseEventLoop) -> float | None:
+    """When the loop's earliest timer is due; None without one. CPython's BaseEventLoop keeps its
+    timers in the heap `_scheduled` and has no public accessor for it: the one read of its internals."""
+    scheduled = loop._scheduled
+    return scheduled[0].when() if scheduled else None
+
+
 class SimulationDeadlock(RuntimeError):
     """Nothing can run and no timer is pending, yet the awaited result is not there."""
 
@@ -28,12 +35,7 @@ class _VirtualSelector:
             raise SimulationDeadlock("the simulation is waiting for something that can never happen "
                                      "(no task is runnable and no timer is pending)")
         if timeout > 0:
-            loop = self._loop
-            target = loop._now + timeout
-            # Land exactly on the timer that is due, not on a float sum that misses it by 1e-16.
-            if loop._scheduled and abs(loop._scheduled[0]._when - target) < 1e-6:
-                target = loop._scheduled[0]._when
-            loop._now = max(loop._now, target)
+            self._loop.advance(timeout)
         return []
 
     def close(self) -> None:
@@ -52,6 +54,15 @@ class SimLoop(asyncio.base_events.BaseEventLoop):
     def time(self) -> float:
         return self._now
 
+    def advance(self, timeout: float) -> None:
+        """The selector's wait: the virtual clock moves `timeout` seconds on."""
+        target = self._now + timeout
+        # Land exactly on the timer that is due, not on a float sum that misses it by 1e-16.
+        when = _earliest_timer(self)
+        if when is not None and abs(when - target) < 1e-6:
+            target = when
+        self._now = max(self._now, target)
+
     # BaseEventLoop hooks that only a real selector loop needs.
     def _process_events(self, event_list) -> None:
         pass
@@ -65,6 +76,7 @@ class SimLoop(asyncio.base_events.BaseEventLoop):
         The simulation runs to completion synchronously, so the outer loop is merely paused; it is
         restored afterwards.
         """
+        # asyncio has no public way to set the running loop aside: CPython's own helpers do it.
         outer = asyncio.events._get_running_loop()
         asyncio.events._set_running_loop(None)
         try:

@@ -137,7 +137,8 @@ class SimStreamWriter:
 
 class SimNetwork:
     def __init__(self, loop: asyncio.AbstractEventLoop, seed: int,
-                 trace: Callable[..., None] | None = None, default_latency_ms: tuple[float, float] = (0.2, 1.0)):
+                 trace: Callable[..., None] | None = None, default_latency_ms: tuple[float, float] = (0.2, 1.0),
+                 spawn: Callable[[str, Any], Any] | None = None):
         self.loop = loop
         self.seed = seed
         self.default_latency_ms = default_latency_ms
@@ -154,7 +155,9 @@ class SimNetwork:
         self._held: dict[str, list[Callable[[], None]]] = {}  # deliveries waiting for a resume
         self.down: dict[str, str] = {}  # node -> "process" | "machine"
         self.dark: dict[tuple[str, int], str] = {}  # addresses of crashed machines: SYNs go unanswered
-        self._spawn: Callable[[str, Any], None] = lambda node, coro: asyncio.ensure_future(coro)
+        # Runs an accepted connection's handler as a task of the listening node (the simulation
+        # gives its nodes' spawn); without one, a plain loop task.
+        self._spawn: Callable[[str, Any], Any] = spawn or (lambda node, coro: asyncio.ensure_future(coro))
         self.segments_delivered = 0
 
     # -- knobs -------------------------------------------------------------------------------

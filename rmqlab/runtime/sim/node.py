@@ -43,9 +43,6 @@ class SimNode(Node):
             virtual_ms = self.clock_paused_at
         return virtual_ms - self._clock_lag_ms
 
-    def _timer_clock_ms(self) -> float:
-        return self._clock_ms()
-
     def now_ms(self) -> int:
         # Floor like currentTimeMillis, but not below a whole millisecond that float sums of
         # delays (0.1 + 0.1 + ...) miss by a hair.
@@ -59,24 +56,45 @@ class SimNode(Node):
         return self.suspended or self.clock_paused_at is not None
 
     def call_later(self, delay_ms: float, callback: Callable[..., Any], *args: Any) -> Timer:
-        timer = NodeTimer(self, self.loop, self._clock_ms() + max(0.0, delay_ms), callback, args)
+        timer = NodeTimer(self._clock_ms, self._timers, self.loop, self._clock_ms() + max(0.0, delay_ms), callback,
+                          args)
         self._timers[id(timer)] = timer
         if self.alive and not self._frozen():
-            timer._arm()
+            timer.arm()
         return timer
 
-    def _freeze_timers(self) -> None:
+    # -- used by the simulation and its nemesis ----------------------------------------------
+    def freeze_timers(self) -> None:
+        """No timer fires until thaw_timers (suspended, or the clock paused)."""
         for t in self._timers.values():
             if t.handle is not None:
                 t.handle.cancel()
                 t.handle = None
 
-    def _thaw_timers(self) -> None:
+    def thaw_timers(self) -> None:
+        """Re-arm the timers, unless the node is still frozen or gone."""
         if self._frozen() or not self.alive:
             return
         for t in sorted(self._timers.values(), key=lambda t: t.deadline_ms):
             if t.handle is None:
-                t._arm()
+                t.arm()
+
+    def clock_pause(self) -> None:
+        """Stop this node's clock (and its timers) where it is."""
+        if self.clock_paused_at is None:
+            self.clock_paused_at = self.loop.time() * 1000.0
+            self.freeze_timers()
+
+    def clock_resume(self) -> None:
+        """Let the clock run again from where it stopped; the time it stood still is its lag."""
+        if self.clock_paused_at is not None:
+            self._clock_lag_ms += self.loop.time() * 1000.0 - self.clock_paused_at
+            self.clock_paused_at = None
+            self.thaw_timers()
+
+    def keep_machine_clock(self, old: SimNode) -> None:
+        """A new process on the same machine keeps the machine's clock (its lag, a pause in force)."""
+        self._clock_lag_ms, self.clock_paused_at = old._clock_lag_ms, old.clock_paused_at
 
     # -- tasks -------------------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task:
@@ -114,7 +132,7 @@ class SimNode(Node):
         async def stop() -> None:
             # A loop task, not the node's: stopping cancels the node's own tasks, the caller's too.
             if self.alive and self.sim.nodes.get(self.name) is self:
-                await self.sim._stop(self.name, reason)
+                await self.sim.stop_node(self.name, reason)
 
         self.loop.create_task(stop())
 
@@ -123,7 +141,7 @@ class SimNode(Node):
         self.sim.tracer.emit(self.name, kind, **fields)
 
     # -- used by the simulation --------------------------------------------------------------
-    def _die(self) -> None:
+    def die(self) -> None:
         """The process is gone: no timer fires, every task is cancelled."""
         self.alive = False
         for t in list(self._timers.values()):

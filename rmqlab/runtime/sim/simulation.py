@@ -22,10 +22,10 @@ from typing import Any
 
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.nemesis import Link, Nemesis
+from rmqlab.runtime.page_cache import crash_machine_disk
 from rmqlab.runtime.sim.loop import SimLoop
 from rmqlab.runtime.sim.network import SimNetwork
 from rmqlab.runtime.sim.node import SimNode
-from rmqlab.store.page_cache import LEDGER_NAME, crash_machine
 from rmqlab.trace import Tracer
 
 DEFAULT_EPOCH_MS = 1_700_000_000_000  # the nodes' clocks start here (2023-11-14), so timestamps look real
@@ -38,8 +38,8 @@ class Simulation:
         self.epoch_ms = epoch_ms
         self.loop = SimLoop()
         self.tracer = Tracer(lambda: self.loop.time() * 1000.0)
-        self.network = SimNetwork(self.loop, seed, trace=self.tracer.emit, default_latency_ms=latency_ms)
-        self.network._spawn = lambda node, coro: self.nodes[node].spawn(coro)
+        self.network = SimNetwork(self.loop, seed, trace=self.tracer.emit, default_latency_ms=latency_ms,
+                                  spawn=lambda node, coro: self.nodes[node].spawn(coro))
         self._own_root = root_dir is None  # removed by close(); a given root_dir is the caller's
         self.root_dir = root_dir or tempfile.mkdtemp(prefix="rmqlab-sim-")
         self.nodes: dict[str, SimNode] = {}
@@ -54,7 +54,7 @@ class Simulation:
             raise ValueError(f"node {name!r} already exists")
         self._factories[name] = factory
         self._incarnations[name] = 0
-        node = self._new_incarnation(name)
+        node = self.new_incarnation(name)
         node.alive = False  # not started yet
         self.components[name] = None
         return node
@@ -62,17 +62,19 @@ class Simulation:
     def store_dir(self, name: str) -> str:
         return os.path.join(self.root_dir, name)
 
-    def _new_incarnation(self, name: str) -> SimNode:
+    def new_incarnation(self, name: str) -> SimNode:
+        """A new process of node `name` (not started yet): the next incarnation, on the same machine."""
         self._incarnations[name] += 1
         old = self.nodes.get(name)
         node = SimNode(self, name, self.store_dir(name), self._incarnations[name])
-        if old is not None:  # a new process on the same machine keeps the machine's clock
-            node._clock_lag_ms, node.clock_paused_at = old._clock_lag_ms, old.clock_paused_at
+        if old is not None:
+            node.keep_machine_clock(old)
         os.makedirs(node.store_dir, exist_ok=True)
         self.nodes[name] = node
         return node
 
-    async def _start(self, name: str) -> None:
+    async def start_node(self, name: str) -> None:
+        """Start node `name`'s process: the component's start-up, as a coroutine of the simulation."""
         node = self.nodes[name]
         node.alive = True
         component = self._factories[name]()
@@ -84,7 +86,7 @@ class Simulation:
 
     def start(self, name: str) -> None:
         """Start a node's process and run the simulation until its start-up completes."""
-        self.run(self._start(name))
+        self.run(self.start_node(name))
 
     def start_all(self) -> None:
         for name in list(self._factories):
@@ -92,13 +94,14 @@ class Simulation:
 
     def stop(self, name: str) -> None:
         """Clean shutdown of a node's process (SIGTERM)."""
-        self.run(self._stop(name))
+        self.run(self.stop_node(name))
 
-    async def _stop(self, name: str, reason: str = "shutdown") -> None:
+    async def stop_node(self, name: str, reason: str = "shutdown") -> None:
+        """Clean shutdown of node `name`'s process, as a coroutine of the simulation."""
         component, node = self.components[name], self.nodes[name]
         if component is not None:
             await component.shutdown()
-        node._die()
+        node.die()
         self.network.node_down(name, "process")
         self.tracer.emit(name, "node.stop", reason=reason)
 
@@ -135,7 +138,7 @@ class Simulation:
         """Stop every process (as a crash: nothing is flushed) and close the loop."""
         for name, node in self.nodes.items():
             if node.alive:
-                node._die()
+                node.die()
                 component = self.components.get(name)
                 if component is not None:
                     component.on_crash()
@@ -165,7 +168,7 @@ class SimNemesis(Nemesis):
         node = self.sim.nodes[name]
         if not node.alive:
             raise RuntimeError(f"{name} is not running")
-        node._die()
+        node.die()
         self.sim.network.node_down(name, how)
         component = self.sim.components.get(name)
         if component is not None:
@@ -178,25 +181,22 @@ class SimNemesis(Nemesis):
 
     def crash(self, node: str, torn_bytes=None) -> None:
         n = self._down(node, "machine")
-        lost = 0
-        for root, _dirs, files in sorted(os.walk(n.store_dir)):
-            if LEDGER_NAME in files:
-                lost += sum(crash_machine(root, torn_bytes).values())
+        lost = crash_machine_disk(n.store_dir, torn_bytes)
         self._about(node, "node.crash", lost_bytes=lost, torn=torn_bytes is not None)
 
     def restart(self, node: str) -> None:
         if self.sim.nodes[node].alive:
             raise RuntimeError(f"{node} is running; kill, crash or stop it first")
         self.sim.network.node_up(node)
-        n = self.sim._new_incarnation(node)
+        n = self.sim.new_incarnation(node)
         self._about(node, "node.restart", incarnation=n.incarnation - 1)
         # Start-up runs as a task: restart may be called from inside the running simulation.
-        self.sim.loop.create_task(self.sim._start(node))
+        self.sim.loop.create_task(self.sim.start_node(node))
 
     def suspend(self, node: str) -> None:
         n = self.sim.nodes[node]
         n.suspended = True
-        n._freeze_timers()
+        n.freeze_timers()
         self.sim.network.suspend(node)
         self._about(node, "node.suspend")
 
@@ -204,22 +204,15 @@ class SimNemesis(Nemesis):
         n = self.sim.nodes[node]
         n.suspended = False
         self.sim.network.resume(node)
-        n._thaw_timers()
+        n.thaw_timers()
         self._about(node, "node.resume")
 
     def clock_pause(self, node: str) -> None:
-        n = self.sim.nodes[node]
-        if n.clock_paused_at is None:
-            n.clock_paused_at = self.sim.now_ms()
-            n._freeze_timers()
+        self.sim.nodes[node].clock_pause()
         self._emit("fault.clock", target=node, action="pause")
 
     def clock_resume(self, node: str) -> None:
-        n = self.sim.nodes[node]
-        if n.clock_paused_at is not None:
-            n._clock_lag_ms += self.sim.now_ms() - n.clock_paused_at
-            n.clock_paused_at = None
-            n._thaw_timers()
+        self.sim.nodes[node].clock_resume()
         self._emit("fault.clock", target=node, action="resume")
 
     def _block(self, links: list[Link], shape: str, detail: dict) -> None:

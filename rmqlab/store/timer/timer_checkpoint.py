@@ -22,7 +22,7 @@ import os
 import struct
 
 from rmqlab.common.data_version import DataVersion
-from rmqlab.store.page_cache import PageCache
+from rmqlab.runtime.page_cache import PageCache
 
 _LONGS = struct.Struct(">7q")
 FILE_SIZE = mmap.PAGESIZE  # DefaultMappedFile.OS_PAGE_SIZE

@@ -490,7 +490,7 @@ class TimerMessageStore:
 
 def convert_message(msg_ext: MessageExt, need_roll: bool) -> MessageExtBrokerInner:
     """``convertMessage`` (see the quirk in the module docstring)."""
-    from rmqlab.broker.broker_util import properties_to_java_string
+    from rmqlab.common.message.message_decoder import properties_to_java_string
 
     props = dict(msg_ext.properties)
     inner = MessageExtBrokerInner(topic=msg_ext.topic, body=msg_ext.body, flag=msg_ext.flag)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from rmqlab.client.consumer.ack_result import AckStatus
 from rmqlab.common.consumer.receipt_handle import ReceiptHandle
 from rmqlab.config.proxy import ProxyConfig
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException, build_status, status_of
 from rmqlab.proxy.grpc.v2.grpc_validator import validate_consumer_group, validate_invisible_time, validate_topic
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext

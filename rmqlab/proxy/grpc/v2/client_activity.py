@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import AsyncIterator
 
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException, build_status
 from rmqlab.proxy.grpc.v2.grpc_validator import validate_consumer_group, validate_topic
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 
 from rmqlab.client.exceptions import MQBrokerException, MQClientException
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
+from rmqlab.proto.status import code_name
+from rmqlab.proto.v2 import definition_pb2 as pb
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from rmqlab.remoting.response_code import ResponseCode
 
@@ -38,18 +39,6 @@ class GrpcProxyException(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-def code_name(code: int) -> str:
-    return Code.Name(code)
-
-
-def status_name(message) -> str | None:
-    """The code name of a response message's `status`, for the trace; None when it has none."""
-    try:
-        return code_name(message.status.code) if message.HasField("status") else None
-    except ValueError:  # no such field in this message type
-        return None
 
 
 def build_status(code: int, message: str | None = None) -> pb.Status:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from rmqlab.common.delay_level import parse_delay_level
 from rmqlab.config.proxy import ProxyConfig
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import definition_pb2 as pb
 
 # SubscriptionGroupConfig's defaults, for a group whose config the broker cannot give.
 DEFAULT_RETRY_MAX_TIMES = 16

@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import definition_pb2 as pb
 from rmqlab.proxy.service.metadata_service import message_type_of_properties
 
 MC = MessageConst

@@ -30,7 +30,7 @@ from typing import Any, Callable
 from google.protobuf.message import DecodeError
 
 from rmqlab.config.proxy import ProxyConfig
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.ack_message_activity import AckMessageActivity
 from rmqlab.proxy.grpc.v2.client_activity import ClientActivity
 from rmqlab.proxy.grpc.v2.common import status_of

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from rmqlab.broker.topic.topic_config import TopicValidator
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.proto.v2 import definition_pb2 as pb
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException
 
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"  # MixAll.isSysConsumerGroup

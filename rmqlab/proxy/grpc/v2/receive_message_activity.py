@@ -28,8 +28,8 @@ from rmqlab.client.consumer.pop_result import PopStatus
 from rmqlab.common.consumer.receipt_handle import ReceiptHandle
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.config.proxy import ProxyConfig
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException, build_status, status_of
 from rmqlab.proxy.grpc.v2.grpc_converter import build_message, timestamp_from_millis
 from rmqlab.proxy.grpc.v2.grpc_validator import validate_consumer_group, validate_invisible_time, validate_topic

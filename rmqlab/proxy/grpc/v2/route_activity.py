@@ -9,9 +9,9 @@ queue"), or every queue when the group is FIFO.
 
 from __future__ import annotations
 
-from rmqlab.broker.topic.topic_config import PermName
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.common.constant.perm_name import PermName
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.common import Code, build_status
 from rmqlab.proxy.grpc.v2.grpc_validator import validate_consumer_group, validate_topic
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext

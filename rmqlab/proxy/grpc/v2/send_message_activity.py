@@ -23,8 +23,8 @@ from rmqlab.common.message.message import Message
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.config.proxy import ProxyConfig
-from rmqlab.proxy.grpc.v2 import definition_pb2 as pb
-from rmqlab.proxy.grpc.v2 import service_pb2 as spb
+from rmqlab.proto.v2 import definition_pb2 as pb
+from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException, build_status, status_of
 from rmqlab.proxy.grpc.v2.grpc_validator import contain_control_character, validate_tag, validate_topic
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmqlab.common.checkpoint_file import LONG_MAX
 from rmqlab.common.config_manager import check_int, check_long, check_object, check_str
 from rmqlab.remoting.protocol import remoting_serializable
-from rmqlab.common.checkpoint_file import LONG_MAX
-from rmqlab.store.epoch_file_cache import EpochEntry
+from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 
 
 def _epoch_entry(data: Any, where: str) -> EpochEntry:

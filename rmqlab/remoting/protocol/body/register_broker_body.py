@@ -44,10 +44,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqlab.broker.topic.topic_config import TopicConfig, TopicFilterType
 from rmqlab.common.config_manager import check_object, check_str
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.java_compat import java_parse_int
+from rmqlab.common.topic_config import TopicConfig, TopicFilterType
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.protocol.remoting_serializable import hash_map_order

@@ -19,12 +19,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqlab.broker.subscription.subscription_group_config import SubscriptionGroupConfig
 from rmqlab.common.config_manager import check_int, check_int_key, check_long, check_object
 from rmqlab.common.data_version import DataVersion
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.header.command_custom_header import (
     BOOLEAN, INTEGER, STRING, CommandCustomHeader, header_field)
+from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""MessageClientIDSetter: the unique message id (UNIQ_KEY) the broker gives a message that has none.
+"""MessageClientIDSetter: the unique message id (UNIQ_KEY) a producer, or the broker, gives a message that has none.
 
 RocketMQ ``common/src/main/java/org/apache/rocketmq/common/message/MessageClientIDSetter.java``.
 Producers normally set UNIQ_KEY themselves; ``SendMessageProcessor.sendMessage`` creates one when it

@@ -6,7 +6,7 @@ package into rmqlab. The .proto sources are not kept here, only what protoc make
 
     git clone https://github.com/apache/rocketmq-apis   # commit 3e60073 was used
     pip install grpcio-tools==1.85.1
-    python -m rmqlab.proxy.grpc.v2.generate path/to/rocketmq-apis
+    python -m rmqlab.proto.v2.generate path/to/rocketmq-apis
 
 The files keep their upstream names in the descriptor pool (apache/rocketmq/v2/*.proto), so
 this package and the official client's copy (registered as definition.proto / service.proto)
@@ -44,7 +44,7 @@ def generate(apis_root: str) -> None:
             with open(os.path.join(out, "apache", "rocketmq", "v2", module)) as f:
                 text = f.read()
             # protoc writes imports for the upstream package path; point them at this package.
-            text = re.sub(r"^from apache\.rocketmq\.v2 import", "from rmqlab.proxy.grpc.v2 import", text, flags=re.M)
+            text = re.sub(r"^from apache\.rocketmq\.v2 import", "from rmqlab.proto.v2 import", text, flags=re.M)
             with open(os.path.join(HERE, module), "w") as f:
                 f.write(text)
     shutil.rmtree(os.path.join(HERE, "__pycache__"), ignore_errors=True)

@@ -1,4 +1,4 @@
-"""FramedConnection: one connection carrying framed RPC (rmqlab.proxy.grpc.framed), either end.
+"""FramedConnection: one connection carrying framed RPC (rmqlab.proto.framed), either end.
 
 It reads and decodes frames and hands each to its owner (the Proxy's FramedGrpcServer, or the
 client's FramedTransport), writes frames, and traces both: `frame.recv` / `frame.send` with
@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rmqlab.proxy.grpc.framed import CALL, CANCEL, DEFAULT_MAX_FRAME_LENGTH, FRAME_TYPES, GRPC_STATUS_CODES, STATUS, \
+from rmqlab.proto.framed import CALL, CANCEL, DEFAULT_MAX_FRAME_LENGTH, FRAME_TYPES, GRPC_STATUS_CODES, STATUS, \
     Frame, FrameDecoder, GrpcFrameError, encode_frame
 from rmqlab.remoting.remoting_helper import peer_address
 

@@ -24,6 +24,11 @@ Deviations from a real kernel, on purpose:
   kernel would have written the page cache back (dirty pages expire within ~30 s).
 
 The ledger is `<storePathRootDir>/.rmqlab-durability.json`, an rmqlab file RocketMQ does not have.
+
+The page cache is the machine's (the kernel's), not the store's, so this model is part of the
+runtime: the store (rmqlab.store) writes through it, and both runtimes' nemeses apply a machine
+crash with `crash_machine_disk`. It is not a hook the store registers: on the real runtime the crash
+is applied by the managing process after the node's process is gone.
 """
 
 from __future__ import annotations
@@ -111,6 +116,16 @@ def crash_machine(root_dir: str, torn_bytes: Callable[[str, int], int] | None = 
         os.truncate(path, keep)
         os.truncate(path, size)
     os.remove(ledger_path)
+    return lost
+
+
+def crash_machine_disk(disk_dir: str, torn_bytes: Callable[[str, int], int] | None = None) -> int:
+    """A machine crash of the node whose disk is `disk_dir` (its process gone): `crash_machine` on
+    every store root under it (a directory holding a ledger), in path order. The bytes lost."""
+    lost = 0
+    for root, _dirs, files in sorted(os.walk(disk_dir)):
+        if LEDGER_NAME in files:
+            lost += sum(crash_machine(root, torn_bytes).values())
     return lost
 
 

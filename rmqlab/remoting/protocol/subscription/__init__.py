@@ -1,0 +1,1 @@
+"""Consumer group settings (``org.apache.rocketmq.remoting.protocol.subscription``)."""
