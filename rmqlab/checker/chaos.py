@@ -88,7 +88,7 @@ def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: in
 
     wall = time.monotonic()
     # In memory when there is room, as a workload replay's: the crash model is the page cache's
-    # ledger (rmqlab.store.page_cache), not the OS, so the run is the same; on a disk its renames
+    # ledger (rmqlab.runtime.page_cache), not the OS, so the run is the same; on a disk its renames
     # and fsyncs were about half of a schedule's wall time.
     root = tempfile.mkdtemp(prefix=f"rmqlab-chaos-{seed}-", dir=_memory_dir())
     workload = workload or QueueWorkload()

@@ -243,7 +243,7 @@ _kind("node.kill", "A node's process was killed without warning (SIGKILL): what 
                    "in the OS page cache, nothing else runs.",
       optional=[_PID, ("signal", "int", "the signal number delivered")])
 _kind("node.crash", "The machine under a node crashed: the process dies and every byte not flushed to disk "
-                    "is lost (the crash model of rmqlab.store.page_cache).",
+                    "is lost (the crash model of rmqlab.runtime.page_cache).",
       optional=[("torn", "bool", "a random prefix of the unflushed bytes survived (torn write-back)"),
                 ("lost_bytes", "int", "unflushed bytes discarded")])
 _kind("node.restart", "The runtime restarts a stopped, killed or crashed node; its node.start follows once it "

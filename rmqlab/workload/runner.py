@@ -119,7 +119,7 @@ SHM_MIN_FREE = 512 * 1024 * 1024
 def _memory_dir() -> str | None:
     """/dev/shm when there is one: a simulated run's store files live for one replay, and on a
     disk their flushes cost fsyncs (about a tenth of a replay's wall time). The simulator's crash
-    model does not rely on the OS (rmqlab.store.page_cache keeps its own ledger of what was
+    model does not rely on the OS (rmqlab.runtime.page_cache keeps its own ledger of what was
     flushed), so a RAM file system changes nothing in the run."""
     shm = "/dev/shm"
     if not (os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK)):
