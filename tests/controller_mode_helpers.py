@@ -17,6 +17,8 @@ from tests.sim_helpers import track
 TOPIC = "SeedTopic"
 BROKERS = ("broker-n0", "broker-n1", "broker-n2")
 ALL_IDS = {1, 2, 3}
+
+
 def start(seed: int, mode: str = "controller-standalone", *, controllers: int = 3,
           controller_overrides: dict | None = None, **broker_overrides) -> Cluster:
     """The deployment running, the topic routed, every replica in the SyncStateSet and the slaves

@@ -36,6 +36,7 @@ from rmqlab.trace import trace_hash
 from tests.controller_helpers import (A, CLUSTER, TIMEOUT_MS, ask, controller_config, FakeBroker, Idle, serving,
                                       wait_leader)
 
+
 def build(seed: int, n: int = 3, brokers: int = 3) -> tuple[Simulation, list[str], list[str]]:
     sim = Simulation(seed=seed)
     names = [f"n{i}" for i in range(n)]

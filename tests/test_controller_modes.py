@@ -14,14 +14,11 @@ compared on disk at the end of the truncation experiments. Virtual failover time
 
 from __future__ import annotations
 
-
-
 from tests.controller_mode_helpers import (ALL_IDS, BROKERS, acked_keys, assert_replicas_consistent, controller_id,
                                            fail_over, log_lines, ok, readable_keys, rm, send, start, sync_state_set,
                                            unclean_schedule, wait_writable)
 
-# --- building and driving the cluster -------------------------------------------------------------
-# --- the replicas' files --------------------------------------------------------------------------
+
 # --- a. 3S tolerates 2n failures of 2n+1 ----------------------------------------------------------
 def test_a_broker_set_keeps_writing_after_two_of_three_replicas_die():
     """The Raft article's "3S Algorithm": with an election centre, a set of 2n+1 replicas survives 2n

@@ -23,7 +23,6 @@ TOPIC = "SeedTopic"
 N = 20
 
 
-
 def finished(events, node: str) -> bool:
     """The benchmark producer printed its `[Complete]` summary (it stops after its count)."""
     return any(e.node == node and e.kind == "log" and e.fields["message"].startswith("[Complete]") for e in events)

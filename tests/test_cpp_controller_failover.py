@@ -51,6 +51,7 @@ pytestmark = pytest.mark.real
 
 # -- the test -----------------------------------------------------------------------------------------
 
+
 class CppClient:
     """An oracle script (tests/oracles/) running in the C++ client's venv in the background, its
     JSON lines collected in a file; HOME is the test's temp dir."""

@@ -7,7 +7,6 @@ rmqlab's clients, injects the fault of the claim, and judges the outcome from th
 
 from __future__ import annotations
 
-
 from rmqlab.checker.checkers import check_total_queue, read_commitlog, send_acknowledged
 from rmqlab.client import ClientProcess, DefaultMQPullConsumer, SendStatus
 from rmqlab.cluster import Cluster
@@ -15,6 +14,7 @@ from rmqlab.demo import mode_comparison as mc
 from rmqlab.common.message.message_decoder import decode_message_id
 from rmqlab.trace import client_ops
 from tests.cluster_helpers import TOPIC, send, start
+
 
 def acked_keys(cluster: Cluster) -> set[str]:
     return {op.invoke_value["uniq_key"] for op in client_ops(cluster.events())

@@ -39,7 +39,6 @@ CLUSTER = "DefaultCluster"
 TOPIC = "TopicTest"
 
 
-# --- the scripted controller ------------------------------------------------------------------------
 # --- the world ----------------------------------------------------------------------------------------
 def ctl(sim) -> ScriptedController:
     return sim.components["controller"]
