@@ -148,6 +148,7 @@ def test_bench_measures_a_real_cgroup_and_records_an_oom_kill(tmp_path):
     assert int(big[5].replace(",", "")) <= 256  # the limit held
 
 
+@pytest.mark.real  # the bench runs `uptime` for the load it reports
 def test_bench_without_a_cgroup_says_so_and_measures_nothing(tmp_path, monkeypatch, capsys):
     bench = _bench()
     monkeypatch.setattr(bench, "_mount_points", lambda: {})  # as in a container without /sys/fs/cgroup
