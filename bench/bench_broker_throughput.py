@@ -222,7 +222,7 @@ def run_mode(mode: str, args, profile_dir: str | None = None, relay: bool = Fals
         cpu["manager+relay" if relay else "manager"] = sum(os.times()[:2]) - self0
         if producer.returncode != 0:
             raise RuntimeError(f"producer exited {producer.returncode}:\n{err[-3000:]}")
-        line = next(l for l in out.splitlines() if l.startswith("RESULT "))
+        line = next(ln for ln in out.splitlines() if ln.startswith("RESULT "))
         result = json.loads(line[len("RESULT "):])
         if profile_dir:
             cluster.real.stop("broker-a", timeout_s=30)

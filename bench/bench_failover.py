@@ -130,7 +130,7 @@ async def produce(namesrv: str, interval_ms: float, poll_ms: int, store_dir: str
 # -- one run --------------------------------------------------------------------------------------
 
 def run_once(args, k: int) -> dict:
-    from tests.test_cpp_controller_failover import start_deployment, wait_ready
+    from tests.deployment_helpers import start_deployment, wait_ready
 
     root = tempfile.mkdtemp(prefix=f"rmqlab-bench-failover-{k}-")
     dep = start_deployment(root, lab_timeouts=not args.production_timeouts)
@@ -213,7 +213,7 @@ def main() -> int:
         asyncio.run(producer_main(args.child[0], float(args.child[1]), int(args.child[2])))
         return 0
 
-    from tests.test_cpp_controller_failover import LAB_BROKER, LAB_CONTROLLER
+    from tests.deployment_helpers import LAB_BROKER, LAB_CONTROLLER
 
     if args.production_timeouts:
         print("controller and broker: RocketMQ's default timeouts")

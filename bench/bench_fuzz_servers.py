@@ -34,7 +34,7 @@ from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo  # noqa: E402
 from rmqlab.remoting.remoting_command import RemotingCommand  # noqa: E402
 from tests.fuzz_frames import broker_seeds, campaign_frames, log_census, namesrv_seeds, rss_kib, send_frames  # noqa: E402
 from tests.process_helpers import stop  # noqa: E402
-from tests.test_fuzz_servers import _request  # noqa: E402
+from tests.fuzz_frames import request_on_new_connection  # noqa: E402
 
 BATCH = 5000  # frames generated and sent at a time (bounds the fuzzer's own memory)
 
@@ -97,8 +97,9 @@ def main() -> None:
                   f"| {before[1]:.0f} → {after[1]:.0f} | {census['bytes'] / 2 ** 20:.1f} | {census['errors']:,} "
                   f"| {census['tracebacks']} | {reconnects:,} |", flush=True)
         alive = namesrv.poll() is None and broker.poll() is None
-        info = ClusterInfo.decode(asyncio.run(_request(ns_port, RemotingCommand.create_request_command(106))).body)
-        offset = asyncio.run(_request(broker_port, RemotingCommand.create_request_command(
+        info = ClusterInfo.decode(asyncio.run(request_on_new_connection(
+            ns_port, RemotingCommand.create_request_command(106))).body)
+        offset = asyncio.run(request_on_new_connection(broker_port, RemotingCommand.create_request_command(
             30, {"topic": "broker-f", "queueId": "0"})))
         def names(table) -> str:  # a junk name may be 70 KB long
             return f"{len(table)} {sorted(n if len(n) <= 40 else f'{n[:20]}...({len(n)} chars)' for n in table)}"

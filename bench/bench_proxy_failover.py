@@ -31,9 +31,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from rmqlab.cluster import Cluster
-    from tests.test_cpp_controller_failover import LAB_BROKER, LAB_CONTROLLER, poll
-    from tests.test_proxy_failover import in_sync_replicas
-    from tests.test_proxy_grpc import start_py5
+    from tests.deployment_helpers import LAB_BROKER, LAB_CONTROLLER, poll
+    from tests.proxy_helpers import in_sync_replicas, start_py5
 
     home = tempfile.mkdtemp(prefix="rmqlab-bench-home-")
     recoveries = []

@@ -222,7 +222,7 @@ async def send_frames(port: int, frames: list[bytes], connections: int = 8, host
                 writer.write(frame)
                 if i % 16 == 0:
                     await asyncio.wait_for(writer.drain(), 10)
-            except (ConnectionError, OSError, asyncio.TimeoutError):
+            except (TimeoutError, ConnectionError, OSError):
                 writer.close()
                 writer = None
         if writer is not None:
@@ -265,3 +265,18 @@ def campaign_frames(rng: random.Random, seeds: list[RemotingCommand], n: int) ->
 
 def now_s() -> float:
     return time.monotonic()
+
+
+async def request_on_new_connection(port: int, cmd: RemotingCommand, timeout_s: float = 20) -> RemotingCommand:
+    """One request on a fresh connection, its response decoded (bounded wait)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        cmd.opaque = 7
+        writer.write(cmd.encode())
+        while True:
+            length = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout_s))[0]
+            response = RemotingCommand.decode(await asyncio.wait_for(reader.readexactly(length), timeout_s))
+            if response.is_response_type() and response.opaque == 7:
+                return response
+    finally:
+        writer.close()

@@ -144,7 +144,7 @@ class CrashPointRun:
         if kind == "machine":
             DefaultMessageStore.crash_machine(self.root, self._torn(rng))
 
-    def run(self) -> "CrashPointRun":
+    def run(self) -> CrashPointRun:
         from rmqlab.store.crash_points import CrashPoints, SimulatedCrash, armed
 
         rng = random.Random(self.seed)

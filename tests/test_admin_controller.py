@@ -45,8 +45,8 @@ from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode as RC
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.sim import Simulation
-from tests.test_controller import CLUSTER, A, FakeBroker, Idle, ask, controller_config, wait_leader
-from tests.test_namesrv import FakeBroker as NamesrvRegistration
+from tests.controller_helpers import CLUSTER, A, FakeBroker, Idle, ask, controller_config, wait_leader
+from tests.namesrv_helpers import FakeBroker as NamesrvRegistration
 
 NS = "127.0.0.1:9876"
 CONTROLLERS = [f"127.0.0.1:{9877 + i}" for i in range(3)]
@@ -466,9 +466,10 @@ def admin_command(*argv: str) -> subprocess.CompletedProcess:
                           timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.real
 def test_rmqlab_admin_against_three_controller_processes(tmp_path):
     from rmqlab.runtime.real_cluster import RealCluster, free_ports
-    from tests.test_controller_real import call, controller_ports, leader_of, wait_for
+    from tests.controller_helpers import call, controller_ports, leader_of, wait_for
 
     ports = controller_ports(3)
     names = ["n0", "n1", "n2"]
@@ -545,13 +546,13 @@ def test_elect_master_moves_real_controller_mode_brokers_and_get_broker_epoch_re
     """BrokerControllers with enableControllerMode (tests.test_replicas_manager's set-up) against
     three Raft controllers: the admin election moves the master, both brokers' epoch files show it."""
     from rmqlab.config.broker import BrokerRole
-    from tests.test_replicas_manager import PORTS, br, broker_factory, put, rm, start_and_wait_running
+    from tests.replicas_helpers import PORTS, br, broker_factory, put, rm, start_and_wait_running
 
     sim = Simulation(seed=31)
     try:
         sim.add_node("namesrv", NamesrvController)
         sim.start("namesrv")
-        for i, name in enumerate(["n0", "n1", "n2"]):
+        for name in ("n0", "n1", "n2"):
             sim.add_node(name, lambda name=name: ControllerManager(controller_config(sim, name, 3)))
             sim.start(name)
         for name in ("A", "B"):

@@ -121,6 +121,7 @@ def _notebook(path, source: str) -> str:
     return str(path)
 
 
+@pytest.mark.real
 def test_bench_measures_a_real_cgroup_and_records_an_oom_kill(tmp_path):
     """The bench on two tiny notebooks in a 1-CPU, 256 MiB cgroup: one fits (and sees 1 CPU
     through available_processors), the other allocates 512 MiB and is OOM-killed."""
@@ -147,6 +148,7 @@ def test_bench_measures_a_real_cgroup_and_records_an_oom_kill(tmp_path):
     assert int(big[5].replace(",", "")) <= 256  # the limit held
 
 
+@pytest.mark.real  # the bench runs `uptime` for the load it reports
 def test_bench_without_a_cgroup_says_so_and_measures_nothing(tmp_path, monkeypatch, capsys):
     bench = _bench()
     monkeypatch.setattr(bench, "_mount_points", lambda: {})  # as in a container without /sys/fs/cgroup
@@ -173,6 +175,7 @@ def _environment_file(dockerfile: str) -> str:
     raise AssertionError("no conda environment file in the Dockerfile")
 
 
+@pytest.mark.real
 def test_repo2docker_builds_from_binder():
     r = _repo2docker(ROOT)
     dockerfile = r.stdout
@@ -185,6 +188,7 @@ def test_repo2docker_builds_from_binder():
         assert "- openjdk=17" in {line.strip() for line in f}  # Spark's JVM comes with that file
 
 
+@pytest.mark.real
 def test_repo2docker_without_binder_would_use_the_root_files(tmp_path):
     """The check above can tell: the same repository without binder/ builds from the root."""
     for name in ("environment.yml", "pyproject.toml", "README.md"):

@@ -78,6 +78,7 @@ def _logs(logs_dir) -> dict[str, str]:
     return {name: (logs_dir / name).read_text() for name in sorted(os.listdir(logs_dir))}
 
 
+@pytest.mark.real
 def test_a_server_log_is_named_after_the_instance(namesrv):
     port, _home, logs_dir = namesrv
     assert f"namesrv-{port}.log" in os.listdir(logs_dir)
@@ -98,6 +99,7 @@ def _stop(proc: subprocess.Popen) -> None:
     stop(proc, grace_s=30)
 
 
+@pytest.mark.real
 def test_two_live_instances_of_one_name_never_share_a_log_file(tmp_path):
     # Two producers, both named "producer" (clients have no port to tell them apart), both running.
     env, argv = cli_env(tmp_path / "home"), ["producer", "-n", f"127.0.0.1:{dead_port()}", "-q", "0"]
@@ -113,6 +115,7 @@ def test_two_live_instances_of_one_name_never_share_a_log_file(tmp_path):
         assert text.count("boot success") == 1
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("role", ["namesrv", "broker", "controller", "proxy"])
 def test_a_port_in_use_is_named_and_the_running_instance_log_is_left_alone(namesrv, role, tmp_path):
     port, home, logs_dir = namesrv
@@ -145,6 +148,7 @@ def test_a_port_in_use_is_named_and_the_running_instance_log_is_left_alone(names
     assert _logs(logs_dir) == before  # no line appended, no file added
 
 
+@pytest.mark.real
 def test_a_controller_whose_raft_port_is_taken_fails_instead_of_running_without_raft(tmp_path):
     """pysyncobj retries a failed bind forever by default: the controller printed "boot success"
     and ran with no Raft at all. Its remoting port is free here; only the Raft port is taken."""
@@ -168,6 +172,7 @@ def test_a_controller_whose_raft_port_is_taken_fails_instead_of_running_without_
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.real
 def test_producer_exits_non_zero_with_the_cause_when_no_send_succeeded(tmp_path):
     port = dead_port()
     result = rmqlab("producer", "-n", f"127.0.0.1:{port}", "-q", "1", env=cli_env(tmp_path / "home"),
@@ -178,6 +183,7 @@ def test_producer_exits_non_zero_with_the_cause_when_no_send_succeeded(tmp_path)
     assert f"cannot reach 127.0.0.1:{port}" in result.stderr, result.stderr  # why there is no route
 
 
+@pytest.mark.real
 def test_pull_consumer_exits_non_zero_with_the_cause_when_nothing_was_consumed_after_failures(tmp_path):
     port = dead_port()
     result = rmqlab("consumer", "-n", f"127.0.0.1:{port}", "--consumerType", "pull", "--duration", "1000",
@@ -188,6 +194,7 @@ def test_pull_consumer_exits_non_zero_with_the_cause_when_nothing_was_consumed_a
     assert f"cannot reach 127.0.0.1:{port}" in result.stderr, result.stderr
 
 
+@pytest.mark.real
 def test_admin_reads_namesrv_addr_from_the_environment(namesrv, tmp_path):
     port, _home, _logs_dir = namesrv
     result = rmqlab("admin", "clusterList", env=cli_env(tmp_path / "home", NAMESRV_ADDR=f"127.0.0.1:{port}"),
@@ -199,6 +206,7 @@ def test_admin_reads_namesrv_addr_from_the_environment(namesrv, tmp_path):
     assert "-n/--namesrvAddr (or set $NAMESRV_ADDR)" in missing.stderr
 
 
+@pytest.mark.real
 def test_admin_against_a_dead_name_server_says_the_cause_once(tmp_path):
     port = dead_port()
     result = rmqlab("admin", "clusterList", env=cli_env(tmp_path / "home", NAMESRV_ADDR=f"127.0.0.1:{port}"),

@@ -162,7 +162,7 @@ def make_cluster(runtime: str, mode: str, tmp_path) -> Cluster:
 # the same description on both runtimes
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("runtime", ["sim", "real"])
+@pytest.mark.parametrize("runtime", ["sim", pytest.param("real", marks=pytest.mark.real)])
 def test_producer_and_consumer_processes_send_and_consume_everything(runtime, tmp_path):
     n = 60
     c = make_cluster(runtime, "2m-noslave", tmp_path)
@@ -248,7 +248,7 @@ def test_the_consumer_reports_a_body_that_does_not_belong_to_its_key(tmp_path):
     assert len([op for op in ops_of(events) if op.f == "consume" and op.type == "ok"]) == 2
 
 
-@pytest.mark.parametrize("runtime", ["sim", "real"])
+@pytest.mark.parametrize("runtime", ["sim", pytest.param("real", marks=pytest.mark.real)])
 def test_a_killed_consumer_restarts_from_the_committed_offsets_and_loses_nothing(runtime, tmp_path):
     c = make_cluster(runtime, "single-master", tmp_path)
     try:

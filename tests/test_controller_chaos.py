@@ -20,6 +20,8 @@ import multiprocessing
 import os
 import time
 
+import pytest
+
 from rmqlab.checker import (FaultSchedule, check_all, check_replicas, check_single_master, check_total_queue,
                             random_schedule, read_commitlog, run_and_check, run_chaos)
 from rmqlab.common.cpu_quota import available_processors
@@ -56,6 +58,7 @@ def _check_seed(seed: int):
     return run_and_check(seed, schedule_options=SCHEDULE, controller_overrides=CLEAN)
 
 
+@pytest.mark.slow  # ~470 CPU s: 200 schedules of ~2.3 CPU s in a pool of two workers
 def test_200_seeded_fault_schedules_lose_no_acknowledged_message_and_replicas_agree():
     t0 = time.monotonic()
     workers = min(2, available_processors())

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from rmqlab.ha.autoswitch.auto_switch_ha_protocol import do_truncate
 from rmqlab.remoting.protocol.epoch_entry import EpochEntry
-from tests.test_autoswitch_ha import _close_simulations, b, put, world  # noqa: F401 (the fixture closes worlds)
-from tests.test_controller_modes import (ALL_IDS, BROKERS, _close_clusters, acked_keys,  # noqa: F401
+from tests.autoswitch_helpers import b, put, world
+from tests.controller_mode_helpers import (ALL_IDS, BROKERS, acked_keys,  # noqa: F401
                                          assert_replicas_consistent, commitlog_bytes, readable_keys,
                                          controller_id, fail_over, ok, rm, send, start, sync_state_set,
                                          wait_writable)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import tempfile
 
+import pytest
+
 from rmqlab.cluster import Cluster
 from rmqlab.trace import client_ops
 
+pytestmark = pytest.mark.real
+
 TOPIC = "SeedTopic"
 N = 20
-
 
 
 def finished(events, node: str) -> bool:

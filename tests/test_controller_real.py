@@ -7,86 +7,24 @@ the leader; the survivors elect another, which serves the same state.
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import sys
 import time
 
-from rmqlab.controller.impl.raft_controller import RAFT_PORT_OFFSET
+import pytest
+
 from rmqlab.remoting.protocol.header.controller import (ApplyBrokerIdRequestHeader, ElectMasterRequestHeader,
-                                                        GetMetaDataResponseHeader, GetNextBrokerIdRequestHeader,
+                                                        GetNextBrokerIdRequestHeader,
                                                         GetNextBrokerIdResponseHeader, GetReplicaInfoRequestHeader,
                                                         GetReplicaInfoResponseHeader,
                                                         RegisterBrokerToControllerRequestHeader)
-from rmqlab.remoting.remoting_client import RemotingClient
-from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode as RC
-from rmqlab.runtime.real import RealNode
-from rmqlab.runtime.real_cluster import RealCluster, free_ports
+from rmqlab.runtime.real_cluster import RealCluster
+from tests.controller_helpers import call, controller_ports, leader_of, wait_for
+
+pytestmark = pytest.mark.real
 
 CLUSTER, A, BROKER = "DefaultCluster", "broker-a", "127.0.0.1:30911"
-
-
-def controller_ports(n: int) -> list[int]:
-    """n ports whose Raft ports (port + RAFT_PORT_OFFSET) are free too."""
-    for _ in range(50):
-        ports = [p for p in free_ports(3 * n) if p + RAFT_PORT_OFFSET <= 65535]
-        chosen = []
-        for p in ports:
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", p + RAFT_PORT_OFFSET))
-                except OSError:
-                    continue
-            chosen.append(p)
-            if len(chosen) == n:
-                return chosen
-    raise RuntimeError("no free controller ports")
-
-
-def call(addr: str, code: int, header=None, timeout_ms: float = 8000) -> RemotingCommand:
-    async def main():
-        node = RealNode("test-client", "/tmp")
-        client = RemotingClient(node)
-        try:
-            request = RemotingCommand.create_request_command(code, header.to_ext_fields() if header else None)
-            return await client.invoke_sync(addr, request, timeout_ms)
-        finally:
-            await client.shutdown()
-            await node.close()
-
-    return asyncio.run(main())
-
-
-def leader_of(addrs: list[str]) -> str | None:
-    """The leader address every reachable controller names, once it serves."""
-    views = set()
-    for addr in addrs:
-        try:
-            views.add(GetMetaDataResponseHeader.decode(call(addr, RequestCode.CONTROLLER_GET_METADATA_INFO,
-                                                            timeout_ms=1000)).controller_leader_address)
-        except Exception:
-            return None
-    if len(views) != 1 or None in views:
-        return None
-    leader = views.pop()
-    try:  # the survivors may still name a leader that was just killed
-        probe = call(leader, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, "probe"),
-                     timeout_ms=2000)
-    except Exception:
-        return None
-    return leader if probe.code == RC.SUCCESS else None
-
-
-def wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_three_standalone_controllers_register_elect_and_survive_a_sigkilled_leader(tmp_path):

@@ -8,41 +8,21 @@ RealCluster (rmqlab.runtime.real_cluster), which stops them by PID.
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.topic.topic_config_manager import TopicConfigManager
-from rmqlab.common.message import message_decoder
-from rmqlab.common.message.message import MessageExt, MessageFormatError
+from rmqlab.common.message.message import MessageExt
 from rmqlab.runtime.real_cluster import RealCluster, free_ports
 from tests.oracles import run_cpp
+from tests.cpp_helpers import lines, stored_copies, template, write_conf
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def write_conf(path, lines: dict) -> str:
-    with open(path, "w") as f:
-        for k, v in lines.items():
-            f.write(f"{k}={v}\n")
-    return str(path)
-
-
-def template(name: str) -> dict:
-    """A conf/ template as key=value pairs (comments dropped)."""
-    out = {}
-    with open(os.path.join(ROOT, "conf", name)) as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                k, v = line.split("=", 1)
-                out[k.strip()] = v.strip()
-    return out
-
+pytestmark = pytest.mark.real
 
 # `rmqlab broker -c <conf>` (rmqlab.config.cli) with one more knob: the SlaveSynchronize period.
 # RocketMQ hard-codes it (a classic slave copies its master's topics, groups and offsets when 60 s
@@ -86,11 +66,6 @@ def start_cluster(tmp_path, brokers: dict[str, str], slave_synchronize_period_ms
     return cluster, namesrv
 
 
-def lines(result) -> list[dict]:
-    assert result.returncode == 0, result.stderr[-2000:]
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-
-
 def test_send_pull_and_push_consume_round_trip(tmp_path):
     home = str(tmp_path / "home")
     os.makedirs(home)
@@ -122,28 +97,6 @@ def test_send_pull_and_push_consume_round_trip(tmp_path):
 def stored_messages(store_dir: str, topic: str) -> dict[str, MessageExt]:
     """`topic`'s messages in a broker's commitlog files, by key (the last copy of a key)."""
     return {key: copies[-1] for key, copies in stored_copies(store_dir, topic).items()}
-
-
-def stored_copies(store_dir: str, topic: str) -> dict[str, list[MessageExt]]:
-    """`topic`'s messages in a broker's commitlog files, every copy of each key in log order (a
-    client that resends after an unanswered attempt stores one key twice), read from disk. A killed
-    broker's files keep what it wrote (rmqlab writes through mmap, like RocketMQ); a running broker's
-    last message may still be in writing, so reading stops at the first record that does not decode."""
-    out: dict[str, list[MessageExt]] = {}
-    directory = os.path.join(store_dir, "commitlog")
-    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
-        with open(os.path.join(directory, name), "rb") as f:
-            buf = f.read()
-        pos = 0
-        while pos + 8 <= len(buf) and struct.unpack_from(">i", buf, pos)[0] > 0:
-            try:
-                msg = message_decoder.decode(buf, pos)
-            except MessageFormatError:
-                break  # a BLANK filler (the file's end) or a record in writing
-            if msg.topic == topic:
-                out.setdefault(msg.keys, []).append(msg)
-            pos += msg.store_size
-    return out
 
 
 def written_conf(tmp_path, name: str) -> dict:

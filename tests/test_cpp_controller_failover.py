@@ -34,174 +34,23 @@ The waits are bounded accordingly; the test takes about 45 s.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
-import sys
-import tempfile
 import time
-from dataclasses import dataclass
 
-from rmqlab.controller.impl.raft_controller import RAFT_PORT_OFFSET
-from rmqlab.runtime.real_cluster import RealCluster, free_ports
+import pytest
+
 from tests.oracles import SCRIPTS, cpp_client_python
-from tests.test_controller_real import controller_ports
-from tests.test_cpp_client import stored_copies, template, write_conf
+from tests.cpp_helpers import stored_copies
+from tests.deployment_helpers import broker_addrs, poll, start_deployment, wait_ready
 
-BROKER_NAME = "broker-a"
-BROKERS = ("broker-n0", "broker-n1", "broker-n2")
-CONTROLLERS = ("n0", "n1", "n2")
-
-# The lab's short timeouts (RocketMQ's defaults in the comments). With SIGKILL none of them is on
-# the path to the new master: the kernel closes the dead broker's connections, and the controller
-# leader elects on the channel close. They bound the other failures (a hung or partitioned
-# master) and the catch-up after the election.
-LAB_CONTROLLER = {
-    "scanNotActiveBrokerInterval": 1000,   # 5000: scan for replicas whose heartbeats stopped
-    "scanInactiveMasterInterval": 1000,    # 5000: the leader's scan for sets without a live master
-}
-LAB_BROKER = {
-    "brokerHeartbeatInterval": 300,             # 1000: BROKER_HEARTBEAT to every controller
-    "controllerHeartBeatTimeoutMills": 3000,    # 10000: the controller drops a replica this long silent
-    "syncBrokerMetadataPeriod": 1000,           # 5000: a replica polls GET_REPLICA_INFO (a lost notify)
-    "checkSyncStateSetPeriod": 1000,            # 5000: a master shrinks its SyncStateSet
-    "syncControllerMetadataPeriod": 2000,       # 10000: a replica looks up the controller leader
-    "mappedFileSizeCommitLog": 1024 * 1024,     # 1 GiB: small files for a test's disk
-}
-
-
-@dataclass
-class Deployment:
-    cluster: RealCluster
-    namesrv: str
-    controllers: dict[str, str]     # node -> controller address (its peer port)
-    brokers: dict[str, str]         # node -> listen address (brokerIP1:listenPort)
-    conf_dir: str
-
-    def controller_addr(self) -> str:
-        return ";".join(self.controllers.values())
-
-    def broker_node(self, addr: str) -> str:
-        return next(n for n, a in self.brokers.items() if a == addr)
-
-
-def start_deployment(root: str, lab_timeouts: bool = True) -> Deployment:
-    """namesrv + 3 standalone controllers + 3 controller-mode brokers from conf/controller/ on free
-    ports (controller ports whose Raft port, +RAFT_PORT_OFFSET, is free too), started at once; returns
-    when every process traced node.start (the election is awaited by `wait_ready`). Without
-    `lab_timeouts` the processes keep RocketMQ's default timeouts (only the commit-log file size
-    stays small)."""
-    lab_controller = LAB_CONTROLLER if lab_timeouts else {}
-    lab_broker = LAB_BROKER if lab_timeouts else {"mappedFileSizeCommitLog": LAB_BROKER["mappedFileSizeCommitLog"]}
-    conf_dir = os.path.join(root, "conf")
-    os.makedirs(conf_dir, exist_ok=True)
-    cports = controller_ports(len(CONTROLLERS))
-    taken = set(cports) | {p + RAFT_PORT_OFFSET for p in cports}
-    ns_port, *bports = [p for p in free_ports(1 + 2 * len(BROKERS) + len(taken)) if p not in taken][
-        :1 + 2 * len(BROKERS)]
-    cluster = RealCluster(os.path.join(root, "cluster"), relay=False, startup_timeout_s=60)
-    namesrv = f"127.0.0.1:{ns_port}"
-    conf = write_conf(os.path.join(conf_dir, "namesrv.conf"), {"listenPort": ns_port})
-    cluster.add_node("namesrv", [sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", conf], ports=[ns_port])
-    controllers = {f"controller-{n}": f"127.0.0.1:{p}" for n, p in zip(CONTROLLERS, cports)}
-    peers = ";".join(f"{n}-127.0.0.1:{p}" for n, p in zip(CONTROLLERS, cports))
-    for n, port in zip(CONTROLLERS, cports):
-        node = f"controller-{n}"
-        values = template(f"controller/controller-{n}.conf") | {
-            "controllerDLegerPeers": peers, "controllerStorePath": cluster.store_dir(node)} | lab_controller
-        conf = write_conf(os.path.join(conf_dir, f"{node}.conf"), values)
-        cluster.add_node(node, [sys.executable, "-m", "rmqlab.cli", "controller", "-c", conf],
-                         ports=[port, port + RAFT_PORT_OFFSET])
-    brokers = {}
-    for i, node in enumerate(BROKERS):
-        listen, ha = bports[2 * i], bports[2 * i + 1]
-        values = template(f"controller/{node}.conf") | {
-            "namesrvAddr": namesrv, "controllerAddr": ";".join(controllers.values()), "listenPort": listen,
-            "haListenPort": ha, "storePathRootDir": cluster.store_dir(node)} | lab_broker
-        conf = write_conf(os.path.join(conf_dir, f"{node}.conf"), values)
-        cluster.add_node(node, [sys.executable, "-m", "rmqlab.cli", "broker", "-c", conf], ports=[listen, ha])
-        brokers[node] = f"127.0.0.1:{listen}"
-    try:
-        cluster.start_all(timeout_s=60)
-    except BaseException:
-        cluster.close()
-        raise
-    return Deployment(cluster, namesrv, controllers, brokers, conf_dir)
-
+pytestmark = pytest.mark.real
 
 # -- observing the deployment through its own admin requests -----------------------------------------
 
-def admin_call(namesrv: str, fn, timeout_ms: int = 2000):
-    """`await fn(admin)` with a DefaultMQAdminExt on a throwaway RealNode (what `rmqlab admin` does)."""
-    from rmqlab.client.admin import DefaultMQAdminExt
-    from rmqlab.runtime.real import RealNode
-
-    async def main():
-        with tempfile.TemporaryDirectory(prefix="rmqlab-admin-") as d:
-            node = RealNode("test-admin", d)
-            admin = DefaultMQAdminExt(namesrv, timeout_millis=timeout_ms)
-            try:
-                await admin.start(node)
-                return await fn(admin)
-            finally:
-                await admin.shutdown()
-                await node.close()
-
-    return asyncio.run(main())
-
-
-def broker_addrs(dep: Deployment) -> dict[int, str]:
-    """broker-a's members as the name server lists them ({brokerId: address}; 0 is the master)."""
-    async def fn(admin):
-        info = await admin.examine_broker_cluster_info()
-        data = info.broker_addr_table.get(BROKER_NAME)
-        return dict(data.broker_addrs) if data is not None else {}
-    return admin_call(dep.namesrv, fn)
-
-
-def replicas_info(dep: Deployment):
-    """broker-a's ReplicasInfo from the controller leader (master, epoch, SyncStateSet)."""
-    async def fn(admin):
-        meta = await admin.get_controller_meta_data(dep.controller_addr())
-        if not meta.controller_leader_address:
-            return None
-        info = await admin.get_in_sync_state_data(meta.controller_leader_address, [BROKER_NAME])
-        return info.replicas_info_table.get(BROKER_NAME)
-    return admin_call(dep.namesrv, fn)
-
-
-def poll(condition, timeout_s: float, what: str, interval_s: float = 0.1):
-    """condition()'s first truthy value; an exception counts as not yet (a process in between states)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            value = condition()
-        except Exception:
-            value = None
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f} s waiting for {what}"
-        time.sleep(interval_s)
-
-
-def wait_ready(dep: Deployment, timeout_s: float = 60) -> str:
-    """Wait until the elected master is the name server's brokerId 0 and the controller's
-    SyncStateSet holds all three replicas, alive; returns the master's address. Only then is every
-    acknowledged message on every replica (allAckInSyncStateSet), and any other replica electable."""
-    def ready():
-        info = replicas_info(dep)
-        if info is None or info.master_address is None:
-            return None
-        members = {r.broker_address for r in info.in_sync_replicas if r.alive}
-        if members != set(dep.brokers.values()):
-            return None
-        return info.master_address if broker_addrs(dep).get(0) == info.master_address else None
-    return poll(ready, timeout_s, "a master registered as id 0 with all three replicas in its SyncStateSet",
-                interval_s=0.3)
-
-
 # -- the test -----------------------------------------------------------------------------------------
+
 
 class CppClient:
     """An oracle script (tests/oracles/) running in the C++ client's venv in the background, its

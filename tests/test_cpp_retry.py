@@ -16,9 +16,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from rmqlab.runtime.real_cluster import RealCluster, free_ports
 from tests.oracles import run_cpp
-from tests.test_cpp_client import lines, template, write_conf
+from tests.cpp_helpers import lines, template, write_conf
+
+pytestmark = pytest.mark.real
 
 TOPIC = "TopicRetry"
 GROUP = "CID-retry"

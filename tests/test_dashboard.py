@@ -100,6 +100,7 @@ def gb(spark, tmp_path_factory):
     return dashboard.load_gradebook(spark, write_gradebook(tmp_path_factory.mktemp("grade")))
 
 
+@pytest.mark.spark
 def test_summary_counts_the_class(gb):
     s = gb.summary()
     assert (s["students"], s["exercises"], s["workloads"], s["seeds_per_workload"], s["result_rows"]) == (4, 2, 2, 1, 17)
@@ -107,6 +108,7 @@ def test_summary_counts_the_class(gb):
     assert (s["gradebook_rows"], s["findings"], s["counterexamples"]) == (9, 4, 2)
 
 
+@pytest.mark.spark
 def test_failures_by_workload_counts_students_failing_and_graded(gb):
     rows = {(r["workload"], r["property"]): (r["failing"], r["errors"], r["students"])
             for r in dashboard.failures_by_workload(gb)}
@@ -127,6 +129,7 @@ def test_failures_by_workload_counts_students_failing_and_graded(gb):
     assert heat.text[1][3] == "1/4" and heat.text[1][0] == "" and heat.text[1][4] == "1/4"
 
 
+@pytest.mark.spark
 def test_points_per_exercise(gb):
     rows = dashboard.points_by_exercise(gb)
     assert [(r["exercise"], r["student"], r["points"], r["max_points"]) for r in rows] == [
@@ -142,6 +145,7 @@ def test_points_per_exercise(gb):
     assert list(fig.data[1].y) == [15.0, 5.0, 5.0, 10.0]
 
 
+@pytest.mark.spark
 def test_common_counterexamples_are_counted_per_student_and_written_out(gb):
     rows = dashboard.common_counterexamples(gb)
     assert [(r["exercise"], r["students"], r["workloads"]) for r in rows] == [
@@ -160,6 +164,7 @@ def test_readable_call_of_an_unregistered_exercise():
     assert dashboard.readable_call("no_such_exercise", "[1, [2]]", "3", "4") == "no_such_exercise(1, [2])  →  expected 3, got 4"
 
 
+@pytest.mark.spark
 def test_findings_by_kind(gb):
     # a detail spanning lines, with quotes, is one field (the grader writes tracebacks there)
     details = [r["detail"] for r in gb.findings.orderBy("student", "kind").collect()]
@@ -170,6 +175,8 @@ def test_findings_by_kind(gb):
     assert list(dashboard.findings_figure(rows).data[0].y) == [1, 2, 1]
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_scenario_is_the_most_failed_case_with_its_replay_command(gb):
     s = dashboard.scenario(gb)
     # w-crash seed 1 truncation: bob and cyd (2); dan's error on w-kill is not a failure
@@ -196,6 +203,7 @@ def test_scenario_is_the_most_failed_case_with_its_replay_command(gb):
         dashboard.scenario(gb, workload="w-none")
 
 
+@pytest.mark.spark
 def test_bad_gradebook_directories_are_named(spark, tmp_path):
     with pytest.raises(ValueError, match="no such directory"):
         dashboard.load_gradebook(spark, str(tmp_path / "absent"))

@@ -9,7 +9,7 @@ import re
 from rmqlab.cli import main
 from rmqlab.demo.storage_walkthrough import run_walkthrough
 from rmqlab.viz import LOGGERS
-from tests.test_no_private_references import hits_in
+from tests.private_references import hits_in
 
 
 def test_walkthrough_outcomes_are_deterministic(tmp_path):

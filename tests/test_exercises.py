@@ -402,7 +402,7 @@ def test_a_wrong_function_swapped_in_changes_the_run(chaos_baseline):
 
 
 def _sync_run(hook=None) -> tuple[str, list]:
-    from tests.test_modes import send, start
+    from tests.cluster_helpers import send, start
 
     with hook or contextlib.nullcontext():
         c = start("2m-2s-sync", seed=3)
@@ -451,6 +451,7 @@ def test_an_installed_hook_can_be_entered_again_for_the_next_run():
 
 
 # --- the lab notebooks -----------------------------------------------------------------------------------
+@pytest.mark.real
 @pytest.mark.parametrize("lab", ["01-deployment-modes", "02-raft-controller", "03-ha-handshake", "04-log-truncation"])
 def test_each_lab_declares_its_exercises_and_only_they_run_under_grading(lab):
     import nbformat

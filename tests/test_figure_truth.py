@@ -301,6 +301,8 @@ def test_report_and_lab_figures_declare_a_cjk_font(tmp_path):
         pio.renderers.default, pio.templates.default = saved
 
 
+@pytest.mark.browser
+@pytest.mark.real
 def test_bootstrap_installs_a_cjk_font_beside_chromium(monkeypatch, tmp_path):
     from rmqlab import bootstrap
 

@@ -34,6 +34,7 @@ from rmqlab.remoting.response_code import ResponseCode
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.sim import Simulation
 from rmqlab.trace import trace_hash
+from tests.fuzz_frames import request_on_new_connection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDLE_S = 2
@@ -95,23 +96,8 @@ def servers(tmp_path_factory):
         s.stop()
 
 
-async def _request(port: int, cmd: RemotingCommand, timeout_s: float = 20) -> RemotingCommand:
-    """One request on a fresh connection, its response decoded (bounded wait)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        cmd.opaque = 7
-        writer.write(cmd.encode())
-        while True:
-            length = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), timeout_s))[0]
-            response = RemotingCommand.decode(await asyncio.wait_for(reader.readexactly(length), timeout_s))
-            if response.is_response_type() and response.opaque == 7:
-                return response
-    finally:
-        writer.close()
-
-
 def request(port: int, cmd: RemotingCommand) -> RemotingCommand:
-    return asyncio.run(_request(port, cmd))
+    return asyncio.run(request_on_new_connection(port, cmd))
 
 
 def registered(servers: Servers) -> tuple[set[str], set[str]]:
@@ -144,6 +130,7 @@ def assert_serving(servers: Servers) -> None:
     assert response.code == ResponseCode.SUCCESS, response
 
 
+@pytest.mark.real
 def test_junk_registrations_are_refused_with_invalid_parameter(servers):
     long_name = "c" * 70_000
     for cmd, what in ((register_broker_request(long_name, "b1", "127.0.0.1:1"), "clusterName"),
@@ -156,6 +143,7 @@ def test_junk_registrations_are_refused_with_invalid_parameter(servers):
     assert no_junk(servers)
 
 
+@pytest.mark.real
 def test_a_closed_connection_takes_every_registration_made_over_it(servers):
     async def register_three_then_close() -> list[int]:
         reader, writer = await asyncio.open_connection("127.0.0.1", servers.ns_port)
@@ -166,7 +154,7 @@ def test_a_closed_connection_takes_every_registration_made_over_it(servers):
             writer.write(cmd.encode())
             length = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 20))[0]
             codes.append(RemotingCommand.decode(await asyncio.wait_for(reader.readexactly(length), 20)).code)
-        response = await _request(servers.ns_port, RemotingCommand.create_request_command(106))
+        response = await request_on_new_connection(servers.ns_port, RemotingCommand.create_request_command(106))
         assert "JunkCluster" in ClusterInfo.decode(response.body).cluster_addr_table
         writer.close()
         await writer.wait_closed()
@@ -180,6 +168,7 @@ def test_a_closed_connection_takes_every_registration_made_over_it(servers):
     assert no_junk(servers), registered(servers)
 
 
+@pytest.mark.real
 def test_deep_json_gets_one_line_and_no_traceback(servers):
     before = log_census(servers.logs_dir)
     deep = "[" * 100_000 + "]" * 100_000
@@ -208,6 +197,7 @@ def test_deep_json_gets_one_line_and_no_traceback(servers):
     assert_serving(servers)
 
 
+@pytest.mark.real
 def test_idle_and_trickling_connections_are_closed(servers):
     """1 byte every 0.25 s is idle too: Netty's IdleStateHandler sees whole frames only."""
     async def run() -> tuple[int, bool]:
@@ -249,6 +239,7 @@ async def _eof(reader: asyncio.StreamReader, wait_s: float) -> bool:
         return True
 
 
+@pytest.mark.real
 def test_unfinished_frames_share_a_bounded_budget(servers):
     """Each connection announces a 15 MiB frame and sends all of it but one byte; together that is
     far beyond the broker's 64 MiB budget, so it closes connections instead of growing: at most
@@ -263,7 +254,7 @@ def test_unfinished_frames_share_a_bounded_budget(servers):
 
     async def run() -> int:
         conns = [await asyncio.open_connection("127.0.0.1", servers.broker_port) for _ in range(n)]
-        for reader, writer in conns:
+        for _reader, writer in conns:
             try:
                 writer.write(prefix)
                 for _ in range(15):
@@ -273,7 +264,7 @@ def test_unfinished_frames_share_a_bounded_budget(servers):
                 pass
         closed = sum(await asyncio.gather(*(_eof(reader, 2) for reader, _ in conns)))
         rss_held = rss_kib(servers.broker.pid)
-        for reader, writer in conns:
+        for _reader, writer in conns:
             writer.close()
         return closed, rss_held
 
@@ -293,6 +284,7 @@ def _log(servers: Servers, name: str) -> str:
     raise AssertionError(f"no log of {name} in {os.listdir(servers.logs_dir)}")
 
 
+@pytest.mark.real
 def test_requests_leave_no_memory_behind(servers):
     """A server keeps nothing per request served: 1,000 requests each carrying a 64 KiB header
     value (64 MiB in all) to each server leave their RSS where it was, give or take 32 MiB."""
@@ -310,6 +302,7 @@ def test_requests_leave_no_memory_behind(servers):
     assert census["tracebacks"] == 0
 
 
+@pytest.mark.real
 def test_mutated_frames_leave_the_servers_serving_bounded_and_without_junk(servers):
     rng = random.Random(15)
     rss = {}

@@ -112,6 +112,8 @@ def _kinds(g, student):
     return {f["kind"] for f in g["findings"] if f["student"] == student}
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_correct_submissions_get_full_marks(graded):
     for student in ("alice", "bob", "chen", "flo", "sam"):
         rows = _rows(graded, student)
@@ -124,6 +126,8 @@ def test_correct_submissions_get_full_marks(graded):
     assert methods == {"reference-equivalent"}
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_subtly_wrong_names_the_property_and_a_minimized_counterexample(graded):
     rows = {r["property"]: r for r in _rows(graded, "carol")}
     assert float(rows["truncation-at-consistent-point"]["partial_credit"]) == 0.0
@@ -147,6 +151,8 @@ def test_subtly_wrong_names_the_property_and_a_minimized_counterexample(graded):
     assert "plotly.min.js" in page and (graded["out"] / "feedback" / "plotly.min.js").exists()
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_misbehaving_functions_become_findings_and_zero(graded):
     assert "nondeterministic" in _kinds(graded, "dave")
     for student, kind in [("erin", "error"), ("frank", "timeout"), ("grace", "sandbox-violation"),
@@ -160,6 +166,8 @@ def test_misbehaving_functions_become_findings_and_zero(graded):
     assert "parquet" in grace   # what it tried is named
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_notebooks_that_fail_hang_or_lack_the_function(graded):
     assert _kinds(graded, "hank") == {"timeout"}
     assert _kinds(graded, "ines") == {"notebook-failed"}
@@ -170,6 +178,8 @@ def test_notebooks_that_fail_hang_or_lack_the_function(graded):
         assert rows and all(float(r["points"]) == 0.0 for r in rows)
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_output_files_and_run_summary(graded):
     out, s = graded["out"], graded["summary"]
     assert list(graded["book"][0]) == list(gb.GRADEBOOK_COLUMNS)
@@ -186,6 +196,8 @@ def test_output_files_and_run_summary(graded):
     assert totals["alice"] == sum(float(r["max_points"]) for r in _rows(graded, "alice")) > totals["carol"]
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_feedback_does_not_reveal_the_hidden_workload(graded, hidden):
     from rmqlab.workload.catalog import CATALOG
     w = CATALOG[WORKLOAD]
@@ -200,6 +212,8 @@ def test_feedback_does_not_reveal_the_hidden_workload(graded, hidden):
     assert "hidden workload #1" in (graded["out"] / "feedback" / "carol.html").read_text()
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_reference_equivalent_shortcut_equals_a_full_replay(spark, hidden):
     """The shortcut's claim, checked: a correct submission's full replay has the reference run's
     outcome byte for byte."""
@@ -219,6 +233,7 @@ def test_reference_equivalent_shortcut_equals_a_full_replay(spark, hidden):
 
 # --- pieces without Spark -------------------------------------------------------------------------
 
+@pytest.mark.real
 def test_extraction_carries_helpers_constants_and_imports(tmp_path):
     _need_jail()
     subs = tmp_path / "subs"
@@ -242,6 +257,7 @@ def test_extraction_carries_helpers_constants_and_imports(tmp_path):
         assert ns[EX](*ex.arg_adapter(json.loads(json.dumps(list(e.args))))) == e.expected
 
 
+@pytest.mark.real
 def test_the_notebook_kernel_is_sandboxed(tmp_path):
     _need_jail()
     secret = tmp_path / "hidden"
@@ -294,6 +310,8 @@ def test_relabelled_events_hide_names_and_addresses():
     assert events[0].time_ms == 0.0
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_shipped_package_boots_a_worker_without_rmqlab(tmp_path):
     """What a cluster worker does (spark_session.ship_package/boot_task): rmqlab not installed, the
     archive unpacked in its working directory; the by-value task function finds it there, and

@@ -293,6 +293,7 @@ def test_feedback_page_and_files_go_through_the_filter(hidden_dir, tmp_path):
 
 # -- a class graded end to end ------------------------------------------------------------------------
 
+@pytest.mark.spark
 def test_no_output_file_names_the_hidden_directory(tmp_path):
     """Four tiny submissions (RocketMQ's rule, a constant, "never cut", and one that raises with the hidden
     workload's name — it is a catalog name, so a student can guess it — the hidden directory's path

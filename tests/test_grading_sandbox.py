@@ -303,6 +303,7 @@ except Exception as e:
             "students": sorted(sources) + ["nbescape"]}
 
 
+@pytest.mark.real
 def test_no_cheat_scores_more_than_a_stub(attack):
     assert attack["status"] == 0
     t = attack["totals"]
@@ -313,11 +314,13 @@ def test_no_cheat_scores_more_than_a_stub(attack):
             assert t[student] <= t["stub"], (student, t)
 
 
+@pytest.mark.real
 def test_no_file_outside_scratch_changes(attack):
     assert _tree_hash(str(attack["canary"])) == attack["before"]
     assert sorted(os.listdir(attack["canary"])) == ["file0", "file1", "file2"]
 
 
+@pytest.mark.real
 def test_no_process_survives(attack):
     assert attack["victim_alive"], "the pidfd attack killed an unrelated process"
     procs = attack["procs"]
@@ -332,6 +335,7 @@ def test_no_process_survives(attack):
 INSTRUCTOR_ONLY = ("run.json", "results.parquet")
 
 
+@pytest.mark.real
 def test_nothing_hidden_or_secret_in_any_output(attack):
     hidden = attack["hidden"]
     names = [os.path.basename(str(hidden)), str(hidden), os.path.realpath(str(hidden)), f"{WORKLOAD}.parquet",
@@ -352,6 +356,7 @@ def test_nothing_hidden_or_secret_in_any_output(attack):
     assert seen >= len(attack["students"]) + 4
 
 
+@pytest.mark.real
 def test_caught_refusals_are_still_violations(attack):
     kinds = {}
     for f in attack["findings"]:
@@ -369,6 +374,7 @@ def _jailed(source: str):
     return SandboxedFunction(source, "f", jail=True, time_limit_s=20)
 
 
+@pytest.mark.real
 def test_scratch_is_capped_and_private():
     src = PRELUDE + '''
 def f():
@@ -397,6 +403,7 @@ def f():
     assert "home" not in root and "var" not in root and "scratch" in root   # only the binds, /proc, /dev
 
 
+@pytest.mark.real
 def test_closing_kills_every_process_of_the_sandbox():
     """No process can be started (the seccomp layer, on x86_64); where one could, it dies with the
     sandbox (pid namespace, --die-with-parent, the kill in close())."""
@@ -426,6 +433,7 @@ def f():
         os.kill(pid, 0)
 
 
+@pytest.mark.real
 def test_a_huge_answer_or_output_is_capped():
     from rmqlab.lab.exercises import StudentFunctionError
     with _jailed("def f():\n    print('y' * 10_000_000)\n    return 1\n") as fn:
@@ -437,6 +445,7 @@ def test_a_huge_answer_or_output_is_capped():
         assert e.value.status == "crashed"
 
 
+@pytest.mark.real
 def test_without_bwrap_grading_refuses_with_the_install_hint(tmp_path):
     (tmp_path / "subs").mkdir()
     (tmp_path / "hidden").mkdir()
@@ -449,6 +458,7 @@ def test_without_bwrap_grading_refuses_with_the_install_hint(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.real
 def test_victim_helper_is_signalable():
     # guards test_no_process_survives: a pidfd kill of a process we own does work outside the sandbox
     p = subprocess.Popen(["sleep", "30"])
@@ -458,6 +468,8 @@ def test_victim_helper_is_signalable():
     assert p.wait(timeout=10) == -signal.SIGKILL
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_secrets_inside_what_the_sandbox_shows_are_refused(tmp_path):
     """The sandbox binds the Python installation and rmqlab read-only: a directory to keep from
     students' code must not be inside one of them."""

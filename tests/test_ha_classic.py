@@ -32,6 +32,7 @@ from rmqlab.store import DefaultMessageStore
 from rmqlab.store.commit_log import GroupCommitRequest
 from rmqlab.store.put_message_result import PutMessageStatus
 from rmqlab.trace import trace_hash
+from tests.sim_helpers import track
 from tests.store_helpers import make_message, read_queue
 
 COMMITLOG = 64 * 1024  # two 32 KiB transfer batches per file; ~58 one-KiB messages per file
@@ -88,22 +89,10 @@ class Idle(Component):
         self.node = node
 
 
-_SIMS: list[Simulation] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_simulations():
-    yield
-    while _SIMS:
-        sim = _SIMS.pop()
-        if not sim.loop.is_closed():
-            sim.close()
-
-
 def world(seed: int, master_role: BrokerRole = BrokerRole.ASYNC_MASTER, *, start_slave: bool = True,
           junk: bool = False, **master_overrides) -> Simulation:
     sim = Simulation(seed=seed)
-    _SIMS.append(sim)
+    track(sim)
     sim.add_node("master", lambda: HABroker(master_role, MASTER_HA_PORT, **master_overrides))
     sim.add_node("slave", lambda: HABroker(BrokerRole.SLAVE, SLAVE_HA_PORT, MASTER_HA))
     if junk:
@@ -289,7 +278,7 @@ class _FakeHA:
 
 def test_group_transfer_counts_connections_and_times_out_in_order():
     sim = Simulation(seed=1)
-    _SIMS.append(sim)
+    track(sim)
     sim.add_node("m", Idle)
     sim.start("m")
     node = sim.nodes["m"]

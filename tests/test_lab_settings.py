@@ -14,7 +14,11 @@ import sys
 import time
 import urllib.request
 
+import pytest
+
 from tests.process_helpers import stop
+
+pytestmark = pytest.mark.real
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN = "@jupyterlab/apputils-extension:notification"

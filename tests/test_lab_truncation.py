@@ -22,14 +22,7 @@ from rmqlab.store.epoch_file_cache import EpochFileCache
 from rmqlab.trace import Tracer
 from rmqlab.viz.epochs import EpochRow, epoch_figure, rows_from_stores, rows_from_trace, truncation_figure
 from rmqlab.viz.invariants import InvariantPanel, evaluate, invariant_figure, invariant_table_html, invariant_text
-from tests.test_controller_modes import _CLUSTERS, BROKERS, readable_keys, unclean_schedule, wait_writable
-
-
-@pytest.fixture(autouse=True)
-def _close_clusters():
-    yield
-    while _CLUSTERS:
-        _CLUSTERS.pop().close()
+from tests.controller_mode_helpers import BROKERS, readable_keys, unclean_schedule, wait_writable
 
 
 # --- the reference solution and wrong ones ------------------------------------------------------------

@@ -143,6 +143,7 @@ def assert_cjk_renders(page, selector: str, text: str = CJK_SAMPLE) -> None:
                                                  f"for {len(set(text))} characters in {font}: boxes, no CJK font")
 
 
+@pytest.mark.browser
 def test_chinese_quotations_in_the_demo_report_render_as_glyphs(browser, tmp_path):
     """The report's font stack, in Debian's Chromium: the seed's Chinese renders (fonts-noto-cjk)."""
     import types
@@ -201,6 +202,8 @@ def _wait(predicate, timeout_s: float, what: str, page) -> None:
         page.wait_for_timeout(500)
 
 
+@pytest.mark.browser
+@pytest.mark.real
 @pytest.mark.parametrize("notebook", LABS)
 def test_lab_runs_and_its_fault_button_updates_the_widget(notebook, jupyterlab, browser):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout

@@ -48,6 +48,7 @@ def interrupt_when(proc: subprocess.Popen, ready, timeout_s: float = 120) -> Non
     proc.send_signal(signal.SIGINT)
 
 
+@pytest.mark.real
 def test_demo_leaves_nothing(tmpdir_env):
     tmpdir, env, work = tmpdir_env
     assert os.listdir(tmpdir) == []
@@ -58,6 +59,7 @@ def test_demo_leaves_nothing(tmpdir_env):
     assert os.path.exists(work / "out" / "report.html")  # what the demo is asked to keep, it keeps
 
 
+@pytest.mark.real
 def test_admin_call_leaves_nothing_after_a_failure_or_ctrl_c(tmpdir_env):
     tmpdir, env, work = tmpdir_env
     with socket.socket() as s:  # a port nothing listens on: the request fails
@@ -111,6 +113,7 @@ def _pid_alive(pid: int) -> bool:
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("end", ["close", "raise", "ctrl-c"])
 def test_a_lab_real_cluster_leaves_nothing(tmpdir_env, end):
     tmpdir, env, work = tmpdir_env
@@ -134,6 +137,7 @@ def test_a_lab_real_cluster_leaves_nothing(tmpdir_env, end):
     assert not [pid for pid in pids if _pid_alive(pid)]
 
 
+@pytest.mark.real
 def test_a_simulator_cluster_never_closed_is_removed_at_exit(tmpdir_env):
     tmpdir, env, work = tmpdir_env
     script = "from rmqlab.cluster import Cluster\nc = Cluster('single-master')\nc.start()\nprint(c.root_dir)\n"
@@ -157,6 +161,8 @@ def test_a_simulation_removes_only_the_root_it_made(tmp_path):
     assert os.path.isdir(tmp_path / "sim" / "n0")  # the caller's directory is the caller's
 
 
+@pytest.mark.real
+@pytest.mark.spark
 def test_the_grader_archive_shipped_to_a_cluster_master_is_removed_when_the_driver_exits(tmpdir_env):
     """ship_package (grading on a spark:// master) packs rmqlab into a temporary directory that
     Spark's driver serves to executors; it must not outlive the driver's process."""

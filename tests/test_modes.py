@@ -7,46 +7,13 @@ rmqlab's clients, injects the fault of the claim, and judges the outcome from th
 
 from __future__ import annotations
 
-import asyncio
-
 from rmqlab.checker.checkers import check_total_queue, read_commitlog, send_acknowledged
-from rmqlab.client import ClientProcess, DefaultMQProducer, DefaultMQPullConsumer, SendStatus
+from rmqlab.client import ClientProcess, DefaultMQPullConsumer, SendStatus
 from rmqlab.cluster import Cluster
 from rmqlab.demo import mode_comparison as mc
-from rmqlab.common.message.message import Message
 from rmqlab.common.message.message_decoder import decode_message_id
 from rmqlab.trace import client_ops
-
-TOPIC = "SeedTopic"
-
-
-def start(mode: str, seed: int, **overrides) -> Cluster:
-    # Readable slaves (RocketMQ 5 refuses pulls on a slave without slaveReadEnable).
-    cluster = Cluster(mode, seed=seed, overrides={"*": {"slaveReadEnable": True, **overrides}})
-    cluster.start()
-    cluster.add_client("producer", lambda: ClientProcess(producer=DefaultMQProducer("PG", cluster.namesrv_addr)))
-    cluster.run_for(2_000)  # brokers register, slaves connect to their masters
-    return cluster
-
-
-def producer(cluster: Cluster) -> DefaultMQProducer:
-    return cluster.sim.components["producer"]["producer"]
-
-
-def send(cluster: Cluster, n: int, tag: str) -> list:
-    """Send n messages one after another; failed sends are recorded, not raised."""
-    p = producer(cluster)
-
-    async def go():
-        results = []
-        for i in range(n):
-            try:
-                results.append(await p.send(Message(TOPIC, f"{tag}-{i}".encode())))
-            except Exception as e:  # MQClientException / MQBrokerException after retries
-                results.append(e)
-        return results
-
-    return cluster.sim.run(go())
+from tests.cluster_helpers import TOPIC, send, start
 
 
 def acked_keys(cluster: Cluster) -> set[str]:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -55,6 +57,7 @@ def _bootstrap(env: dict, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
 
 
+@pytest.mark.real
 def test_bootstrap_says_how_to_get_java_when_it_is_missing(tmp_path):
     env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}  # no java anywhere
     r = _bootstrap(env, "test")
@@ -62,6 +65,7 @@ def test_bootstrap_says_how_to_get_java_when_it_is_missing(tmp_path):
     assert "Java 17 or newer is required" in r.stderr and "openjdk-17" in r.stderr and "openjdk=17" in r.stderr
 
 
+@pytest.mark.real
 def test_bootstrap_rejects_an_old_java(tmp_path):
     fake = tmp_path / "java"
     fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
@@ -70,6 +74,7 @@ def test_bootstrap_rejects_an_old_java(tmp_path):
     assert r.returncode == 3 and "Java 11 found" in r.stderr
 
 
+@pytest.mark.real
 def test_bootstrap_usage_without_a_command():
     r = _bootstrap(dict(os.environ))
     assert r.returncode == 2 and "bootstrap.py demo" in r.stderr

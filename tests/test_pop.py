@@ -28,7 +28,7 @@ from rmqlab.remoting.protocol.header.broker.ack_message import AckMessageRequest
 from rmqlab.remoting.protocol.header.broker.change_invisible_time import ChangeInvisibleTimeRequestHeader
 from rmqlab.remoting.protocol.header.broker.pop_message import ConsumeInitMode, PopMessageRequestHeader
 from rmqlab.store.pop import AckMsg, PopCheckPoint
-from tests.test_broker import BROKER, CppClient, props, world
+from tests.broker_helpers import BROKER, CppClient, props, world
 
 TOPIC = "TopicTest"
 GROUP = "CG-POP"

@@ -21,23 +21,17 @@ import json
 import os
 import time
 
+import pytest
+
 from rmqlab.cluster import Cluster
 from tests.oracles import python5_client_python
-from tests.test_cpp_controller_failover import LAB_BROKER, LAB_CONTROLLER, admin_call, poll
-from tests.test_proxy_grpc import py5, start_py5
+from tests.deployment_helpers import LAB_BROKER, LAB_CONTROLLER, poll
+from tests.proxy_helpers import in_sync_replicas, py5, start_py5
+
+pytestmark = pytest.mark.real
 
 TOPIC = "ProxyFailoverTopic"
 RECOVERED_S = 4.0
-
-
-def in_sync_replicas(c: Cluster) -> int:
-    """How many live replicas broker-a's SyncStateSet holds, by the controller leader."""
-    async def fn(admin):
-        meta = await admin.get_controller_meta_data(c.controller_addr)
-        info = await admin.get_in_sync_state_data(meta.controller_leader_address, ["broker-a"])
-        replicas = info.replicas_info_table["broker-a"]
-        return sum(1 for r in replicas.in_sync_replicas if r.alive) if replicas.master_address else 0
-    return admin_call(c.namesrv_addr, fn)
 
 
 def test_official_client_keeps_producing_and_consuming_through_a_master_failover(tmp_path):

@@ -11,8 +11,6 @@ generated classes (the official client refuses most of it before sending).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import threading
 import time
 
@@ -22,7 +20,10 @@ import pytest
 from rmqlab.cluster import Cluster
 from rmqlab.proto.v2 import definition_pb2 as pb
 from rmqlab.proto.v2 import service_pb2 as spb
-from tests.oracles import SCRIPTS, oracle_env, python5_client_python
+from tests.oracles import python5_client_python
+from tests.proxy_helpers import py5, start_py5
+
+pytestmark = pytest.mark.real
 
 # One topic per test: a new consumer group starts at the first message of a queue that is still
 # in memory (initPopOffsetByCheckMsgInMem), so it would also see earlier tests' messages.
@@ -37,19 +38,6 @@ SERVICE = "/apache.rocketmq.v2.MessagingService/"
 # missed with probability 1/2 per receive: ~7 receives in 40 s miss them about once in 130 runs
 # (it happened in CI, the DELAY test in Local mode); ~17 in 90 s, about once in 130,000.
 WINDOW_S = "90"
-
-
-def py5(home: str, *args: str, timeout: float = 120) -> list[dict]:
-    """Run the oracle; its JSON lines (stderr shown when it fails)."""
-    proc = subprocess.run([python5_client_python(), os.path.join(SCRIPTS, "py5_client.py"), *args],
-                          capture_output=True, text=True, timeout=timeout, env=oracle_env(home))
-    assert proc.returncode == 0, f"oracle {args[0]} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-
-
-def start_py5(home: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([python5_client_python(), os.path.join(SCRIPTS, "py5_client.py"), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=oracle_env(home))
 
 
 @pytest.fixture(scope="module", params=["cluster", "local"])

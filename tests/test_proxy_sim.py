@@ -291,6 +291,7 @@ def test_grpc_client_descriptions(tmp_path):
 
 
 # -- the real runtime: the same client over grpcio ---------------------------------------------------
+@pytest.mark.real
 def test_rmqlab_client_over_grpcio_against_the_real_proxy(tmp_path):
     """The benchmark clients as `rmqlab producer|consumer --protocol grpc --endpoints ...` processes
     (rmqlab's 5.x client over grpcio), against `rmqlab proxy` (grpcio)."""
@@ -302,7 +303,10 @@ def test_rmqlab_client_over_grpcio_against_the_real_proxy(tmp_path):
         c.create_topic(TOPIC)
         c.start_client("consumer")
         c.start_client("producer")
-        stopped = lambda: {e.node for e in c.events() if e.kind == "node.stop"} >= {"producer", "consumer"}
+
+        def stopped():
+            return {e.node for e in c.events() if e.kind == "node.stop"} >= {"producer", "consumer"}
+
         c.run_until(stopped, 60_000, poll_ms=200)
         ops = client_ops(c.events())
         sends = [op for op in ops if op.f == "send"]

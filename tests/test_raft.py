@@ -141,6 +141,7 @@ def test_sim_write_pending_on_a_killed_replica_fails_without_an_unretrieved_exce
     assert not [c for c in reported if "never retrieved" in c.get("message", "")], reported
 
 
+@pytest.mark.real
 def test_sim_same_seed_same_trace_across_processes_and_hash_seeds():
     outs = set()
     for hash_seed in ("0", "1", "12345"):
@@ -553,6 +554,7 @@ def in_background(fn, *args):
     return t, result
 
 
+@pytest.mark.real
 def test_real_three_processes_elect_fail_over_and_survive_sigstop(tmp_path):
     cluster = ProcessCluster(tmp_path)
     names = cluster.names
@@ -626,6 +628,7 @@ def test_real_three_processes_elect_fail_over_and_survive_sigstop(tmp_path):
         cluster.close()
 
 
+@pytest.mark.real
 def test_real_isolated_old_leaders_write_is_discarded_after_the_heal(tmp_path):
     cluster = ProcessCluster(tmp_path, relayed=True)
     names = cluster.names

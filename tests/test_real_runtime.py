@@ -319,6 +319,7 @@ def manager_kinds(cluster) -> list[str]:
     return [e.kind for e in cluster.manager_events()]
 
 
+@pytest.mark.real
 def test_process_boot_logs_and_clean_shutdown_on_sigterm(tmp_path):
     with pingpong_cluster(tmp_path, 2) as (cluster, names):
         pid = cluster.pid("n0")
@@ -345,6 +346,7 @@ def test_process_boot_logs_and_clean_shutdown_on_sigterm(tmp_path):
     assert cluster.pid("n1") is None  # close() killed it
 
 
+@pytest.mark.real
 def test_kill_closes_connections_and_restart_is_a_new_process(tmp_path):
     with pingpong_cluster(tmp_path, 3) as (cluster, names):
         old_pid = cluster.pid("n1")
@@ -396,6 +398,7 @@ STORE_NODE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.real
 def test_machine_crash_loses_unflushed_data_and_is_silent_on_the_network(tmp_path):
     cluster = RealCluster(str(tmp_path / "cluster"))
     try:
@@ -436,6 +439,7 @@ def test_machine_crash_loses_unflushed_data_and_is_silent_on_the_network(tmp_pat
         cluster.close()
 
 
+@pytest.mark.real
 def test_suspend_freezes_the_process_and_resume_delivers_what_waited(tmp_path):
     with pingpong_cluster(tmp_path, 3) as (cluster, names):
         t_suspend = wall_ms()
@@ -453,6 +457,7 @@ def test_suspend_freezes_the_process_and_resume_delivers_what_waited(tmp_path):
         assert [(e.node, e.kind) for e in cluster.manager_events()] == [("n1", "node.suspend"), ("n1", "node.resume")]
 
 
+@pytest.mark.real
 def test_partition_symmetric_one_way_and_heal(tmp_path):
     with pingpong_cluster(tmp_path, 4) as (cluster, names):
         left, right = ["n0", "n1"], ["n2", "n3"]
@@ -490,6 +495,7 @@ def test_partition_symmetric_one_way_and_heal(tmp_path):
         assert manager_kinds(cluster).count("fault.heal") == 2
 
 
+@pytest.mark.real
 def test_ring_and_bridge_with_five_processes(tmp_path):
     with pingpong_cluster(tmp_path, 5) as (cluster, names):
         blocked = set(ring_links(names))
@@ -526,6 +532,7 @@ def test_ring_and_bridge_with_five_processes(tmp_path):
         assert shapes[1]["groups"] == [["n0", "n1", "n2"], ["n2", "n3", "n4"]]
 
 
+@pytest.mark.real
 def test_loss_slows_pings_and_total_loss_resets_connections(tmp_path):
     # The simulator's RTO (200 ms, doubling, reset after 6 losses) takes 12.6 s to reset a
     # connection at loss 1.0; a 30 ms RTO keeps the same rule within this test's time budget.
@@ -551,6 +558,7 @@ def test_loss_slows_pings_and_total_loss_resets_connections(tmp_path):
         assert rates == [0.2, 1.0, 0.0]
 
 
+@pytest.mark.real
 def test_delay_adds_to_the_round_trip(tmp_path):
     with pingpong_cluster(tmp_path, 3) as (cluster, names):
         cluster.nemesis.set_delay(["n0"], ["n1"], 100, 120)
@@ -569,6 +577,7 @@ def test_delay_adds_to_the_round_trip(tmp_path):
         assert (delays[0]["delay_ms"], delays[0]["jitter_ms"], delays[0]["links"]) == (100, 20, [["n0", "n1"]])
 
 
+@pytest.mark.real
 def test_clock_pause_stops_the_nodes_time_not_its_service(tmp_path):
     with pingpong_cluster(tmp_path, 3) as (cluster, names):
         cluster.nemesis.clock_pause("n1")
@@ -610,6 +619,7 @@ def test_clock_pause_stops_the_nodes_time_not_its_service(tmp_path):
         wait_for(lambda: oks(cluster, "n1", "n0", invoked_after=t_resume), "the new n1 pings on")
 
 
+@pytest.mark.real
 def test_without_the_relay_processes_connect_directly_and_link_faults_are_refused(tmp_path):
     with pingpong_cluster(tmp_path, 3, relay=False) as (cluster, names):
         assert cluster.relay is None

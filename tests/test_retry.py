@@ -24,8 +24,8 @@ from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import create_message_id, decodes
 from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqlab.trace import client_ops
-from tests.test_broker import BROKER, FAQ, CppClient, world
-from tests.test_client import NS, TOPIC, Lab, held_queues, history, lab, send_all, uniq  # noqa: F401 (fixture)
+from tests.broker_helpers import BROKER, FAQ, CppClient, world
+from tests.client_helpers import NS, TOPIC, Lab, held_queues, history, send_all, uniq
 
 GROUP = "CG-RETRY"
 RETRY_TOPIC = "%RETRY%" + GROUP

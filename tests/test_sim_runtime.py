@@ -311,6 +311,7 @@ def test_same_seed_same_trace_different_seed_different_trace():
         s.close()
 
 
+@pytest.mark.real
 def test_trace_is_identical_across_processes_and_hash_seeds():
     outs = set()
     for hash_seed in ("0", "1", "12345"):

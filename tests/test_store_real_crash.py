@@ -17,6 +17,8 @@ import pytest
 from rmqlab.common.manual_clock import ManualClock
 from tests.store_helpers import open_store, read_queue
 
+pytestmark = pytest.mark.real
+
 CHILD = textwrap.dedent("""
     import sys, time
     from rmqlab.common.manual_clock import ManualClock

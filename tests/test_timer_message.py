@@ -20,8 +20,8 @@ from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import decode, decodes
 from rmqlab.remoting import ResponseCode
 from rmqlab.store.timer import TIMER_TOPIC, TimerCheckpoint
-from tests.test_broker import CppClient, close, cluster, props, world
-from tests.test_client import NS, TOPIC, Recorder, history, lab, push_consumer, uniq  # noqa: F401 (fixture)
+from tests.broker_helpers import CppClient, close, cluster, props, world
+from tests.client_helpers import NS, TOPIC, Recorder, history, push_consumer, uniq
 
 ILLEGAL = ("timer message illegal, the delay time should not be bigger than the max delay {}ms; or if set del msg, "
            "the delay time should be bigger than the current time")

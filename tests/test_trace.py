@@ -267,6 +267,7 @@ print(",".join(order), trace_hash(tracer.events), *files)
 """
 
 
+@pytest.mark.real
 def test_trace_is_identical_across_processes_and_hash_seeds(tmp_path):
     results = []
     for hash_seed in ("0", "1", "random"):
@@ -326,6 +327,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # no close(), no interpreter shutdown, no 
 """
 
 
+@pytest.mark.real
 def test_a_killed_writer_leaves_every_emitted_line(tmp_path):
     path = tmp_path / "broker-a.jsonl"
     done = subprocess.run([sys.executable, "-c", KILLED_WRITER_SCRIPT, str(path)], cwd=REPO,
@@ -380,6 +382,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.real
 def test_a_killed_buffered_writer_loses_only_the_current_loop_iteration(tmp_path):
     path = tmp_path / "broker-a.jsonl"
     done = subprocess.run([sys.executable, "-c", BUFFERED_KILLED_WRITER_SCRIPT, str(path)], cwd=REPO,
@@ -747,6 +750,7 @@ def test_trace_modules_do_not_read_time_randomness_or_sockets():
             assert not banned & set(names), f"{path.name} imports {banned & set(names)}"
 
 
+@pytest.mark.real
 def test_hash_tool_prints_the_hash_of_both_formats(tmp_path):
     tracer, clock = new_tracer()
     sample_run(tracer, clock)

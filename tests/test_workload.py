@@ -212,6 +212,7 @@ def test_patches_wrap_the_run_and_their_errors_propagate():
         run_workload(small_workload(duration_ms=1_000.0, faults=schedule_of([])), patches=[failing()])
 
 
+@pytest.mark.real
 def test_replay_is_deterministic_across_runs_and_processes(tmp_path):
     """The same workload and seed give the same outcome bytes: twice here, once in another process
     with another PYTHONHASHSEED (through `replay --json`), and as the committed recording says."""
@@ -280,7 +281,7 @@ def test_slow_replication_makes_the_master_shrink_a_lagging_slave_out():
     shrinks does not; no other public workload asks that question."""
     differ = _disagreements("ctrl-standalone-slow-replication", "sync_state_set", "never-shrinks")
     assert differ
-    for (sync_state_set, master_id, slaves, _confirm, _epoch_start, now_ms, max_ms), rocketmq, wrong in differ:
+    for (sync_state_set, _master_id, slaves, _confirm, _epoch_start, now_ms, max_ms), rocketmq, wrong in differ:
         assert set(rocketmq) < set(sync_state_set) == set(wrong)
         dropped = set(sync_state_set) - set(rocketmq)
         assert all(caught_up is None or now_ms - caught_up > max_ms for slave, _ack, caught_up in slaves if slave in dropped)
@@ -336,6 +337,7 @@ def _cli(*args, env=None) -> subprocess.CompletedProcess:
                           text=True, cwd=REPO, timeout=120, env=env)
 
 
+@pytest.mark.real
 def test_record_a_hand_written_spec_and_replay_it(tmp_path):
     spec = small_workload(clients=(
         WorkloadClient("producer", ProducerSpec(topic="TinyTopic", interval_ms=200, body_size=32)),
@@ -357,6 +359,7 @@ def test_record_a_hand_written_spec_and_replay_it(tmp_path):
     assert done.returncode == 2 and "not a readable Parquet file" in done.stderr
 
 
+@pytest.mark.real
 def test_replay_with_an_exercise_solution(tmp_path):
     import inspect
 

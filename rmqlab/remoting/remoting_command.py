@@ -63,7 +63,7 @@ import json
 import re
 import struct
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Any
 
 from rmqlab.common.java_compat import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, \
     java_hash_map_order_of_tuple, java_parse_int
@@ -73,7 +73,7 @@ from rmqlab.remoting.remoting_helper import clip
 
 # A decoded extFields value: what the JSON held (a fraction kept as its text). None means absent,
 # as a null HashMap value does in Java.
-ExtValue = Union[str, int, bool]
+ExtValue = str | int | bool
 
 RPC_TYPE = 0    # flag bit 0: 0 request, 1 response
 RPC_ONEWAY = 1  # flag bit 1: 1 oneway request (no response)

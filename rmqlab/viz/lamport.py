@@ -173,7 +173,7 @@ def lamport_figure(events: Sequence[TraceEvent], proto: str | None = "ha", nodes
     fig = go.Figure()
     bottom = (len(shown) if y == "order" else max((axis.ms(e.time_ms) for _, e in shown), default=0.0))
     top = -1 if y == "order" else min((axis.ms(e.time_ms) for _, e in shown), default=0.0)
-    for lane, i in x_of.items():
+    for i in x_of.values():
         fig.add_trace(go.Scatter(x=[i, i], y=[top, bottom], mode="lines", line=dict(color="#bbbbbb", width=1),
                                  hoverinfo="skip", showlegend=False))
     by_name: dict[str, list[FrameHop]] = {}

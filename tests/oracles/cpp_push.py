@@ -3,7 +3,6 @@ SECONDS passed; one JSON line per delivery."""
 import json
 import sys
 import threading
-import time
 
 from rocketmq.client import PushConsumer
 

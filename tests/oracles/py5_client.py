@@ -144,7 +144,7 @@ def bench_produce(endpoint, topic, count, size):
     errors, first_error = 0, None
     try:
         t0 = time.perf_counter()
-        for i in range(int(count)):
+        for _i in range(int(count)):
             msg = Message()
             msg.topic = topic
             msg.body = bytes(int(size))

@@ -172,7 +172,7 @@ class DeliverDelayedMessageTimerTask:
                           queue_id)
                 self.offset = high
             return DELAY_FOR_A_WHILE
-        for i, (offset_py, size_py, tags_code) in enumerate(units):
+        for offset_py, size_py, tags_code in units:
             if not self.started:
                 break
             now = broker.node.now_ms()

@@ -5,7 +5,7 @@ for the requests brokers and admin tools send:
 
 | code | request | answer |
 |---|---|---|
-| 103 | REGISTER_BROKER | SUCCESS, header ``haServerAddr``/``masterAddr`` (the master, for a slave); SYSTEM_ERROR "crc32 not match", "register broker failed", or the body's decoding error; INVALID_PARAMETER, a bad name or address (below) |
+| 103 | REGISTER_BROKER | SUCCESS, header ``haServerAddr``/``masterAddr`` (the master, for a slave); the errors are below the table |
 | 104 | UNREGISTER_BROKER | SUCCESS |
 | 106 | GET_BROKER_CLUSTER_INFO | SUCCESS, ClusterInfo body |
 | 205 | WIPE_WRITE_PERM_OF_BROKER | SUCCESS, header ``wipeTopicCount`` |
@@ -13,6 +13,9 @@ for the requests brokers and admin tools send:
 | 327 | ADD_WRITE_PERM_OF_BROKER | SUCCESS, header ``addTopicCount`` |
 | 901 | GET_BROKER_MEMBER_GROUP | SUCCESS, GetBrokerMemberGroupResponseBody |
 | 904 | BROKER_HEARTBEAT | SUCCESS; refreshes the broker's heartbeat |
+
+REGISTER_BROKER fails with SYSTEM_ERROR "crc32 not match", "register broker failed" or the body's
+decoding error, and with INVALID_PARAMETER for a bad name or address (the deviation below).
 
 Any other code: REQUEST_CODE_NOT_SUPPORTED (3), remark ``" request type N not supported"``, as
 Java's switch answers. Not implemented (so answered that way): the key-value configuration
