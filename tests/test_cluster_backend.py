@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import tempfile
 
 import pytest
 
@@ -108,3 +109,30 @@ def test_cluster_and_backends_do_not_branch_on_the_runtime_or_the_mode():
         text = inspect.getsource(module)
         named = [m for m in MODES if m in text]
         assert not named, f"{os.path.basename(module.__file__)} names modes {named}"
+
+
+def test_a_simulated_cluster_makes_its_own_root_in_memory(monkeypatch, tmp_path):
+    """Without root_dir a simulated cluster's store files go to memory (sim_backend.memory_dir:
+    /dev/shm with room to spare), where no flush waits for a disk; the real runtime's stay on disk."""
+    import rmqlab.cluster.sim_backend as sim_backend
+
+    memory = tmp_path / "shm"
+    memory.mkdir()
+    monkeypatch.setattr(sim_backend, "memory_dir", lambda: str(memory))
+    with Cluster("single-master") as c:
+        assert os.path.dirname(c.root_dir) == str(memory)
+        c.start()
+        assert os.path.isfile(os.path.join(c.store_dir("broker-a"), "checkpoint"))  # the broker store is there
+    assert os.listdir(memory) == []
+    with Cluster("single-master", "real") as c:
+        assert os.path.dirname(c.root_dir) != str(memory)
+
+
+def test_without_room_in_memory_a_simulated_cluster_uses_the_temporary_directory(monkeypatch, tmp_path):
+    import rmqlab.cluster.sim_backend as sim_backend
+
+    monkeypatch.setattr(sim_backend, "memory_dir", lambda: None)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with Cluster("single-master") as c:
+        assert os.path.dirname(c.root_dir) == str(tmp_path)
+    assert os.listdir(tmp_path) == []

@@ -107,6 +107,6 @@ from rmqlab.cluster.deployment import Deployment
 from rmqlab.cluster.modes import (BROKER, CONF_DIR, CONTROLLER, CONTROLLER_COUNTS, EMBEDDED, MODES, NAMESRV, PROXY,
                                   STANDALONE, DeploymentMode, ServerNode, controller_modes)
 
-__all__ = ["ADMIN_NODE", "BACKENDS", "BROKER", "CONF_DIR", "CONTROLLER", "CONTROLLER_COUNTS", "EMBEDDED", "MASTER_ROLES",
-           "MODES", "NAMESRV", "PROXY", "STANDALONE", "Backend", "Cluster", "Deployment", "DeploymentMode", "Endpoints",
-           "ServerNode", "controller_modes"]
+__all__ = ["ADMIN_NODE", "BACKENDS", "BROKER", "CONF_DIR", "CONTROLLER", "CONTROLLER_COUNTS", "EMBEDDED",
+           "MASTER_ROLES", "MODES", "NAMESRV", "PROXY", "STANDALONE", "Backend", "Cluster", "Deployment",
+           "DeploymentMode", "Endpoints", "ServerNode", "controller_modes"]

@@ -170,7 +170,8 @@ class Cluster:
         highest epoch — a stale master cut off from the controllers may still think it leads, the
         controllers moved on with a higher epoch. None if none is."""
         if broker_name not in self._master_scans:
-            names = [n for n in self.brokers if broker_name is None or self.broker_template(n).brokerName == broker_name]
+            names = [n for n in self.brokers
+                     if broker_name is None or self.broker_template(n).brokerName == broker_name]
             self._master_scans[broker_name] = LeaderScan(
                 names, lambda e: e.fields.get("component", "broker") == "broker",
                 lambda e: e.fields.get("to") in MASTER_ROLES, "epoch")

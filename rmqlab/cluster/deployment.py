@@ -9,7 +9,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rmqlab.cluster.modes import BROKER, CONF_DIR, CONTROLLER, NAMESRV, PROXY, PROXY_TEMPLATE, DeploymentMode, ServerNode
+from rmqlab.cluster.modes import (BROKER, CONF_DIR, CONTROLLER, NAMESRV, PROXY, PROXY_TEMPLATE, DeploymentMode,
+                                  ServerNode)
 
 
 @dataclass

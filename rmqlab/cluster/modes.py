@@ -67,7 +67,8 @@ class DeploymentMode:
             raise ValueError(f"mode {self.name!r} has no brokers")
         unknown = set(self.broker_settings) - {"*", *self.brokers}
         if unknown:
-            raise ValueError(f"mode {self.name!r}: broker_settings for nodes it does not have: {', '.join(sorted(unknown))}")
+            raise ValueError(f"mode {self.name!r}: broker_settings for nodes it does not have: "
+                             f"{', '.join(sorted(unknown))}")
 
     def controller_nodes(self, controllers: int = 3) -> list[str]:
         """The controllers' node names: namesrv-n<i> (embedded) or controller-n<i> (standalone)."""
@@ -93,7 +94,8 @@ class DeploymentMode:
             nodes.append(ServerNode(PROXY_NODE, PROXY, PROXY_TEMPLATE))
         return nodes
 
-    def broker_overrides(self, name: str, overrides: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, object]:
+    def broker_overrides(self, name: str,
+                         overrides: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, object]:
         """What broker `name` sets on top of its template: the mode's settings, then `overrides`
         (node name or "*")."""
         overrides = overrides or {}

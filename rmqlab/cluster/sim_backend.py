@@ -50,6 +50,10 @@ class SimBackend(Backend):
         self.components: dict[str, Component] = {}
         self._deployment: Deployment | None = None
 
+    @classmethod
+    def temp_parent(cls) -> str | None:
+        return memory_dir()  # removed at close, or at exit (atexit); a root_dir given is the caller's
+
     # -- building -----------------------------------------------------------------------------
     def build(self, deployment: Deployment) -> Endpoints:
         self._deployment = d = deployment
