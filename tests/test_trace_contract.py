@@ -207,15 +207,7 @@ def notebook_source(path: Path) -> str:
 
 
 # --- the rule holds in the repository --------------------------------------------------------------------------
-# Modules whose fix is made elsewhere at the same time: strict, so the day it lands this list must
-# shrink. Cluster.registered() should count `namesrv.broker_register` events instead of matching
-# "new broker registered".
-PENDING = {"rmqlab/cluster.py"}
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="fix pending"))
-                                  if str(p.relative_to(ROOT)) in PENDING else p for p in _modules()],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_module_reads_facts_from_log_text(path):
     found = find_message_matching(ast.parse(path.read_text(encoding="utf-8"), str(path)))
     assert not found, (f"{path.relative_to(ROOT)} reads log text: "

@@ -74,13 +74,10 @@ def promises_no_loss(workload: Workload) -> bool:
     every master replicates synchronously (brokerRole SYNC_MASTER, "同步双写"), or controller
     mode with allAckInSyncStateSet=true on every broker (RocketMQ's "主备自动切换模式部署"
     documentation) and unclean elections off."""
-    from rmqlab.cluster import CONF_DIR, MODES
-    from rmqlab.config import load_broker_config
+    from rmqlab.cluster import MODES
 
-    configs = {}
-    for node, template in MODES[workload.mode].items():
-        overrides = {**workload.overrides.get("*", {}), **workload.overrides.get(node, {})}
-        configs[node] = load_broker_config(os.path.join(CONF_DIR, template), overrides=overrides)
+    mode = MODES[workload.mode]
+    configs = {node: mode.broker_config(node, workload.overrides) for node in mode.brokers}
     if workload.is_controller_mode:
         return all(bool(c.messageStoreConfig.allAckInSyncStateSet) for c in configs.values()) \
             and not workload.controller_overrides.get("enableElectUncleanMaster")

@@ -37,7 +37,6 @@ stopped once it has read nothing new for READ_QUIET_MS.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, ContextManager
 
 from rmqlab.checker.schedule import FaultOp, MasterResolver, apply_op
+from rmqlab.cluster.sim_backend import memory_dir
 from rmqlab.example.benchmark import ConsumerSpec, build_client
 from rmqlab.workload.spec import CLIENT_SETTINGS, Workload
 
@@ -97,7 +97,7 @@ def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = 
 
     wall = time.monotonic()
     root = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-workload-{workload.name}-",
-                                        dir=_memory_dir() if runtime == "sim" else None)
+                                        dir=memory_dir() if runtime == "sim" else None)
     try:
         with contextlib.ExitStack() as stack:
             if quiet:
@@ -111,23 +111,6 @@ def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = 
     finally:
         if root_dir is None:
             shutil.rmtree(root, ignore_errors=True)
-
-
-SHM_MIN_FREE = 512 * 1024 * 1024
-
-
-def _memory_dir() -> str | None:
-    """/dev/shm when there is one: a simulated run's store files live for one replay, and on a
-    disk their flushes cost fsyncs (about a tenth of a replay's wall time). The simulator's crash
-    model does not rely on the OS (rmqlab.runtime.page_cache keeps its own ledger of what was
-    flushed), so a RAM file system changes nothing in the run."""
-    shm = "/dev/shm"
-    if not (os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK)):
-        return None
-    # A container's /dev/shm is often 64 MiB (Docker's default) and a controller-mode replay writes
-    # about 25 MB, two at a time under Spark: use it only with room to spare.
-    st = os.statvfs(shm)
-    return shm if st.f_bavail * st.f_frsize >= SHM_MIN_FREE else None
 
 
 def _run(workload: Workload, seed: int, runtime: str, root: str) -> WorkloadRun:
@@ -144,8 +127,8 @@ def _run(workload: Workload, seed: int, runtime: str, root: str) -> WorkloadRun:
         c.start(START_TIMEOUT_MS)
         _wait_healthy(c)
         _create_topics(c, workload)
-        tracer = c.sim.tracer if runtime == "sim" else c.real.tracer
-        now = _clock(c)
+        tracer = c.tracer
+        now = c.now_ms
         t0 = now()
         tracer.emit(WORKLOAD_NODE, "log", level="INFO", message=T0_MESSAGE, logger="rmqlab.workload")
         tracer.emit(WORKLOAD_NODE, "workload.start", workload=workload.name, seed=seed, mode=workload.mode)
@@ -160,7 +143,7 @@ def _run(workload: Workload, seed: int, runtime: str, root: str) -> WorkloadRun:
         tracer.emit(WORKLOAD_NODE, "log", level="INFO", message=f"workload: final read done ({drained} messages)",
                     logger="rmqlab.workload", read=drained)
         events = list(c.events())
-        stores = {n: (c.sim.store_dir(n) if runtime == "sim" else c.real.store_dir(n)) for n in c.brokers}
+        stores = {n: c.store_dir(n) for n in c.brokers}
         result = compute_outcome(events, workload, stores, seed=seed, converged=ok)
         virtual = c.sim.now_ms() if runtime == "sim" else (events[-1].time_ms - events[0].time_ms if events else 0.0)
     finally:
@@ -193,7 +176,7 @@ def _add_clients(c, workload: Workload) -> None:
 
 
 def _add_client(c, name: str, spec, overrides) -> None:
-    address = c._client_address(name, spec)
+    address = c.client_address(name, spec)
     if c.runtime == "sim":
         def factory(spec=spec, address=address):
             process = build_client(spec, address)
@@ -219,16 +202,6 @@ def _reader_spec(topic: str) -> ConsumerSpec:
                         consume_from_where="CONSUME_FROM_FIRST_OFFSET")
 
 
-def _alive(c, name: str) -> bool:
-    return c.sim.nodes[name].alive if c.runtime == "sim" else c.real.alive(name)
-
-
-def _clock(c):
-    if c.runtime == "sim":
-        return c.sim.now_ms
-    return lambda: time.monotonic() * 1000.0
-
-
 # --- start-up ---------------------------------------------------------------------------------------------
 def _wait_healthy(c) -> None:
     """Controller modes: a master whose SyncStateSet holds every replica (from the trace: the
@@ -252,7 +225,7 @@ def _wait_healthy(c) -> None:
                 return bool(proposals) and len(proposals[-1]) == len(c.brokers)
             return False
     else:
-        slaves = [n for n in c.brokers if c._template(n).brokerId != 0]
+        slaves = [n for n in c.brokers if c.broker_template(n).brokerId != 0]
 
         def healthy() -> bool:
             reported = {e.node for e in c.events() if e.kind == "frame.send" and e.fields.get("proto") == "ha"
@@ -278,7 +251,7 @@ def _create_topics(c, workload: Workload) -> None:
             for t in workload.topics:
                 await admin.create_and_update_topic_config(addr, TopicConfig(t.topic, t.queues, t.queues))
 
-    c._admin(create)
+    c.admin(create)
 
 
 # --- the timeline -----------------------------------------------------------------------------------------
@@ -302,7 +275,7 @@ def _run_timeline(c, workload: Workload, t0: float, now) -> list[FaultOp]:
         if what == "start":
             c.start_client(item)
         elif what == "stop":
-            if _alive(c, item):
+            if c.alive(item):
                 c.stop_client(item)
         else:
             op = resolve(item)
@@ -312,7 +285,7 @@ def _run_timeline(c, workload: Workload, t0: float, now) -> list[FaultOp]:
             applied.append(op)
     _advance(c, t0 + workload.duration_ms, now)
     for client in workload.clients:
-        if client.kind == "producer" and _alive(c, client.name):
+        if client.kind == "producer" and c.alive(client.name):
             c.stop_client(client.name)
     return applied
 
@@ -415,6 +388,6 @@ def _drain_real(c, workload: Workload) -> int:
         elif pulls and time.monotonic() - last_change >= READ_QUIET_MS / 1000.0:
             break
     for r in readers:
-        if c.real.alive(r):
+        if c.alive(r):
             c.stop_client(r)
     return count

@@ -47,28 +47,16 @@ CLIENT_SETTINGS = {"pollNameServerInterval": ("poll_name_server_interval", int),
                    "sendLatencyFaultEnable": ("send_latency_enable", bool)}
 
 
-def _cluster_modes() -> tuple[dict, dict, tuple]:
-    from rmqlab.cluster import CONTROLLER_COUNTS, CONTROLLER_MODES, MODES
+def _cluster_modes() -> tuple[dict, tuple]:
+    from rmqlab.cluster import CONTROLLER_COUNTS, MODES
 
-    return MODES, CONTROLLER_MODES, CONTROLLER_COUNTS
+    return MODES, CONTROLLER_COUNTS
 
 
 def server_nodes(mode: str, controllers: int | None = None, proxy: str | None = None) -> list[str]:
     """The server nodes rmqlab.cluster.Cluster builds for this deployment (name servers,
-    controllers, brokers, proxy), by the same naming rules."""
-    modes, controller_modes, _ = _cluster_modes()
-    where = controller_modes.get(mode)
-    nodes: list[str] = []
-    if where == "namesrv":
-        nodes += [f"namesrv-n{i}" for i in range(controllers or 3)]
-    else:
-        nodes.append("namesrv")
-        if where:
-            nodes += [f"controller-n{i}" for i in range(controllers or 3)]
-    nodes += list(modes[mode])
-    if proxy == "cluster":
-        nodes.append("proxy")
-    return nodes
+    controllers, brokers, proxy): the mode's own list (rmqlab.cluster.modes)."""
+    return [n.name for n in _cluster_modes()[0][mode].server_nodes(controllers or 3, proxy)]
 
 
 @dataclass(frozen=True)
@@ -132,7 +120,7 @@ class Workload:
     # -- views ---------------------------------------------------------------------------------
     @property
     def is_controller_mode(self) -> bool:
-        return self.mode in _cluster_modes()[1]
+        return _cluster_modes()[0][self.mode].controllers is not None
 
     @property
     def nodes(self) -> list[str]:
@@ -141,7 +129,7 @@ class Workload:
 
     @property
     def brokers(self) -> list[str]:
-        return list(_cluster_modes()[0][self.mode])
+        return list(_cluster_modes()[0][self.mode].brokers)
 
     @property
     def fault_kinds(self) -> list[str]:
@@ -298,7 +286,7 @@ def _json_scalar(v: Any) -> bool:
 
 def validate(w: Workload) -> None:
     """ValueError naming the first field of `w` that is wrong."""
-    modes, controller_modes, controller_counts = _cluster_modes()
+    modes, controller_counts = _cluster_modes()
     _check(isinstance(w.name, str) and bool(NAME_PATTERN.match(w.name)), "name",
            "a name of letters, digits, '.', '_' and '-' (it names the file)", w.name)
     _check(isinstance(w.description, str), "description", "a str", w.description)
@@ -308,7 +296,7 @@ def validate(w: Workload) -> None:
     _check(w.recorded_runtime in RUNTIMES, "recorded_runtime", "'sim' or 'real'", w.recorded_runtime)
     _check(_is_number(w.duration_ms) and 0 < w.duration_ms <= MAX_DURATION_MS, "duration_ms",
            f"a number of ms in (0, {MAX_DURATION_MS}]", w.duration_ms)
-    controller_mode = w.mode in controller_modes
+    controller_mode = modes[w.mode].controllers is not None
     if controller_mode:
         _check(w.controllers is None or w.controllers in controller_counts, "controllers",
                f"null (3) or one of {controller_counts}", w.controllers)
@@ -317,7 +305,7 @@ def validate(w: Workload) -> None:
         _check(not w.controller_overrides, "controller_overrides", f"empty: mode {w.mode} has no controllers",
                dict(w.controller_overrides))
     nodes = server_nodes(w.mode, w.controllers, w.proxy)
-    brokers = list(modes[w.mode])
+    brokers = list(modes[w.mode].brokers)
     # overrides: node -> settings
     _check(isinstance(w.overrides, Mapping), "overrides", "an object {broker node or '*': settings}", w.overrides)
     for node, settings in w.overrides.items():
