@@ -136,7 +136,7 @@ class Cluster:
                  overrides: dict[str, dict[str, object]] | None = None, mapped_file_size: int = 1024 * 1024,
                  relay: bool = True, controllers: int = 3,
                  controller_overrides: dict[str, object] | None = None, proxy: str | None = None,
-                 proxy_overrides: dict[str, object] | None = None):
+                 proxy_overrides: dict[str, object] | None = None, decision_points=None):
         """`overrides` maps a node name (or "*" for every broker) to extra broker settings; the
         commitlog file size defaults to 1 MiB so rolling is visible in a lab. `relay=False` (real
         runtime only) connects the processes directly, without the fault relay: kill, crash and
@@ -146,7 +146,10 @@ class Cluster:
 
         `proxy` (see the module docstring): "cluster" adds a node "proxy" (`rmqlab proxy -n ...
         -pc rmq-proxy.json`), "local" runs every broker with `--enable-proxy`; `proxy_overrides`
-        are rmq-proxy.json settings. `proxy_endpoints` lists the addresses clients use."""
+        are rmq-proxy.json settings. `proxy_endpoints` lists the addresses clients use.
+
+        `decision_points` (simulator only): a rmqlab.common.decision_points.DecisionPoints, the
+        rules the brokers and controllers use at its points instead of RocketMQ's."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         if runtime not in ("sim", "real"):
@@ -158,6 +161,11 @@ class Cluster:
         elif controllers != 3 or controller_overrides:
             raise ValueError(f"controllers / controller_overrides: mode {mode!r} has no controllers "
                              f"(controller modes: {', '.join(CONTROLLER_MODES)})")
+        if decision_points is not None and runtime != "sim":
+            raise ValueError("decision_points are Python callables handed to the simulator's components: a real "
+                             "process cannot take them (use runtime='sim')")
+        # rmqlab.common.decision_points: passed to the components that decide, only when given.
+        self._components_options = {} if decision_points is None else {"decision_points": decision_points}
         if proxy not in (None, "cluster", "local"):
             raise ValueError(f"proxy must be None, 'cluster' or 'local', not {proxy!r}")
         if proxy == "local" and runtime == "real" and relay:
@@ -269,7 +277,7 @@ class Cluster:
                     overrides.update(self._controller_settings(name, peers, sim.store_dir(name)))
                 config = load_namesrv_config(os.path.join(CONF_DIR, template) if template else None,
                                              overrides=overrides)
-                c = NamesrvController.from_startup_config(config)
+                c = NamesrvController.from_startup_config(config, **(self._components_options if template else {}))
                 self.components[name] = c
                 return c
 
@@ -278,14 +286,15 @@ class Cluster:
             def controller(name: str = name, template: str = template) -> Component:
                 config = load_controller_config(os.path.join(CONF_DIR, template),
                                                 overrides=self._controller_settings(name, peers, sim.store_dir(name)))
-                c = ControllerManager.from_startup_config(config)
+                c = ControllerManager.from_startup_config(config, **self._components_options)
                 self.components[name] = c
                 return c
 
             sim.add_node(name, controller)
         for name in self.brokers:
             def broker(name: str = name) -> Component:
-                c = BrokerController(self.broker_config(name, sim.store_dir(name), self.namesrv_addr))
+                c = BrokerController(self.broker_config(name, sim.store_dir(name), self.namesrv_addr),
+                                     **self._components_options)
                 self.components[name] = c
                 if self.proxy == "local":
                     return ProxyController(self._sim_proxy_config(), broker=c, transport="framed")

@@ -92,6 +92,7 @@ from rmqlab.broker.subscription.subscription_group_manager import SubscriptionGr
 from rmqlab.broker.topic.topic_config import PermName, TopicConfig
 from rmqlab.broker.topic.topic_config_manager import TopicConfigManager
 from rmqlab.common.data_version import DataVersion
+from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.config.errors import ConfigError
 from rmqlab.config.loader import BrokerStartupConfig
@@ -124,8 +125,10 @@ class BrokerController(Component):
 
     def __init__(self, startup_config: BrokerStartupConfig, *,
                  slave_synchronize_period_ms: int = DEFAULT_SLAVE_SYNCHRONIZE_PERIOD_MS,
-                 total_physical_memory_size: int = DEFAULT_TOTAL_PHYSICAL_MEMORY_SIZE):
+                 total_physical_memory_size: int = DEFAULT_TOTAL_PHYSICAL_MEMORY_SIZE,
+                 decision_points: DecisionPoints | None = None):
         self.startup_config = startup_config
+        self.decision_points = decision_points  # rmqlab.common.decision_points: for its HA service
         self.broker_config = startup_config.brokerConfig
         self.message_store_config = startup_config.messageStoreConfig
         self.netty_server_config = startup_config.nettyServerConfig
@@ -272,11 +275,11 @@ class BrokerController(Component):
         if bc.enableControllerMode:
             self.ha_service = AutoSwitchHAService(node, self.message_store, msc,
                                                   host=self.netty_server_config.bindAddress, port=ha_port,
-                                                  broker_name=bc.brokerName)
+                                                  broker_name=bc.brokerName, decision_points=self.decision_points)
             self.update_master_ha_server_addr_periodically = True
         else:
             self.ha_service = DefaultHAService(node, self.message_store, msc, host=self.netty_server_config.bindAddress,
-                                               port=ha_port)
+                                               port=ha_port, decision_points=self.decision_points)
         if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode:
             ha_master = msc.haMasterAddress
             self.update_master_ha_server_addr_periodically = not (ha_master and len(ha_master) >= HA_ADDRESS_MIN_LENGTH)
