@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 import rmqlab
-from rmqlab.common.decision_points import POINTS, DecisionPoints
 from rmqlab.lab.exercises import EXERCISES
 
 WORKLOADS = Path(__file__).resolve().parent.parent / "datasets" / "workloads"
 
 
 def test_the_exercises_name_every_decision_point_once():
+    from rmqlab.common.decision_points import POINTS
+
     named = [p for ex in EXERCISES.values() for p in ex.points]
     assert sorted(named) == sorted(POINTS)
     for ex in EXERCISES.values():
@@ -103,9 +104,10 @@ def test_no_mock_in_rmqlab():
 
 
 def test_a_decision_points_value_is_checked():
+    from rmqlab.common.decision_points import DecisionPoints, of
+
     with pytest.raises(TypeError):
         DecisionPoints(elect_master="DefaultElectPolicy")
-    from rmqlab.common.decision_points import of
 
     with pytest.raises(TypeError):
         of({"elect_master": None})
