@@ -635,7 +635,7 @@ class SyncStateSetState:
     caught_up: dict[int, int] = field(default_factory=dict)
 
     def get_sync_state_set(self) -> set[int]:
-        """The union of confirmed and proposed while an alter is in flight: writes wait on it (item 12)."""
+        """The union of confirmed and proposed while an alter is in flight: writes wait on it."""
         return set(self.local | self.remote) if self.is_synchronizing else set(self.local)
 
     def get_local_sync_state_set(self) -> set[int]:

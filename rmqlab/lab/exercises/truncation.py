@@ -102,14 +102,14 @@ PUBLIC_EXAMPLES: tuple[Example, ...] = (
     _ex("slave behind", [(1, 0)], 600, [(1, 0), (2, 1000)], 1500, 600,
         "The slave's epoch 1 ends at its own log end (600); the master's at 1000. Take the smaller end.", _SEED),
     _ex("old master with an unreplicated tail", [(1, 0)], 1000, [(1, 0), (2, 900)], 1200, 900,
-        "Seed case (1): the new master started epoch 2 at 900, so epoch 1 ends at 900 on the master; "
-        "the returning old master cuts its 900-1000 (never committed).", _SEED),
+        "The design document's truncation case (1): the new master started epoch 2 at 900, so epoch 1 ends at "
+        "900 on the master; the returning old master cuts its 900-1000 (never committed).", _SEED),
     _ex("old master lost its unflushed tail", [(1, 0)], 900, [(1, 0), (2, 1000)], 1300, 900,
-        "Seed case (2): the old master's machine crash lost 900-1000 (ASYNC_FLUSH); min(900, 1000) = 900, "
-        "it cuts nothing and copies the rest from the new master.", _SEED),
+        "The design document's truncation case (2): the old master's machine crash lost 900-1000 (ASYNC_FLUSH); "
+        "min(900, 1000) = 900, it cuts nothing and copies the rest from the new master.", _SEED),
     _ex("successive failovers, nothing to cut", [(1, 0), (2, 800)], 1200, [(1, 0), (2, 800), (3, 1200)], 1500,
-        1200, "Seed case (3): walk the local epochs from the newest; epoch 2 matches and both sides end it at 1200.",
-        _SEED),
+        1200, "The design document's truncation case (3): walk the local epochs from the newest; epoch 2 matches "
+        "and both sides end it at 1200.", _SEED),
     _ex("successive failovers, old master of epoch 2 returns", [(1, 0), (2, 800)], 1300,
         [(1, 0), (2, 800), (3, 1200)], 1500, 1200,
         "Epoch 2 matches (same start 800); the master ends it at 1200 where epoch 3 begins.", _SEED),
