@@ -83,4 +83,4 @@ def of(points: DecisionPoints | None) -> DecisionPoints:
     return points
 
 
-__all__ = ["DecisionPoints", "POINTS", "ROCKETMQ", "Strategy", "of"]
+__all__ = ["POINTS", "ROCKETMQ", "DecisionPoints", "Strategy", "of"]
