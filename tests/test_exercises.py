@@ -1,5 +1,5 @@
-"""The exercise registry, the sandboxed function server and its policy, and the hooks
-that swap a student's function into the simulator (rmqlab.lab.exercises)."""
+"""The exercise registry, the sandboxed function server and its policy, and the decision points
+at which a student's function decides in the simulator (rmqlab.lab.exercises)."""
 
 from __future__ import annotations
 
@@ -343,8 +343,8 @@ def test_the_transfer_reference_is_group_transfer_service():
         assert service._transfer_ok(SimpleNamespace(next_offset=next_offset, ack_nums=ack_nums)) == ex.expected
 
 
-# --- the hooks: byte-identical traces with the reference, and graded runs do call them ---------------------
-def _chaos(hooks=()):
+# --- the decision points: byte-identical traces with the reference, and graded runs do ask them -----------
+def _chaos(points=None):
     from rmqlab.checker.chaos import run_chaos
     from rmqlab.checker.schedule import MASTER, FaultOp, FaultSchedule
 
@@ -352,10 +352,7 @@ def _chaos(hooks=()):
     # checks every 5 s and an expand when it catches up.
     schedule = FaultSchedule(5, (FaultOp(1_000, "kill", MASTER, fault_id=1),
                                  FaultOp(6_000, "restart", MASTER, fault_id=1)), 8_000, 6_000)
-    with contextlib.ExitStack() as stack:
-        for hook in hooks:
-            stack.enter_context(hook)
-        run = run_chaos(5, schedule=schedule, converge_timeout_ms=20_000)
+    run = run_chaos(5, schedule=schedule, converge_timeout_ms=20_000, decision_points=points)
     run.cleanup()
     assert run.converged
     return trace_hash(run.events)
@@ -366,72 +363,80 @@ def chaos_baseline():
     return _chaos()
 
 
-def test_elect_master_hook_with_the_reference_leaves_the_run_unchanged(chaos_baseline):
+def test_elect_master_point_with_the_reference_leaves_the_run_unchanged(chaos_baseline):
+    from rmqlab.lab.exercises import combine
+
     ex, calls, transfer_calls = EXERCISES["elect_master"], [], []
     with SandboxedFunction(ex.reference, ex.function) as fn:
-        # transfer_ok's hook too: controller mode's allAckInSyncStateSet path must not reach it
-        assert _chaos([ex.install(fn, calls), EXERCISES["transfer_ok"].install(transfer.reference,
-                                                                               transfer_calls)]) == chaos_baseline
+        # transfer_ok's point too: controller mode's allAckInSyncStateSet path must not reach it
+        points = combine(ex.decision_points(fn, calls),
+                         EXERCISES["transfer_ok"].decision_points(transfer.reference, transfer_calls))
+        assert _chaos(points) == chaos_baseline
     assert calls and all(c["answer"] == election.reference(*c["args"]) for c in calls)
     assert any(c["answer"] is not None and c["args"][1] is not None and c["answer"] != c["args"][1] for c in calls)
     assert transfer_calls == []
 
 
-def test_truncation_hook_with_the_reference_leaves_the_run_unchanged(chaos_baseline):
+def test_truncation_point_with_the_reference_leaves_the_run_unchanged(chaos_baseline):
     ex, calls = EXERCISES["truncation_point"], []
     with SandboxedFunction(ex.reference, ex.function) as fn:
-        assert _chaos([ex.install(fn, calls)]) == chaos_baseline
+        assert _chaos(ex.decision_points(fn, calls)) == chaos_baseline
     assert calls and all(c["answer"] == truncation.reference(*c["args"]) for c in calls)
 
 
-def test_sync_state_set_hook_with_the_reference_leaves_the_run_unchanged(chaos_baseline):
+def test_sync_state_set_points_with_the_reference_leave_the_run_unchanged(chaos_baseline):
     ex, calls = EXERCISES["sync_state_set"], []
     with SandboxedFunction(ex.reference, ex.function) as fn:
-        assert _chaos([ex.install(fn, calls)]) == chaos_baseline
+        assert _chaos(ex.decision_points(fn, calls)) == chaos_baseline
     assert calls and all(c["answer"] == sync_state_set.reference(*c["args"]) for c in calls)
     assert any(set(c["answer"]) - set(c["args"][0]) for c in calls)  # the expand site was reached
 
 
-def test_a_wrong_function_swapped_in_changes_the_run(chaos_baseline):
+def test_a_wrong_function_at_a_point_changes_the_run(chaos_baseline):
     def elect_lowest_id(candidates, old_master, prefer_broker_id):
         return min((c[0] for c in candidates), default=None)
 
     calls = []
-    assert _chaos([EXERCISES["elect_master"].install(elect_lowest_id, calls)]) != chaos_baseline
+    assert _chaos(EXERCISES["elect_master"].decision_points(elect_lowest_id, calls)) != chaos_baseline
     assert any(c["answer"] != election.reference(*c["args"]) for c in calls)
 
 
-def _sync_run(hook=None) -> tuple[str, list]:
-    from tests.cluster_helpers import send, start
+def _sync_run(points=None) -> tuple[str, list]:
+    from rmqlab.client import ClientProcess, DefaultMQProducer
+    from rmqlab.cluster import Cluster
+    from tests.cluster_helpers import send
 
-    with hook or contextlib.nullcontext():
-        c = start("2m-2s-sync", seed=3)
-        try:
-            results = send(c, 10, "sync")
-            c.run_for(1_000)
-            return trace_hash(c.events()), results
-        finally:
-            c.close()
+    # tests.test_modes.start, with the decision points
+    c = Cluster("2m-2s-sync", seed=3, overrides={"*": {"slaveReadEnable": True}}, decision_points=points)
+    try:
+        c.start()
+        c.add_client("producer", lambda: ClientProcess(producer=DefaultMQProducer("PG", c.namesrv_addr)))
+        c.run_for(2_000)
+        results = send(c, 10, "sync")
+        c.run_for(1_000)
+        return trace_hash(c.events()), results
+    finally:
+        c.close()
 
 
-def test_transfer_ok_hook_with_the_reference_leaves_a_sync_master_run_unchanged():
+def test_transfer_ok_point_with_the_reference_leaves_a_sync_master_run_unchanged():
     ex, calls = EXERCISES["transfer_ok"], []
     baseline, results = _sync_run()
     assert all(not isinstance(r, Exception) for r in results)
     with SandboxedFunction(ex.reference, ex.function) as fn:
-        assert _sync_run(ex.install(fn, calls))[0] == baseline
+        assert _sync_run(ex.decision_points(fn, calls))[0] == baseline
     assert calls and {c["args"][1] for c in calls} == {2}  # ackNums = inSyncReplicas = 2 in 2m-2s-sync
     assert any(c["answer"] for c in calls) and all(c["answer"] == transfer.reference(*c["args"]) for c in calls)
 
 
-def test_a_failing_swapped_in_function_is_recorded_in_calls():
+def test_a_failing_function_at_a_point_is_recorded_in_calls():
     def loops(*args):
         while True:
             pass
 
     calls = []
     with SandboxedFunction(loops, "transfer_ok", time_limit_s=0.2) as fn:
-        _, results = _sync_run(EXERCISES["transfer_ok"].install(fn, calls))
+        _, results = _sync_run(EXERCISES["transfer_ok"].decision_points(fn, calls))
     # The broker absorbs the exception (SYSTEM_ERROR to the producer): the sends fail, and every
     # call is recorded with its error — the first a timeout, the later ones at once.
     assert results and all(isinstance(r, Exception) for r in results)
@@ -439,15 +444,31 @@ def test_a_failing_swapped_in_function_is_recorded_in_calls():
     assert {c["error"]["status"] for c in calls} == {"timeout"}
 
 
-def test_an_installed_hook_can_be_entered_again_for_the_next_run():
-    from rmqlab.ha.group_transfer_service import GroupTransferService
+def test_decision_points_serve_one_run_after_another_and_refuse_two_rules_for_one_point():
+    from rmqlab.common.decision_points import DecisionPoints
+    from rmqlab.lab.exercises import combine
 
-    real = GroupTransferService._transfer_ok
-    hook = EXERCISES["transfer_ok"].install(transfer.reference)
-    for _ in range(2):
-        with hook:
-            assert GroupTransferService._transfer_ok is not real
-        assert GroupTransferService._transfer_ok is real
+    ex = EXERCISES["transfer_ok"]
+    points = ex.decision_points(transfer.reference)
+    assert points.replaced() == ("transfer_ok",) and DecisionPoints().replaced() == ()
+    assert combine(points, EXERCISES["elect_master"].decision_points(election.reference)).replaced() == \
+        ("elect_master", "transfer_ok")
+    with pytest.raises(ValueError, match="set twice"):
+        combine(points, ex.decision_points(transfer.reference))
+    with pytest.raises(TypeError):
+        DecisionPoints(transfer_ok=3)
+
+
+def test_the_real_runtime_refuses_decision_points():
+    from rmqlab.cluster import Cluster
+    from rmqlab.workload import run_workload
+    from rmqlab.workload.catalog import CATALOG
+
+    points = EXERCISES["transfer_ok"].decision_points(transfer.reference)
+    with pytest.raises(ValueError, match="real process"):
+        Cluster("2m-2s-sync", "real", decision_points=points)
+    with pytest.raises(ValueError, match="decision_points"):
+        run_workload(CATALOG["sync-kill-master"], runtime="real", decision_points=points)
 
 
 # --- the lab notebooks -----------------------------------------------------------------------------------

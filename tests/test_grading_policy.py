@@ -29,7 +29,7 @@ from rmqlab.grading import feedback as fb
 from rmqlab.grading import gradebook as gb
 from rmqlab.grading.samples import VARIANTS, make_submission
 from rmqlab.grading.tasks import key
-from rmqlab.lab.exercises import EXERCISES
+from rmqlab.lab.exercises import EXERCISES, combine
 
 DO_NOTHING_MAX = 1.0
 WORKLOADS = ("ctrl-standalone-crash-master", "sync-kill-master")
@@ -68,7 +68,8 @@ def hidden_calls():
         w = CATALOG[name]
         names = [n for n, e in EXERCISES.items() if w.mode in e.modes]
         calls = {n: [] for n in names}
-        run_workload(w, patches=[EXERCISES[n].install(EXERCISES[n].reference, calls=calls[n]) for n in names])
+        run_workload(w, decision_points=combine(*(EXERCISES[n].decision_points(EXERCISES[n].reference, calls=calls[n])
+                                                  for n in names)))
         for n in names:
             out.setdefault(n, []).extend(calls[n])
     assert all(out.get(n) for n in EXERCISES), {n: len(c) for n, c in out.items()}

@@ -270,8 +270,8 @@ def _disagreements(name: str, exercise: str, variant: str) -> list[tuple[list, o
     exec(VARIANTS[exercise][variant].source, namespace)  # our own sample "student" code
     fn = namespace[FUNCTION[exercise]]
     calls: list = []
-    run_workload(CATALOG[name], patches=[ex.install(
-        lambda *args: fn(*(ex.arg_adapter(list(args)) if ex.arg_adapter else args)), calls=calls)])
+    run_workload(CATALOG[name], decision_points=ex.decision_points(
+        lambda *args: fn(*(ex.arg_adapter(list(args)) if ex.arg_adapter else args)), calls=calls))
     return disagreements(ex, calls)
 
 

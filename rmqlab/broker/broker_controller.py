@@ -98,6 +98,7 @@ from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.message.message_client_id_setter import MessageClientIDSetter
 from rmqlab.common.topic_config import TopicConfig
+from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.config.errors import ConfigError
 from rmqlab.config.loader import BrokerStartupConfig
@@ -130,8 +131,10 @@ class BrokerController(Component):
 
     def __init__(self, startup_config: BrokerStartupConfig, *,
                  slave_synchronize_period_ms: int = DEFAULT_SLAVE_SYNCHRONIZE_PERIOD_MS,
-                 total_physical_memory_size: int = DEFAULT_TOTAL_PHYSICAL_MEMORY_SIZE):
+                 total_physical_memory_size: int = DEFAULT_TOTAL_PHYSICAL_MEMORY_SIZE,
+                 decision_points: DecisionPoints | None = None):
         self.startup_config = startup_config
+        self.decision_points = decision_points  # rmqlab.common.decision_points: for its HA service
         self.broker_config = startup_config.brokerConfig
         self.message_store_config = startup_config.messageStoreConfig
         self.netty_server_config = startup_config.nettyServerConfig
@@ -339,11 +342,12 @@ class BrokerController(Component):
         if bc.enableControllerMode:
             self.ha_service = AutoSwitchHAService(self.node, self.message_store, msc,
                                                   host=self.netty_server_config.bindAddress, port=ha_port,
-                                                  broker_name=bc.brokerName)
+                                                  broker_name=bc.brokerName, decision_points=self.decision_points)
             self.update_master_ha_server_addr_periodically = True
         else:
             self.ha_service = DefaultHAService(self.node, self.message_store, msc,
-                                               host=self.netty_server_config.bindAddress, port=ha_port)
+                                               host=self.netty_server_config.bindAddress, port=ha_port,
+                                               decision_points=self.decision_points)
         if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode:
             ha_master = msc.haMasterAddress
             self.update_master_ha_server_addr_periodically = not (ha_master and len(ha_master) >= HA_ADDRESS_MIN_LENGTH)

@@ -79,11 +79,11 @@ def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: in
               controller_overrides: dict | None = None, overrides: dict | None = None,
               schedule: FaultSchedule | None = None, schedule_options: dict | None = None,
               workload: QueueWorkload | None = None, converge_timeout_ms: float = 30_000,
-              trace_path: str | None = None) -> ChaosRun:
+              trace_path: str | None = None, decision_points=None) -> ChaosRun:
     """Run one seeded chaos experiment on the simulator (cluster seed = schedule seed = `seed`
-    unless a schedule is given) and return its history; the caller checks it and cleans up."""
+    unless a schedule is given) and return its history; the caller checks it and cleans up.
+    `decision_points`: rmqlab.common.decision_points rules for the cluster's components."""
     from rmqlab.cluster import Cluster
-
     from rmqlab.cluster.sim_backend import memory_dir
 
     wall = time.monotonic()
@@ -93,7 +93,7 @@ def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: in
     root = tempfile.mkdtemp(prefix=f"rmqlab-chaos-{seed}-", dir=memory_dir())
     workload = workload or QueueWorkload()
     c = Cluster(mode, seed=seed, root_dir=root, controllers=controllers,
-                controller_overrides=controller_overrides, overrides=overrides)
+                controller_overrides=controller_overrides, overrides=overrides, decision_points=decision_points)
     try:
         c.start(60_000)
         # Start from a healthy set: a master and every replica in its SyncStateSet.

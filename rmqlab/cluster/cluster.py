@@ -14,6 +14,7 @@ from rmqlab.cluster.leader_scan import LeaderScan
 from rmqlab.cluster.modes import CONTROLLER_COUNTS, MODES, DeploymentMode, controller_modes
 from rmqlab.cluster.real_backend import RealBackend
 from rmqlab.cluster.sim_backend import SimBackend
+from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.example.benchmark import ClientSpec, ConsumerSpec, ProducerSpec
 from rmqlab.runtime.component import Component
 
@@ -26,7 +27,7 @@ class Cluster:
                  overrides: dict[str, dict[str, object]] | None = None, mapped_file_size: int = 1024 * 1024,
                  relay: bool = True, controllers: int = 3,
                  controller_overrides: dict[str, object] | None = None, proxy: str | None = None,
-                 proxy_overrides: dict[str, object] | None = None):
+                 proxy_overrides: dict[str, object] | None = None, decision_points: DecisionPoints | None = None):
         """`mode`: a name of MODES, or a DeploymentMode (rmqlab.cluster.modes). `overrides` maps a
         node name (or "*" for every broker) to extra broker settings; the commitlog file size
         defaults to 1 MiB so rolling is visible in a lab. `relay=False` (real runtime only)
@@ -40,7 +41,11 @@ class Cluster:
         are rmq-proxy.json settings. `proxy_endpoints` lists the addresses clients use.
 
         Without `root_dir` the Cluster makes a temporary one (on the simulator in memory, /dev/shm,
-        when there is room: rmqlab.cluster.sim_backend.memory_dir) and removes it at close()."""
+        when there is room: rmqlab.cluster.sim_backend.memory_dir) and removes it at close().
+
+        `decision_points` (simulator only): the rules the brokers and controllers use at the named
+        points of rmqlab.common.decision_points instead of RocketMQ's (how an exercise runs a
+        student's function)."""
         if isinstance(mode, str):
             if mode not in MODES:
                 raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -87,7 +92,8 @@ class Cluster:
         if self._own_root:
             atexit.register(self.close)
         try:
-            self.backend = backend_type(self.root_dir, seed=seed, relay=relay, proxy=proxy)
+            self.backend = backend_type(self.root_dir, seed=seed, relay=relay, proxy=proxy,
+                                        decision_points=decision_points)
             ends = self.backend.build(self.deployment)
         except BaseException:  # nothing to close later: remove what was made
             self.close()

@@ -28,9 +28,14 @@ class RealBackend(Backend):
     trace_grows = False
     start_poll_ms = 50.0
 
-    def __init__(self, root_dir: str, *, seed: int, relay: bool = True, proxy: str | None = None):
+    def __init__(self, root_dir: str, *, seed: int, relay: bool = True, proxy: str | None = None,
+                 decision_points: object | None = None):
         """`relay=False` connects the processes directly, without the fault relay: kill, crash and
-        restart still work, link faults do not."""
+        restart still work, link faults do not. `decision_points` are refused: they are Python
+        callables, and a server started from a conf file cannot take them."""
+        if decision_points is not None:
+            raise ValueError("decision_points are Python callables handed to the simulator's components: a real "
+                             "process cannot take them (use runtime='sim')")
         if proxy == "local" and relay:
             raise ValueError("proxy='local' needs relay=False: each broker's Proxy listens on its own host "
                              "(its node's loopback address) at the one gRPC port, which the relay cannot forward")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from rmqlab.cluster.backend import ADMIN_NODE, Backend, Endpoints
 from rmqlab.cluster.deployment import Deployment
 from rmqlab.cluster.modes import BROKER, CONTROLLER, NAMESRV, PROXY, ServerNode
+from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.example.benchmark import ClientSpec, build_client
 from rmqlab.runtime.component import Component
 
@@ -39,9 +40,11 @@ class SimBackend(Backend):
     trace_grows = True
     start_poll_ms = 1.0
 
-    def __init__(self, root_dir: str, *, seed: int, relay: bool = True, proxy: str | None = None):
+    def __init__(self, root_dir: str, *, seed: int, relay: bool = True, proxy: str | None = None,
+                 decision_points: DecisionPoints | None = None):
         """Nodes under <root_dir>/nodes. `relay` is the real runtime's: the simulator's network
-        carries every fault; `proxy` needs nothing of it before build()."""
+        carries every fault; `proxy` needs nothing of it before build(). `decision_points` go to
+        the components that decide (brokers, controllers), only when given."""
         from rmqlab.runtime.sim import Simulation
 
         self.sim = Simulation(seed=seed, root_dir=os.path.join(root_dir, "nodes"))
@@ -49,6 +52,7 @@ class SimBackend(Backend):
         self.tracer = self.sim.tracer
         self.components: dict[str, Component] = {}
         self._deployment: Deployment | None = None
+        self._options = {} if decision_points is None else {"decision_points": decision_points}
 
     @classmethod
     def temp_parent(cls) -> str | None:
@@ -84,7 +88,8 @@ class SimBackend(Backend):
             overrides.update(self._deployment.controller_settings(node, peers, self.sim.store_dir(node.name)))
         config = load_namesrv_config(self._deployment.template_path(node.template) if node.template else None,
                                      overrides=overrides)
-        c = self.components[node.name] = NamesrvController.from_startup_config(config)
+        c = self.components[node.name] = NamesrvController.from_startup_config(
+            config, **(self._options if node.controller_index is not None else {}))
         return c
 
     def _controller(self, node: ServerNode, peers: dict[str, str]) -> Component:
@@ -94,7 +99,7 @@ class SimBackend(Backend):
         config = load_controller_config(self._deployment.template_path(node.template),
                                         overrides=self._deployment.controller_settings(node, peers,
                                                                                        self.sim.store_dir(node.name)))
-        c = self.components[node.name] = ControllerManager.from_startup_config(config)
+        c = self.components[node.name] = ControllerManager.from_startup_config(config, **self._options)
         return c
 
     def _broker(self, node: ServerNode, ends: Endpoints) -> Component:
@@ -109,7 +114,7 @@ class SimBackend(Backend):
             host = {"brokerIP1": ip, "brokerIP2": ip, "bindAddress": ip}
         config = load_broker_config(d.template_path(node.template), overrides=d.broker_settings(
             node.name, self.sim.store_dir(node.name), ends.namesrv_addr, ends.controller_addr, host))
-        broker = self.components[node.name] = BrokerController(config)
+        broker = self.components[node.name] = BrokerController(config, **self._options)
         if d.proxy == "local":  # the node runs the Proxy, which runs its broker
             return ProxyController(self._proxy_config(ends.namesrv_addr), broker=broker, transport="framed")
         return broker

@@ -41,6 +41,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rmqlab.common.decision_points import DecisionPoints
+from rmqlab.common.decision_points import of as decision_points_of
 from rmqlab.config.addresses import parse_addr
 from rmqlab.config.controller import ControllerConfig
 from rmqlab.config.netty import CONTROLLER_LISTEN_PORT, NettyClientConfig, NettyServerConfig
@@ -85,7 +87,7 @@ class ControllerManager(Component):
 
     def __init__(self, controller_config: ControllerConfig, netty_server_config: NettyServerConfig | None = None,
                  netty_client_config: NettyClientConfig | None = None, *, store_path: str | None = None,
-                 trace_raft_frames: bool = False, **raft_conf: Any):
+                 trace_raft_frames: bool = False, decision_points: DecisionPoints | None = None, **raft_conf: Any):
         if not controller_config.controllerDLegerPeers:
             raise ValueError("Attribute value controllerDLegerPeers of ControllerConfig is null or empty")
         if not controller_config.controllerDLegerSelfId:
@@ -95,6 +97,7 @@ class ControllerManager(Component):
         self.netty_client_config = netty_client_config or NettyClientConfig()
         self.store_path = store_path
         self.trace_raft_frames = trace_raft_frames
+        self.decision_points = decision_points_of(decision_points)  # elect_master: the election's choice
         self.raft_conf = raft_conf
         self.self_addr = controller_config.get_self_addr()
         self.broker_housekeeping_service = BrokerHousekeepingService(self)
@@ -118,7 +121,9 @@ class ControllerManager(Component):
         self.heartbeat_manager = DefaultBrokerHeartbeatManager(
             self.controller_config, node.now_ms, channel_closer=lambda ch: ch.close("broker channel expired"),
             logger=self.log)
-        policy = DefaultElectPolicy(self.heartbeat_manager.is_broker_active, self.heartbeat_manager.get_broker_live_info)
+        policy = DefaultElectPolicy(self.heartbeat_manager.is_broker_active,
+                                    self.heartbeat_manager.get_broker_live_info,
+                                    elect_master=self.decision_points.elect_master)
         self.controller = RaftController(self.controller_config, self.heartbeat_manager.is_broker_active, policy,
                                          store_path=self.store_path, trace_frames=self.trace_raft_frames,
                                          logger=self.log, **self.raft_conf)

@@ -91,15 +91,17 @@ def unique_args(calls: list[dict]) -> tuple[list, list[int]]:
 
 def reference_run(ctx: dict, item: dict) -> dict:
     """Run workload `item["workload"]` at `item["seed"]` with every applicable exercise's REFERENCE
-    function installed, recording each exercise's calls."""
+    function deciding at its decision points, recording each exercise's calls."""
+    from rmqlab.lab.exercises.registry import combine
     from rmqlab.workload import outcome_json, run_workload
     started = time.monotonic()
     rec = workload(ctx, item["workload"])
     exercises = _exercises()
     calls = {name: [] for name in item["exercises"]}
-    patches = [exercises[name].install(exercises[name].reference, calls=calls[name]) for name in item["exercises"]]
+    points = combine(*(exercises[name].decision_points(exercises[name].reference, calls=calls[name])
+                       for name in item["exercises"]))
     try:
-        run = run_workload(rec.workload, seed=item["seed"], patches=patches)
+        run = run_workload(rec.workload, seed=item["seed"], decision_points=points)
     except Exception as e:  # noqa: BLE001 — a workload the simulator cannot run is the instructor's to fix
         return {**item, "error": f"{type(e).__name__}: {e}"[:1000], "wall_s": time.monotonic() - started}
     return {**item, "outcome": run.outcome, "outcome_json": outcome_json(run.outcome).decode(),
@@ -234,8 +236,8 @@ def check_log(ctx: dict, item: dict) -> dict:
 # -- stage C / D: full replays ------------------------------------------------------------------------
 
 def replay(ctx: dict, item: dict) -> dict:
-    """A full replay of the workload with the student's function installed (the other exercises keep
-    RocketMQ's rule: no hook), through a SandboxedFunction: the simulator runs here, the student's
+    """A full replay of the workload with the student's function at the exercise's decision points
+    (the other points keep RocketMQ's rule), through a SandboxedFunction: the simulator runs here, the student's
     function in its sandbox, asked one call at a time. Returns the outcome, the call log and the
     trace slice around the first violated invariant (for the feedback's diagram)."""
     from rmqlab.lab.exercises import StudentFunctionError
@@ -248,7 +250,8 @@ def replay(ctx: dict, item: dict) -> dict:
     try:
         rec = workload(ctx, item["workload"])
         try:
-            run = run_workload(rec.workload, seed=item["seed"], patches=[ex.install(fn, calls=calls)])
+            run = run_workload(rec.workload, seed=item["seed"],
+                               decision_points=ex.decision_points(fn, calls=calls))
         except StudentFunctionError as e:
             out.update(status="error", error=_finding(e, []), wall_s=time.monotonic() - started)
             return out

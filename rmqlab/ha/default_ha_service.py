@@ -32,6 +32,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from rmqlab.common.decision_points import DecisionPoints
+from rmqlab.common.decision_points import of as decision_points_of
 from rmqlab.ha.default_ha_client import DefaultHAClient
 from rmqlab.ha.default_ha_connection import DefaultHAConnection
 from rmqlab.ha.group_transfer_service import GroupTransferService
@@ -85,15 +87,18 @@ class DefaultHAService(HAService):
 
     `config` is the broker's MessageStoreConfig (read live: RocketMQ's getters are live too).
     `host` / `port` are where AcceptSocketService listens; the port defaults to haListenPort.
+    `decision_points`: its transfer_ok goes to the GroupTransferService (None: RocketMQ's rule).
     Lifecycle, connections and acknowledgements are HAService's.
     """
 
     connection_list: list[DefaultHAConnection]
     ha_client: DefaultHAClient | None
 
-    def __init__(self, node: Node, store, config, *, host: str = "0.0.0.0", port: int | None = None):
+    def __init__(self, node: Node, store, config, *, host: str = "0.0.0.0", port: int | None = None,
+                 decision_points: DecisionPoints | None = None):
         super().__init__(node, store, config)
-        self.group_transfer_service = GroupTransferService(self)
+        self.group_transfer_service = GroupTransferService(
+            self, transfer_ok=decision_points_of(decision_points).transfer_ok)
         self.accept_socket_service = AcceptSocketService(self, host, config.haListenPort if port is None else port)
         self.ha_client = DefaultHAClient(self) if _role(config) == "SLAVE" else None
         store.set_ha_service(self)

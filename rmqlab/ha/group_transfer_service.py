@@ -20,13 +20,18 @@ head request's deadline — the same outcomes without a busy loop.
 ackNums == -1 (MixAll.ALL_ACK_IN_SYNC_STATE_SET) comes only from controller mode; for a classic
 service it falls through to the counting rule, where any connection satisfies it (Java's
 behaviour for a non-AutoSwitch service). The AutoSwitch service counts its SyncStateSet instead.
+
+The transferOK rule is the decision point ``transfer_ok`` (rmqlab.common.decision_points): the
+service takes it as a strategy (`TransferOk`; default `transfer_ok`, RocketMQ's rule) on plain
+values, so a caller (the labs' exercise) can hand it another. Java inlines it in doWaitTransfer.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from rmqlab.store.commit_log import GroupCommitRequest
 from rmqlab.store.put_message_result import PutMessageStatus
@@ -39,9 +44,36 @@ log = logging.getLogger("rmqlab.ha")
 ALL_ACK_IN_SYNC_STATE_SET = -1  # MixAll.ALL_ACK_IN_SYNC_STATE_SET
 
 
+class TransferOk(Protocol):
+    """The decision point ``transfer_ok``: may the put ending at `next_offset` that needs
+    `ack_nums` copies be answered now? `slave_ack_offsets`: each HA connection's slaveAckOffset;
+    `push2_slave_max_offset`: the largest offset any slave acknowledged."""
+
+    def __call__(self, next_offset: int, ack_nums: int, slave_ack_offsets: Sequence[int],
+                 push2_slave_max_offset: int) -> bool: ...
+
+
+def transfer_ok(next_offset: int, ack_nums: int, slave_ack_offsets: Sequence[int], push2_slave_max_offset: int) -> bool:
+    """RocketMQ's transferOK (GroupTransferService.doWaitTransfer; module docstring)."""
+    if ack_nums != ALL_ACK_IN_SYNC_STATE_SET and ack_nums <= 1:
+        return push2_slave_max_offset >= next_offset
+    acks = 1  # the master
+    for ack in slave_ack_offsets:
+        if ack >= next_offset:
+            acks += 1
+        if acks >= ack_nums:
+            return True
+    return False
+
+
 class GroupTransferService:
-    def __init__(self, ha_service: "DefaultHAService"):
+    # RocketMQ's rule unless a caller gives another (a class attribute: the instance's wins).
+    transfer_ok: TransferOk = staticmethod(transfer_ok)
+
+    def __init__(self, ha_service: "DefaultHAService", *, transfer_ok: TransferOk | None = None):
         self.ha_service = ha_service
+        if transfer_ok is not None:
+            self.transfer_ok = transfer_ok
         self.node = ha_service.node
         self._requests: deque[GroupCommitRequest] = deque()
         self._timer = None
@@ -63,15 +95,9 @@ class GroupTransferService:
         return len(self._requests)
 
     def _transfer_ok(self, req: GroupCommitRequest) -> bool:
-        if req.ack_nums != ALL_ACK_IN_SYNC_STATE_SET and req.ack_nums <= 1:
-            return self.ha_service.push2_slave_max_offset >= req.next_offset
-        ack_nums = 1  # the master
-        for conn in self.ha_service.connection_list:
-            if conn.slave_ack_offset >= req.next_offset:
-                ack_nums += 1
-            if ack_nums >= req.ack_nums:
-                return True
-        return False
+        ha = self.ha_service
+        return self.transfer_ok(req.next_offset, req.ack_nums, [c.slave_ack_offset for c in ha.connection_list],
+                                ha.push2_slave_max_offset)
 
     def do_wait_transfer(self) -> None:
         now = self.node.now_ms()

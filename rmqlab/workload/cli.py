@@ -10,7 +10,7 @@ of Workload.to_dict()) and writes its Parquet file (schema in datasets/README.md
 regenerates the catalog, each workload on its own recorded_runtime unless --runtime says otherwise
 (`--sim-only` skips the real-process ones). `replay` re-runs a file's workload on the simulator and
 prints its outcome (a summary, or with --json the canonical JSON); with --exercise and --solution,
-the student's function (a Python file defining it) is swapped in through the exercise's hook
+the student's function (a Python file defining it) decides at the exercise's decision points
 (rmqlab.lab.exercises), in bubblewrap's sandbox (rmqlab.grading.jail) when it can run here,
 otherwise in a forked child with only the courtesy audit hook, labelled "NOT SANDBOXED" on stderr.
 
@@ -131,7 +131,7 @@ def run_replay(args: argparse.Namespace) -> int:
     recorded = load_workload(args.workload)
     if bool(args.exercise) != bool(args.solution):
         raise ValueError("--exercise and --solution go together")
-    patches, calls, fn = [], [], None
+    points, calls, fn = None, [], None
     if args.exercise:
         try:
             from rmqlab.lab.exercises import EXERCISES, SandboxedFunction
@@ -148,10 +148,10 @@ def run_replay(args: argparse.Namespace) -> int:
             # A practice replay may run without the OS sandbox; grading never does (rmqlab grade refuses).
             print(f"rmqlab replay: NOT SANDBOXED (practice only): {jail.INSTALL_HINT}", file=sys.stderr)
         fn = SandboxedFunction(source, exercise.function, jail=sandboxed)
-        patches.append(exercise.install(fn, calls))
+        points = exercise.decision_points(fn, calls)
     try:
         try:
-            run = run_workload(recorded.workload, seed=args.seed, patches=patches)
+            run = run_workload(recorded.workload, seed=args.seed, decision_points=points)
         except Exception as e:
             if type(e).__name__ != "StudentFunctionError":
                 raise
@@ -176,7 +176,7 @@ def run_replay(args: argparse.Namespace) -> int:
         elif calls:
             print("  every call was answered as RocketMQ's rule answers it")
     same_inputs = recorded.outcome is not None and recorded.meta.get("runtime", "sim") == "sim" \
-        and recorded.outcome.get("seed") == run.seed and not patches
+        and recorded.outcome.get("seed") == run.seed and points is None
     if same_inputs:
         match = outcome_json(recorded.outcome) == outcome_json(run.outcome)
         print(f"  the replay {'matches' if match else 'DIFFERS FROM'} the recorded outcome byte for byte")

@@ -3,7 +3,7 @@
     run = run_workload(workload)                     # the simulator, seed = workload.seed
     run.outcome, run.events, run.virtual_ms, run.wall_s
     run_workload(workload, runtime="real")           # OS processes (recording only)
-    run_workload(workload, patches=[exercise.install(fn)])   # a student's function swapped in
+    run_workload(workload, decision_points=exercise.decision_points(fn))   # a student's function decides
 
 A run, on either runtime:
 
@@ -47,6 +47,7 @@ from typing import Any, ContextManager
 
 from rmqlab.checker.schedule import FaultOp, MasterResolver, apply_op
 from rmqlab.cluster.sim_backend import memory_dir
+from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.example.benchmark import ConsumerSpec, build_client
 from rmqlab.workload.spec import CLIENT_SETTINGS, Workload
 
@@ -78,12 +79,14 @@ class WorkloadRun:
 
 def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = "sim",
                  patches: Sequence[ContextManager] = (), root_dir: str | None = None,
-                 quiet: bool = True) -> WorkloadRun:
-    """Run `workload` (module docstring) with `seed` (default: workload.seed). `patches` are
-    entered in order around the whole run (an exercise's hook); an exception raised inside one
-    propagates. `root_dir`: where the nodes' files go, kept after the run (default: a temporary
-    directory, removed). `quiet`: rmqlab's and pysyncobj's loggers are silenced during the run (the
-    trace holds what happened; a failover makes every client log a warning per retry)."""
+                 quiet: bool = True, decision_points: DecisionPoints | None = None) -> WorkloadRun:
+    """Run `workload` (module docstring) with `seed` (default: workload.seed). `decision_points`
+    (rmqlab.common.decision_points; the simulator only) are the rules the cluster's components use
+    instead of RocketMQ's at those points (an exercise's function). `patches` are context managers
+    entered in order around the whole run; an exception raised inside one propagates. `root_dir`:
+    where the nodes' files go, kept after the run (default: a temporary directory, removed).
+    `quiet`: rmqlab's and pysyncobj's loggers are silenced during the run (the trace holds what
+    happened; a failover makes every client log a warning per retry)."""
     if not isinstance(workload, Workload):
         raise TypeError(f"run_workload: expected a Workload, not {type(workload).__name__}")
     if runtime not in ("sim", "real"):
@@ -93,6 +96,9 @@ def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = 
         raise ValueError(f"seed must be an integer >= 0, not {seed!r}")
     if runtime == "real" and patches:
         raise ValueError("patches swap code into the simulator's components: they need runtime='sim'")
+    if runtime == "real" and decision_points is not None:
+        raise ValueError("decision_points are Python callables handed to the simulator's components: they need "
+                         "runtime='sim'")
     from rmqlab.viz import quiet_logs
 
     wall = time.monotonic()
@@ -104,7 +110,7 @@ def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = 
                 stack.enter_context(quiet_logs())
             for patch in patches:
                 stack.enter_context(patch)
-            run = _run(workload, seed, runtime, root)
+            run = _run(workload, seed, runtime, root, decision_points)
         run.wall_s = time.monotonic() - wall
         run.root_dir = root_dir
         return run
@@ -113,7 +119,8 @@ def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = 
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _run(workload: Workload, seed: int, runtime: str, root: str) -> WorkloadRun:
+def _run(workload: Workload, seed: int, runtime: str, root: str,
+         decision_points: DecisionPoints | None = None) -> WorkloadRun:
     from rmqlab.cluster import Cluster
     from rmqlab.workload.outcome import outcome as compute_outcome
 
@@ -121,6 +128,8 @@ def _run(workload: Workload, seed: int, runtime: str, root: str) -> WorkloadRun:
     if runtime == "real":
         # The relay carries the link faults; a Local-mode Proxy cannot sit behind it.
         kwargs["relay"] = workload.proxy != "local"
+    if decision_points is not None:
+        kwargs["decision_points"] = decision_points
     c = Cluster(workload.mode, runtime, seed=seed, root_dir=root, **kwargs)
     try:
         _add_clients(c, workload)

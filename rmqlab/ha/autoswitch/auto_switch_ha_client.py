@@ -156,7 +156,8 @@ class AutoSwitchHAClient(HAClient):
         """doTruncate and its effects on the store and the epoch file."""
         store = self.store
         local_max = store.get_max_phy_offset()
-        decision = do_truncate(self.epoch_cache.get_all_entries(), local_max, frame.entries, frame.max_phy_offset)
+        decision = do_truncate(self.epoch_cache.get_all_entries(), local_max, frame.entries, frame.max_phy_offset,
+                               consistent_point=self.ha_service.decision_points.find_consistent_point)
         self.last_truncate_decision = decision
         # The line for people; the decision as an ha.truncate event for readers (datasets/README.md).
         self.node.trace("log", level="INFO" if decision.ok else "ERROR", message=f"doTruncate: {decision.reason}",

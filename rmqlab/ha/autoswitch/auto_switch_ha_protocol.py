@@ -46,8 +46,9 @@ and the time, and do the I/O. Where rmqlab deviates from RocketMQ a comment says
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from rmqlab.common.checkpoint_file import INT_MAX, LONG_MAX
 from rmqlab.ha.ha_connection_state import HAConnectionState
@@ -69,8 +70,10 @@ __all__ = [
     "LegacySlaveHandshake", "encode_slave_handshake", "encode_slave_ack", "encode_master_handshake",
     "encode_master_transfer", "encode_legacy_slave_handshake", "decode_legacy_slave_handshake", "SlaveFrameDecoder",
     "MasterFrameDecoder", "CLIENT_TRANSITIONS", "CONNECTION_TRANSITIONS", "next_state", "TruncateDecision",
-    "do_truncate", "transfer_start_offset", "BatchPlan", "plan_batch", "heartbeat_epoch", "caught_up_time_on_ack",
-    "SyncStateSetState", "compute_confirm_offset", "reported_confirm_offset", "WriteAckDecision",
+    "do_truncate", "FindConsistentPoint", "find_consistent_point", "transfer_start_offset", "BatchPlan", "plan_batch",
+    "heartbeat_epoch", "caught_up_time_on_ack",
+    "SyncStateSetState", "SyncStateSetView", "ShrinkSyncStateSet", "ExpandSyncStateSet", "shrink_sync_state_set",
+    "expand_sync_state_set", "compute_confirm_offset", "reported_confirm_offset", "WriteAckDecision",
     "decide_write_ack", "all_ack_transfer_ok", "ALL_ACK_IN_SYNC_STATE_SET",
 ]
 
@@ -424,10 +427,36 @@ class TruncateDecision:
     consistent_epoch: int | None = None
 
 
+class FindConsistentPoint(Protocol):
+    """The decision point ``find_consistent_point`` (rmqlab.common.decision_points): the offset the
+    slave truncates to, given both epoch files (ascending) and both log ends; -1: no consistent
+    point (the slave refuses). doTruncate asks it only when the local file holds data."""
+
+    def __call__(self, local_entries: Sequence[EpochEntry], local_max_offset: int,
+                 master_entries: Sequence[EpochEntry], master_max_offset: int) -> int: ...
+
+
+def find_consistent_point(local_entries: Sequence[EpochEntry], local_max_offset: int,
+                          master_entries: Sequence[EpochEntry], master_max_offset: int) -> int:
+    """RocketMQ's rule: EpochFileCache.findConsistentPoint on the two scratch caches doTruncate
+    builds (each last epoch ends at its log's end)."""
+    return _scratch_cache(local_entries, local_max_offset).find_consistent_point(
+        _scratch_cache(master_entries, master_max_offset))
+
+
+def _scratch_cache(entries: Iterable[EpochEntry], max_offset: int) -> EpochFileCache:
+    cache = EpochFileCache()
+    cache.init_cache_from_entries(entries)
+    cache.set_last_epoch_entry_end_offset(max_offset)
+    return cache
+
+
 def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, master_entries: Iterable[EpochEntry],
-                master_max_offset: int) -> TruncateDecision:
-    """AutoSwitchHAClient.doTruncate's decision; the caller cuts the store and the epoch file."""
+                master_max_offset: int, *, consistent_point: FindConsistentPoint | None = None) -> TruncateDecision:
+    """AutoSwitchHAClient.doTruncate's decision; the caller cuts the store and the epoch file.
+    `consistent_point`: the decision point find_consistent_point (None: RocketMQ's rule)."""
     local_entries = [e.copy() for e in local_entries]
+    master_entries = list(master_entries)
     if not local_entries:
         return TruncateDecision(True, None, 0, "the local epoch cache is empty (a new replica): nothing to truncate")
     if local_entries[0].start_offset >= local_max_offset:
@@ -439,14 +468,11 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
         return TruncateDecision(True, local_max_offset, local_max_offset,
                                 f"the local epochs hold no data (local max {local_max_offset}): drop them, "
                                 f"nothing to truncate", tuple(master_entries), tuple(local_entries))
-    master_cache = EpochFileCache()
-    master_cache.init_cache_from_entries(master_entries)
-    master_cache.set_last_epoch_entry_end_offset(master_max_offset)
-    local_cache = EpochFileCache()
-    local_cache.init_cache_from_entries(local_entries)
-    local_cache.set_last_epoch_entry_end_offset(local_max_offset)
+    master_cache = _scratch_cache(master_entries, master_max_offset)
+    local_cache = _scratch_cache(local_entries, local_max_offset)
     shown_master, shown_local = tuple(master_cache.get_all_entries()), tuple(local_cache.get_all_entries())
-    point = local_cache.find_consistent_point(master_cache)
+    point = (consistent_point or find_consistent_point)([e.copy() for e in local_entries], local_max_offset,
+                                                        [e.copy() for e in master_entries], master_max_offset)
     if point < 0:
         ours = ", ".join(f"({e.epoch}, {e.start_offset})" for e in shown_local)
         theirs = ", ".join(f"({e.epoch}, {e.start_offset})" for e in shown_master) or "none"
@@ -456,8 +482,8 @@ def do_truncate(local_entries: Iterable[EpochEntry], local_max_offset: int, mast
                                 f"(manual intervention needed: the master's files expired, or it was "
                                 f"elected uncleanly holding none of the slave's epochs)",
                                 shown_master, shown_local)
-    # None only when the point did not come from find_consistent_point's own walk (a student's
-    # function swapped in by rmqlab.lab.exercises.truncation).
+    # None only when the point did not come from find_consistent_point's own walk (another rule
+    # given as `consistent_point`, e.g. a lab exercise's).
     epoch = next((e.epoch for e in reversed(shown_local)
                   if (m := master_cache.get_entry(e.epoch)) is not None and m.start_offset == e.start_offset), None)
     return TruncateDecision(True, point, point,
@@ -543,6 +569,58 @@ def caught_up_time_on_ack(is_async_learner: bool, ack_offset: int, last_master_m
     return now_ms if master_max_offset == ack_offset else last_transfer_time_ms
 
 
+@dataclass(frozen=True)
+class SyncStateSetView:
+    """What the master's SyncStateSet decisions see: the confirmed set (`sync_state_set`, the
+    master included), this broker's id, connectionCaughtUpTimeTable (`caught_up`: slave id ->
+    lastCaughtUpTimeMs), each connected slave's slaveAckOffset (`acks`), the confirm offset, where
+    the master's current epoch starts, the clock and haMaxTimeSlaveNotCatchup."""
+
+    sync_state_set: frozenset[int]
+    local_broker_id: int | None
+    caught_up: Mapping[int, int]
+    acks: Mapping[int, int]
+    confirm_offset: int
+    epoch_start_offset: int
+    now_ms: int
+    max_not_catchup_ms: int
+
+
+class ShrinkSyncStateSet(Protocol):
+    """The decision point ``sync_state_set_shrink`` (rmqlab.common.decision_points): the set the
+    master wants at a maybeShrinkSyncStateSet check; only its removals are used."""
+
+    def __call__(self, view: SyncStateSetView) -> Set[int]: ...
+
+
+class ExpandSyncStateSet(Protocol):
+    """The decision point ``sync_state_set_expand``: does `slave_id`, outside the confirmed set,
+    join it on this ack (maybeExpandInSyncStateSet)? `view.acks[slave_id]` is the ack."""
+
+    def __call__(self, view: SyncStateSetView, slave_id: int) -> bool: ...
+
+
+def shrink_sync_state_set(view: SyncStateSetView) -> set[int]:
+    """RocketMQ's maybeShrinkSyncStateSet: members that have not caught up for
+    haMaxTimeSlaveNotCatchup leave, and so do members (other than this broker) that never caught
+    up since this master took over (no entry in the table)."""
+    new_set = set(view.sync_state_set)
+    for slave_id, last in view.caught_up.items():
+        if slave_id in new_set and view.now_ms - last > view.max_not_catchup_ms:
+            new_set.discard(slave_id)
+    for slave_id in sorted(new_set):
+        if slave_id != view.local_broker_id and slave_id not in view.caught_up:
+            new_set.discard(slave_id)
+    return new_set
+
+
+def expand_sync_state_set(view: SyncStateSetView, slave_id: int) -> bool:
+    """RocketMQ's maybeExpandInSyncStateSet: the slave's ack reached the confirm offset and the
+    current leader epoch."""
+    ack = view.acks.get(slave_id)
+    return ack is not None and ack >= view.confirm_offset and ack >= view.epoch_start_offset
+
+
 @dataclass
 class SyncStateSetState:
     """AutoSwitchHAService's SyncStateSet bookkeeping (broker ids), without locks or threads.
@@ -558,7 +636,7 @@ class SyncStateSetState:
     caught_up: dict[int, int] = field(default_factory=dict)
 
     def get_sync_state_set(self) -> set[int]:
-        """The union of confirmed and proposed while an alter is in flight: writes wait on it (item 12)."""
+        """The union of confirmed and proposed while an alter is in flight: writes wait on it."""
         return set(self.local | self.remote) if self.is_synchronizing else set(self.local)
 
     def get_local_sync_state_set(self) -> set[int]:
@@ -579,34 +657,42 @@ class SyncStateSetState:
     def update_connection_last_caught_up_time(self, slave_id: int, caught_up_ms: int) -> None:
         self.caught_up[slave_id] = max(self.caught_up.get(slave_id, 0), caught_up_ms)
 
-    def maybe_expand(self, slave_id: int, ack_offset: int, confirm_offset: int,
-                     leader_epoch_start_offset: int) -> set[int] | None:
-        """Expand: a slave outside the set whose ack reached the confirm offset and the current
-        leader epoch joins; returns the proposed set (now being synchronized), else None."""
-        if slave_id in self.local:
-            return None
-        if ack_offset >= confirm_offset and ack_offset >= leader_epoch_start_offset:
-            proposed = self.get_local_sync_state_set() | {slave_id}
-            self.mark_synchronizing(proposed)
-            return proposed
-        return None
+    def view(self, *, acks: Mapping[int, int] | None = None, confirm_offset: int = 0, epoch_start_offset: int = 0,
+             now_ms: int = 0, max_not_catchup_ms: int = 0) -> SyncStateSetView:
+        """What a shrink or expand decision sees of this state, with the service's values."""
+        return SyncStateSetView(frozenset(self.local), self.local_broker_id, dict(self.caught_up), dict(acks or {}),
+                                confirm_offset, epoch_start_offset, now_ms, max_not_catchup_ms)
 
-    def maybe_shrink(self, now_ms: int, ha_max_time_slave_not_catchup: int) -> set[int]:
-        """Shrink: drop members that have not caught up for haMaxTimeSlaveNotCatchup and members
-        (other than this broker) that never connected; returns the resulting set either way."""
-        new_set = self.get_local_sync_state_set()
-        changed = False
-        for slave_id, last in self.caught_up.items():
-            if slave_id in new_set and now_ms - last > ha_max_time_slave_not_catchup:
-                new_set.discard(slave_id)
-                changed = True
-        for slave_id in sorted(new_set):
-            if slave_id != self.local_broker_id and slave_id not in self.caught_up:
-                new_set.discard(slave_id)
-                changed = True
-        if changed:
+    def expand(self, slave_id: int) -> set[int]:
+        """Propose the confirmed set plus `slave_id` (an expand decided yes); returns it."""
+        proposed = self.get_local_sync_state_set() | {slave_id}
+        self.mark_synchronizing(proposed)
+        return proposed
+
+    def shrink_to(self, wanted: Iterable[int]) -> set[int]:
+        """Propose the confirmed set less the members `wanted` leaves out (only removals count: a
+        shrink adds nobody), when that changes it; returns the resulting set either way."""
+        local = self.get_local_sync_state_set()
+        new_set = local & set(wanted)
+        if new_set != local:
             self.mark_synchronizing(new_set)
         return new_set
+
+    def maybe_expand(self, slave_id: int, ack_offset: int, confirm_offset: int,
+                     leader_epoch_start_offset: int) -> set[int] | None:
+        """Expand by RocketMQ's rule (expand_sync_state_set): a slave outside the set whose ack
+        reached the confirm offset and the current leader epoch joins; returns the proposed set
+        (now being synchronized), else None."""
+        if slave_id in self.local:
+            return None
+        view = self.view(acks={slave_id: ack_offset}, confirm_offset=confirm_offset,
+                         epoch_start_offset=leader_epoch_start_offset)
+        return self.expand(slave_id) if expand_sync_state_set(view, slave_id) else None
+
+    def maybe_shrink(self, now_ms: int, ha_max_time_slave_not_catchup: int) -> set[int]:
+        """Shrink by RocketMQ's rule (shrink_sync_state_set); returns the resulting set either way."""
+        return self.shrink_to(shrink_sync_state_set(self.view(now_ms=now_ms,
+                                                              max_not_catchup_ms=ha_max_time_slave_not_catchup)))
 
     def on_connection_removed(self, slave_id: int) -> set[int] | None:
         """removeConnection: propose the set without the slave. The confirmed set is unchanged

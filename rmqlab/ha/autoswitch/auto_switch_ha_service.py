@@ -32,12 +32,15 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from rmqlab.common.decision_points import DecisionPoints
+from rmqlab.common.decision_points import of as decision_points_of
 from rmqlab.ha.autoswitch.auto_switch_ha_client import AutoSwitchHAClient
 from rmqlab.ha.autoswitch.auto_switch_ha_connection import AutoSwitchHAConnection
 from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (ALL_ACK_IN_SYNC_STATE_SET, SyncStateSetState,
-                                                          WriteAckDecision, all_ack_transfer_ok,
+                                                          SyncStateSetView, WriteAckDecision, all_ack_transfer_ok,
                                                           compute_confirm_offset, decide_write_ack,
-                                                          reported_confirm_offset)
+                                                          expand_sync_state_set, reported_confirm_offset,
+                                                          shrink_sync_state_set)
 from rmqlab.ha.default_ha_service import AcceptSocketService
 from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
 from rmqlab.ha.ha_service import HAService, _role
@@ -96,11 +99,19 @@ class AutoSwitchHAService(HAService):
     ha_client: AutoSwitchHAClient | None
 
     def __init__(self, node: Node, store, config, *, host: str = "0.0.0.0", port: int | None = None,
-                 local_broker_id: int | None = None, broker_name: str | None = None):
+                 local_broker_id: int | None = None, broker_name: str | None = None,
+                 decision_points: DecisionPoints | None = None):
         super().__init__(node, store, config)
         self.broker_name = broker_name or node.name
         self.epoch_cache = EpochFileCache(config.get_store_path_epoch_file())
-        self.group_transfer_service = AutoSwitchGroupTransferService(self)
+        # The decision points this service's parts call (rmqlab.common.decision_points; None
+        # fields: RocketMQ's rules): transfer_ok, the slave's find_consistent_point, and the
+        # master's SyncStateSet shrink / expand.
+        self.decision_points = decision_points_of(decision_points)
+        self.shrink_sync_state_set = self.decision_points.sync_state_set_shrink or shrink_sync_state_set
+        self.expand_sync_state_set = self.decision_points.sync_state_set_expand or expand_sync_state_set
+        self.group_transfer_service = AutoSwitchGroupTransferService(
+            self, transfer_ok=self.decision_points.transfer_ok)
         self.accept_socket_service = AutoSwitchAcceptSocketService(self, host,
                                                                    config.haListenPort if port is None else port)
         self.ha_client: AutoSwitchHAClient | None = None
@@ -329,13 +340,25 @@ class AutoSwitchHAService(HAService):
     def update_connection_last_caught_up_time(self, slave_id: int, caught_up_ms: int) -> None:
         self.sync_state.update_connection_last_caught_up_time(slave_id, caught_up_ms)
 
+    def sync_state_set_view(self, acks: dict[int, int] | None = None) -> SyncStateSetView:
+        """What the SyncStateSet decisions see now (`acks`: acknowledgements newer than the
+        connections' own, by slave id)."""
+        leader = self.epoch_cache.last_entry()
+        return self.sync_state.view(acks={**dict(self.connection_acks()), **(acks or {})},
+                                    confirm_offset=self.get_confirm_offset(),
+                                    epoch_start_offset=leader.start_offset if leader is not None else 0,
+                                    now_ms=self.node.now_ms(), max_not_catchup_ms=self.config.haMaxTimeSlaveNotCatchup)
+
     def maybe_expand_in_sync_state_set(self, slave_id: int, slave_max_offset: int) -> None:
         leader = self.epoch_cache.last_entry()
         if leader is None or not self._is_master:  # only the master proposes
             return
         pending = self._pending_proposal()
-        proposed = self.sync_state.maybe_expand(slave_id, slave_max_offset, self.get_confirm_offset(),
-                                                leader.start_offset)
+        proposed = None
+        if slave_id not in self.sync_state.local:
+            view = self.sync_state_set_view({slave_id: slave_max_offset})
+            if self.expand_sync_state_set(view, slave_id):  # the decision point sync_state_set_expand
+                proposed = self.sync_state.expand(slave_id)
         if proposed is not None:
             log.info("The slave %d has caught up, slaveMaxOffset: %d, confirmOffset: %d, epoch: %d",
                      slave_id, slave_max_offset, self.get_confirm_offset(), leader.epoch)
@@ -347,7 +370,8 @@ class AutoSwitchHAService(HAService):
     def maybe_shrink_sync_state_set(self) -> set[int]:
         """Run by the broker every checkSyncStateSetPeriod; returns the set it wants."""
         pending, local = self._pending_proposal(), self.sync_state.get_local_sync_state_set()
-        new_set = self.sync_state.maybe_shrink(self.node.now_ms(), self.config.haMaxTimeSlaveNotCatchup)
+        # The decision point sync_state_set_shrink; only its removals are taken (shrink_to).
+        new_set = self.sync_state.shrink_to(self.shrink_sync_state_set(self.sync_state_set_view()))
         if new_set != local:
             self._trace_proposal("shrink", new_set, pending,
                                  f"Slaves {sorted(local - new_set)} have not caught up for "

@@ -1,12 +1,12 @@
 """rmqlab.lab.exercises: the labs' exercises — their examples as data, the checkers
 that run a student's function on them safely (a sandboxed child process with a time limit), and
-the hooks that swap a student's function into the simulator for grading.
+the simulator's decision points (rmqlab.common.decision_points) a student's function takes for grading.
 
     from rmqlab.lab.exercises import EXERCISES, SandboxedFunction
     ex = EXERCISES["truncation_point"]              # or elect_master, sync_state_set, transfer_ok
     print(ex.check(truncation_point))               # the public examples: a CheckReport
-    with SandboxedFunction(source, ex.function, jail=True) as fn, ex.install(fn, calls):   # bubblewrap
-        ...                                         # a simulator run now asks the student's function
+    with SandboxedFunction(source, ex.function, jail=True) as fn:                          # bubblewrap
+        run_workload(w, decision_points=ex.decision_points(fn, calls))   # the components ask fn
 
     from rmqlab.lab.exercises.truncation import check, PUBLIC_EXAMPLES   # lab 04, as before
 
@@ -16,7 +16,7 @@ registry (Exercise, Example, CheckReport), and one per exercise: truncation (lab
 """
 
 from rmqlab.lab.exercises.policy import SandboxPolicy, install_sandbox_policy
-from rmqlab.lab.exercises.registry import CheckReport, Example, ExampleResult, Exercise
+from rmqlab.lab.exercises.registry import CheckReport, Example, ExampleResult, Exercise, combine
 from rmqlab.lab.exercises.sandbox import SandboxedFunction, StudentFunctionError
 from rmqlab.lab.exercises import election, sync_state_set, transfer, truncation  # noqa: E402  (after registry)
 
@@ -30,4 +30,4 @@ def exercises_of_lab(lab: str) -> list[Exercise]:
 
 
 __all__ = ["EXERCISES", "Exercise", "Example", "ExampleResult", "CheckReport", "SandboxedFunction",
-           "StudentFunctionError", "install_sandbox_policy", "SandboxPolicy", "exercises_of_lab"]
+           "StudentFunctionError", "install_sandbox_policy", "SandboxPolicy", "exercises_of_lab", "combine"]

@@ -24,18 +24,16 @@ RocketMQ's rule (DefaultElectPolicy.tryElect after the filter; rmqlab's DefaultE
    ids of a broker set).
 
 The controller calls it twice per election: with the SyncStateSet, and — only if that gives None
-and unclean election is enabled — with every registered replica (`elect`); the hook
-(`EXERCISE.install`) swaps the function in for both pools (DefaultElectPolicy._try_elect, after
-the filter), so a graded run exercises it on every election the controller makes.
+and unclean election is enabled — with every registered replica (`elect`). The function is the
+decision point ``elect_master`` (rmqlab.common.decision_points; DefaultElectPolicy asks it for both
+pools, after the validity filter): `EXERCISE.decision_points(fn)` makes the controllers ask it, so a
+graded run exercises it on every election the controller makes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import numbers
-from collections.abc import Iterator
 from typing import Any
-from unittest import mock
 
 from rmqlab.lab.exercises.registry import Example, Exercise
 
@@ -116,33 +114,23 @@ PUBLIC_EXAMPLES: tuple[Example, ...] = (
 )
 
 
-@contextlib.contextmanager
-def _install(exercise: Exercise, ask) -> Iterator[None]:
-    """DefaultElectPolicy._try_elect: the validity filter as RocketMQ's, then `ask` chooses."""
-    from rmqlab.controller.elect.impl.default_elect_policy import DefaultElectPolicy
+def _strategies(ask) -> dict:
+    """The decision point elect_master: DefaultElectPolicy's filtered pool, as JSON, to `ask`."""
 
-    def _try_elect(self, cluster_name, broker_name, brokers, old_master, prefer_broker_id):
-        pool = set(brokers)
-        if self.valid_predicate is not None:
-            pool = {b for b in pool if self.valid_predicate(cluster_name, broker_name, b)}
-        candidates = []
-        for broker_id in sorted(pool):
-            info = None
-            if self.broker_live_info_getter is not None:
-                info = self.broker_live_info_getter(cluster_name, broker_name, broker_id)
-            live = None if info is None else [int(info.epoch), int(info.max_offset), int(info.election_priority)]
-            candidates.append([broker_id, live])
-        return ask(candidates, old_master, prefer_broker_id)
+    def elect_master(candidates, old_master, prefer_broker_id):
+        return ask([[broker_id, None if info is None else
+                     [int(info.epoch), int(info.max_offset), int(info.election_priority)]]
+                    for broker_id, info in candidates], old_master, prefer_broker_id)
 
-    with mock.patch.object(DefaultElectPolicy, "_try_elect", _try_elect):
-        yield
+    return {"elect_master": elect_master}
 
 
 EXERCISE = Exercise(
     name="elect_master", function="elect_master", lab="02-raft-controller",
     modes=("controller-standalone", "controller-embedded"), reference=reference, public_examples=PUBLIC_EXAMPLES,
-    normalize_answer=_normalize, installer=_install, describe=_describe, answer_kind="a broker id or None",
-    arg_names=("candidates", "old_master", "prefer_broker_id"),
+    normalize_answer=_normalize, strategies=_strategies, describe=_describe, answer_kind="a broker id or None",
+    arg_names=("candidates", "old_master", "prefer_broker_id"), points=("elect_master",),
+    reference_workload="ctrl-standalone-kill-master",
     summary="the controller's election candidate choice (DefaultElectPolicy)")
 
 

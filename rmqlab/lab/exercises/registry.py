@@ -1,29 +1,31 @@
 """The exercise registry: what an exercise is, how its public examples are checked, and
-how a student's function is swapped into the simulator for grading.
+how a student's function decides in the simulator for grading.
 
     from rmqlab.lab.exercises import EXERCISES
     ex = EXERCISES["elect_master"]
     print(ex.check(elect_master))                 # public examples, each run in a sandboxed child
-    with ex.install(sandboxed_fn, calls):         # the simulator's component now asks sandboxed_fn
-        run_workload(...)
+    run_workload(..., decision_points=ex.decision_points(sandboxed_fn, calls))   # the components ask it
 
-Every exercise takes JSON arguments and returns a JSON answer, so the same function runs in the
-notebook (a callable), in a `SandboxedFunction` (grading) and as the reference. `install` builds the
-arguments from the component's own values (copies: a function cannot change the simulator's state),
-validates the answer with `normalize` (a `StudentFunctionError` "wrong-type" when it is not the
-kind of answer the exercise expects) and converts it back to what the component uses; an exception
-of the function (or StudentFunctionError) propagates out of the simulator untouched.
+Each exercise is one or more of the simulator's decision points (rmqlab.common.decision_points:
+`points` names them): the components take a strategy there, with RocketMQ's rule as the default, and
+`decision_points` gives them one that asks the exercise's function. Every exercise takes JSON
+arguments and returns a JSON answer, so the same function runs in the notebook (a callable), in a
+`SandboxedFunction` (grading) and as the reference. The strategy builds the arguments from the
+component's own values (copies: a function cannot change the simulator's state), validates the
+answer with `normalize` (a `StudentFunctionError` "wrong-type" when it is not the kind of answer the
+exercise expects) and converts it back to what the component uses; an exception of the function
+(or StudentFunctionError) propagates out of the simulator untouched.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmqlab.common.decision_points import POINTS, DecisionPoints
 from rmqlab.lab.exercises.sandbox import OUTPUT_LIMIT, SandboxedFunction, StudentFunctionError
 from rmqlab.lab.exercises.sandbox import _safe_repr as _short
 
@@ -127,10 +129,12 @@ def _json_copy(value: Any) -> Any:
 class Exercise:
     """One exercise. `reference` is RocketMQ's rule on the JSON arguments; `normalize_answer`
     validates an answer (returns it canonical, raises ValueError saying what is wrong);
-    `installer(exercise, ask)` is a context manager patching the component so that it calls
-    `ask(*json_args) -> normalized answer`; `describe(args)` shows an example's arguments in
-    words; `arg_adapter` turns the JSON arguments into what the lab's notebook shows (run in the
-    sandboxed child, e.g. lists into named tuples); `answer_kind` says what the answer must be."""
+    `strategies(ask)` gives, for each of the exercise's decision `points` (DecisionPoints field
+    names), the strategy the component calls there, which asks `ask(*json_args) -> normalized
+    answer`; `reference_workload` is a catalog workload (rmqlab.workload.catalog) whose run reaches
+    every one of them; `describe(args)` shows an example's arguments in words; `arg_adapter` turns
+    the JSON arguments into what the lab's notebook shows (run in the sandboxed child, e.g. lists
+    into named tuples); `answer_kind` says what the answer must be."""
 
     name: str
     function: str
@@ -139,12 +143,20 @@ class Exercise:
     reference: Callable[..., Any]
     public_examples: tuple[Example, ...]
     normalize_answer: Callable[[Any], Any]
-    installer: Callable[..., Any]
+    strategies: Callable[[Callable[..., Any]], dict[str, Callable[..., Any]]]
     describe: Callable[[Sequence[Any]], str]
     answer_kind: str
     arg_names: tuple[str, ...]
+    points: tuple[str, ...]
+    reference_workload: str
     summary: str = ""
     arg_adapter: Callable[[list], list] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.points) - set(POINTS)
+        if not self.points or unknown:
+            raise ValueError(f"exercise {self.name}: points must name decision points ({', '.join(POINTS)}), "
+                             f"not {sorted(unknown) or 'nothing'}")
 
     # -- answers ---------------------------------------------------------------------------------
     def normalize(self, answer: Any) -> Any:
@@ -240,16 +252,17 @@ class Exercise:
         kwargs.setdefault("arg_adapter", self.arg_adapter)
         return SandboxedFunction(fn_or_source, self.function, **kwargs)
 
-    # -- the simulator hook ------------------------------------------------------------------------
-    def install(self, fn: Callable[..., Any], calls: list | None = None) -> contextlib.AbstractContextManager:
-        """Swap `fn` (JSON args -> JSON answer: the reference, a SandboxedFunction, ...) into the
-        simulator's component for the duration of the `with`; each call appends
-        {"args": [...], "answer": <normalized>} to `calls` (when given), or {"args": [...],
+    # -- the simulator's decision points -----------------------------------------------------------
+    def decision_points(self, fn: Callable[..., Any], calls: list | None = None) -> DecisionPoints:
+        """The DecisionPoints (rmqlab.common.decision_points) under which the simulator's components
+        ask `fn` (JSON args -> JSON answer: the reference, a SandboxedFunction, ...) at this
+        exercise's points; pass it to run_workload / Cluster (decision_points=...). Each call
+        appends {"args": [...], "answer": <normalized>} to `calls` (when given), or {"args": [...],
         "error": StudentFunctionError.to_dict()} when fn failed (raised, timed out, wrong type...):
         the exception is raised into the component, whose own error handling may absorb it (a
         broker turns it into a SYSTEM_ERROR answer), so check `calls` for "error" entries."""
         if not callable(fn):
-            raise ValueError(f"{self.name}.install: fn must be callable, not {type(fn).__name__}")
+            raise ValueError(f"{self.name}.decision_points: fn must be callable, not {type(fn).__name__}")
 
         def ask(*args: Any) -> Any:
             text = json.dumps(list(args))
@@ -268,7 +281,11 @@ class Exercise:
                 calls.append({"args": json.loads(text), "answer": _json_copy(answer)})
             return answer
 
-        return _Reusable(lambda: self.installer(self, ask))
+        strategies = self.strategies(ask)
+        if set(strategies) != set(self.points):
+            raise ValueError(f"exercise {self.name}: its strategies are for {sorted(strategies)}, its points "
+                             f"{sorted(self.points)}")
+        return DecisionPoints(**strategies)
 
     def examples_to_json(self, examples: Iterable[Example] | None = None) -> str:
         return json.dumps([ex.to_dict() for ex in (self.public_examples if examples is None else examples)])
@@ -286,31 +303,12 @@ def _show(value: Any) -> str:
     return "None" if value is None else json.dumps(value)
 
 
-class _Reusable(contextlib.AbstractContextManager):
-    """A context manager that can be entered again after it was left (one run after another:
-    several seeds of a workload with the same installed function)."""
-
-    def __init__(self, factory: Callable[[], contextlib.AbstractContextManager]):
-        self._factory = factory
-        self._active: list[contextlib.AbstractContextManager] = []
-
-    def __enter__(self):
-        cm = self._factory()
-        value = cm.__enter__()
-        self._active.append(cm)
-        return value
-
-    def __exit__(self, *exc):
-        return self._active.pop().__exit__(*exc)
+def combine(*points: DecisionPoints) -> DecisionPoints:
+    """Several exercises' decision points in one run (each exercise has its own points)."""
+    result = DecisionPoints()
+    for p in points:
+        result = result.merged(p)
+    return result
 
 
-@contextlib.contextmanager
-def patches(*patchers) -> Iterator[None]:
-    """Enter unittest.mock patchers in order, leave them in reverse."""
-    with contextlib.ExitStack() as stack:
-        for p in patchers:
-            stack.enter_context(p)
-        yield
-
-
-__all__ = ["Example", "ExampleResult", "CheckReport", "Exercise", "TIME_LIMIT_S", "BUDGET_S", "patches"]
+__all__ = ["Example", "ExampleResult", "CheckReport", "Exercise", "TIME_LIMIT_S", "BUDGET_S", "combine"]

@@ -26,14 +26,15 @@ The answer is the set the master wants (a list or set of ids). RocketMQ's rule, 
 * Expand: a replica outside the set joins when its ack_offset >= confirm_offset and
   ack_offset >= epoch_start_offset (it caught up into the current epoch). No ack: it stays out.
 
-How it maps onto RocketMQ (and where the hook, `EXERCISE.install`, swaps it in): RocketMQ makes the
-two halves in two places, and so does rmqlab (rmqlab.ha.autoswitch.auto_switch_ha_protocol
-SyncStateSetState, called from auto_switch_ha_service.AutoSwitchHAService):
+How it maps onto RocketMQ (and onto the simulator's decision points, rmqlab.common.decision_points):
+RocketMQ makes the two halves in two places, and so does rmqlab (AutoSwitchHAService in
+rmqlab.ha.autoswitch.auto_switch_ha_service asks the points ``sync_state_set_shrink`` and
+``sync_state_set_expand``); `EXERCISE.decision_points(fn)` makes both ask the function:
 
-* maybeShrinkSyncStateSet (every checkSyncStateSetPeriod, 5 s): the hook asks the function and
-  keeps only its **removals** (the confirmed set minus what the answer leaves out);
-* maybeExpandInSyncStateSet (on a slave's ack that caught up, for a slave outside the set): the
-  hook asks the function and keeps only **that slave's addition** (whether the answer contains it).
+* maybeShrinkSyncStateSet (every checkSyncStateSetPeriod, 5 s): the service keeps only the answer's
+  **removals** (the confirmed set minus what the answer leaves out);
+* maybeExpandInSyncStateSet (on a slave's ack that caught up, for a slave outside the set): only
+  **that slave's addition** is taken (whether the answer contains it).
 
 So a function that wrongly adds at shrink time, or wrongly drops members at expand time, is not
 punished twice; what it decides for the part the call site uses is. A disconnect
@@ -42,11 +43,8 @@ punished twice; what it decides for the part the call site uses is. A disconnect
 
 from __future__ import annotations
 
-import contextlib
 import numbers
-from collections.abc import Iterator
 from typing import Any
-from unittest import mock
 
 from rmqlab.lab.exercises.registry import Example, Exercise
 
@@ -125,79 +123,36 @@ PUBLIC_EXAMPLES: tuple[Example, ...] = (
 )
 
 
-@contextlib.contextmanager
-def _install(exercise: Exercise, ask) -> Iterator[None]:
-    """Wrap the service's two call sites (to know the clock, the connections, the confirm offset
-    and the epoch) and replace SyncStateSetState.maybe_shrink / maybe_expand under them."""
-    from rmqlab.ha.autoswitch.auto_switch_ha_protocol import SyncStateSetState
-    from rmqlab.ha.autoswitch.auto_switch_ha_service import AutoSwitchHAService
+def _arguments(view) -> tuple:
+    """The function's arguments from a SyncStateSetView (rmqlab.ha.autoswitch.auto_switch_ha_protocol):
+    every replica the master knows besides itself, with its ack and its caught-up time."""
+    local = sorted(view.sync_state_set)
+    ids = set(view.caught_up) | set(view.acks) | (set(local) - {view.local_broker_id})
+    slaves = [[s, view.acks.get(s), view.caught_up.get(s)] for s in sorted(ids)]
+    return (local, view.local_broker_id, slaves, view.confirm_offset, view.epoch_start_offset, view.now_ms,
+            view.max_not_catchup_ms)
 
-    context: list[dict[str, Any]] = []  # the service call in progress (innermost last)
-    real_expand_site = AutoSwitchHAService.maybe_expand_in_sync_state_set
-    real_shrink_site = AutoSwitchHAService.maybe_shrink_sync_state_set
-    real_expand, real_shrink = SyncStateSetState.maybe_expand, SyncStateSetState.maybe_shrink
 
-    def site(real):
-        def wrapper(service, *args, **kwargs):
-            leader = service.epoch_cache.last_entry()
-            context.append({"now_ms": service.node.now_ms(), "max_ms": service.config.haMaxTimeSlaveNotCatchup,
-                            "acks": dict(service.connection_acks()), "confirm": service.get_confirm_offset(),
-                            "epoch_start": leader.start_offset if leader is not None else 0})
-            try:
-                return real(service, *args, **kwargs)
-            finally:
-                context.pop()
-        return wrapper
+def _strategies(ask) -> dict:
+    """The decision points sync_state_set_shrink (the service keeps the answer's removals) and
+    sync_state_set_expand (whether the answer holds the slave)."""
 
-    def arguments(state: SyncStateSetState, ctx: dict[str, Any], acks: dict[int, int], confirm: int,
-                  epoch_start: int) -> tuple:
-        local = sorted(state.local)
-        ids = set(state.caught_up) | set(acks) | (set(local) - {state.local_broker_id})
-        slaves = [[s, acks.get(s), state.caught_up.get(s)] for s in sorted(ids)]
-        return (local, state.local_broker_id, slaves, confirm, epoch_start, ctx["now_ms"], ctx["max_ms"])
+    def shrink(view):
+        return set(ask(*_arguments(view)))
 
-    def maybe_expand(state, slave_id, ack_offset, confirm_offset, leader_epoch_start_offset):
-        if not context:
-            return real_expand(state, slave_id, ack_offset, confirm_offset, leader_epoch_start_offset)
-        if slave_id in state.local:
-            return None
-        ctx = context[-1]
-        acks = dict(ctx["acks"])
-        acks[slave_id] = ack_offset
-        wanted = ask(*arguments(state, ctx, acks, confirm_offset, leader_epoch_start_offset))
-        if slave_id in wanted:  # only the candidate's addition is taken from the answer
-            proposed = state.get_local_sync_state_set() | {slave_id}
-            state.mark_synchronizing(proposed)
-            return proposed
-        return None
+    def expand(view, slave_id) -> bool:
+        return slave_id in ask(*_arguments(view))
 
-    def maybe_shrink(state, now_ms, ha_max_time_slave_not_catchup):
-        if not context:
-            return real_shrink(state, now_ms, ha_max_time_slave_not_catchup)
-        ctx = {**context[-1], "now_ms": now_ms, "max_ms": ha_max_time_slave_not_catchup}
-        wanted = set(ask(*arguments(state, ctx, ctx["acks"], ctx["confirm"], ctx["epoch_start"])))
-        local = state.get_local_sync_state_set()
-        new_set = local & wanted  # only the removals are taken from the answer
-        if new_set != local:
-            state.mark_synchronizing(new_set)
-        return new_set
-
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(AutoSwitchHAService, "maybe_expand_in_sync_state_set",
-                                              site(real_expand_site)))
-        stack.enter_context(mock.patch.object(AutoSwitchHAService, "maybe_shrink_sync_state_set",
-                                              site(real_shrink_site)))
-        stack.enter_context(mock.patch.object(SyncStateSetState, "maybe_expand", maybe_expand))
-        stack.enter_context(mock.patch.object(SyncStateSetState, "maybe_shrink", maybe_shrink))
-        yield
+    return {"sync_state_set_shrink": shrink, "sync_state_set_expand": expand}
 
 
 EXERCISE = Exercise(
     name="sync_state_set", function="new_sync_state_set", lab="03-ha-handshake",
     modes=("controller-standalone", "controller-embedded"), reference=reference, public_examples=PUBLIC_EXAMPLES,
-    normalize_answer=_normalize, installer=_install, describe=_describe, answer_kind="a list of broker ids",
+    normalize_answer=_normalize, strategies=_strategies, describe=_describe, answer_kind="a list of broker ids",
     arg_names=("sync_state_set", "master_id", "slaves", "confirm_offset", "epoch_start_offset", "now_ms",
-               "max_not_catchup_ms"),
+               "max_not_catchup_ms"), points=("sync_state_set_shrink", "sync_state_set_expand"),
+    reference_workload="ctrl-standalone-slow-replication",
     summary="the master's SyncStateSet shrink-or-expand decision")
 
 

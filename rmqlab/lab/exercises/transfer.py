@@ -22,19 +22,16 @@ RocketMQ's rule (GroupTransferService.doWaitTransfer, rmqlab.ha.group_transfer_s
   soon as the count reaches ack_nums. Connections, not distinct slaves, are counted — RocketMQ's
   known imprecision, kept.
 
-The hook (`EXERCISE.install`) replaces GroupTransferService._transfer_ok, which the classic
-DefaultHAService's requests go through (mode 2m-2s-sync: ack_nums = inSyncReplicas = 2). In
-controller mode AutoSwitchGroupTransferService answers ack_nums == -1 (allAckInSyncStateSet: every
-SyncStateSet member) itself and is left alone; its other requests reach the hook too, with the
-same rule.
+The function is the decision point ``transfer_ok`` (rmqlab.common.decision_points), which
+GroupTransferService asks for the classic DefaultHAService's requests (mode 2m-2s-sync: ack_nums =
+inSyncReplicas = 2); `EXERCISE.decision_points(fn)` makes the brokers ask it. In controller mode
+AutoSwitchGroupTransferService answers ack_nums == -1 (allAckInSyncStateSet: every SyncStateSet
+member) itself and does not ask; its other requests reach the point too, with the same rule.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
-from unittest import mock
 
 from rmqlab.lab.exercises.registry import Example, Exercise
 
@@ -100,25 +97,21 @@ PUBLIC_EXAMPLES: tuple[Example, ...] = (
 )
 
 
-@contextlib.contextmanager
-def _install(exercise: Exercise, ask) -> Iterator[None]:
-    """GroupTransferService._transfer_ok; AutoSwitchGroupTransferService still answers ackNums -1."""
-    from rmqlab.ha.group_transfer_service import GroupTransferService
+def _strategies(ask) -> dict:
+    """The decision point transfer_ok: GroupTransferService's values, to `ask`."""
 
-    def _transfer_ok(self, req) -> bool:
-        ha = self.ha_service
-        return ask(req.next_offset, req.ack_nums, [c.slave_ack_offset for c in ha.connection_list],
-                   ha.push2_slave_max_offset)
+    def transfer_ok(next_offset, ack_nums, slave_ack_offsets, push2_slave_max_offset) -> bool:
+        return ask(next_offset, ack_nums, list(slave_ack_offsets), push2_slave_max_offset)
 
-    with mock.patch.object(GroupTransferService, "_transfer_ok", _transfer_ok):
-        yield
+    return {"transfer_ok": transfer_ok}
 
 
 EXERCISE = Exercise(
     name="transfer_ok", function="transfer_ok", lab="01-deployment-modes", modes=("2m-2s-sync",),
-    reference=reference, public_examples=PUBLIC_EXAMPLES, normalize_answer=_normalize, installer=_install,
+    reference=reference, public_examples=PUBLIC_EXAMPLES, normalize_answer=_normalize, strategies=_strategies,
     describe=_describe, answer_kind="True or False",
-    arg_names=("next_offset", "ack_nums", "slave_ack_offsets", "push2slave_max_offset"),
+    arg_names=("next_offset", "ack_nums", "slave_ack_offsets", "push2slave_max_offset"), points=("transfer_ok",),
+    reference_workload="sync-kill-master",
     summary="may a SYNC_MASTER write be answered yet (GroupTransferService)")
 
 

@@ -21,22 +21,20 @@ return type, endless loop, sys.exit or memory bomb becomes a line in the report,
 dead kernel. Linux and macOS only (os.fork).
 
 The registry's `EXERCISE` takes the same function on JSON arguments (epoch files as
-[[epoch, start], ...]; the notebook's function sees EpochStart tuples, as before) and its hook
-(`EXERCISE.install`) asks the function where doTruncate cuts: the slave's handshake decision
-(rmqlab.ha.autoswitch.auto_switch_ha_client calls do_truncate, which asks
-EpochFileCache.find_consistent_point; the hook answers that question, and only when do_truncate
-asks it: an empty or data-less local epoch file is decided before, as in RocketMQ).
+[[epoch, start], ...]; the notebook's function sees EpochStart tuples) as the decision point
+``find_consistent_point`` (rmqlab.common.decision_points): `EXERCISE.decision_points(fn)` makes the
+slave's handshake (AutoSwitchHAClient -> do_truncate in rmqlab.ha.autoswitch.auto_switch_ha_protocol)
+ask the function where it cuts, and only when do_truncate asks: an empty or data-less local epoch
+file is decided before, as in RocketMQ.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import numbers
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-from unittest import mock
 
 from rmqlab.common.checkpoint_file import LONG_MAX
 from rmqlab.lab.exercises.registry import BUDGET_S, TIME_LIMIT_S, CheckReport, ExampleResult, Exercise
@@ -104,14 +102,14 @@ PUBLIC_EXAMPLES: tuple[Example, ...] = (
     _ex("slave behind", [(1, 0)], 600, [(1, 0), (2, 1000)], 1500, 600,
         "The slave's epoch 1 ends at its own log end (600); the master's at 1000. Take the smaller end.", _SEED),
     _ex("old master with an unreplicated tail", [(1, 0)], 1000, [(1, 0), (2, 900)], 1200, 900,
-        "Seed case (1): the new master started epoch 2 at 900, so epoch 1 ends at 900 on the master; "
-        "the returning old master cuts its 900-1000 (never committed).", _SEED),
+        "The design document's truncation case (1): the new master started epoch 2 at 900, so epoch 1 ends at "
+        "900 on the master; the returning old master cuts its 900-1000 (never committed).", _SEED),
     _ex("old master lost its unflushed tail", [(1, 0)], 900, [(1, 0), (2, 1000)], 1300, 900,
-        "Seed case (2): the old master's machine crash lost 900-1000 (ASYNC_FLUSH); min(900, 1000) = 900, "
-        "it cuts nothing and copies the rest from the new master.", _SEED),
+        "The design document's truncation case (2): the old master's machine crash lost 900-1000 (ASYNC_FLUSH); "
+        "min(900, 1000) = 900, it cuts nothing and copies the rest from the new master.", _SEED),
     _ex("successive failovers, nothing to cut", [(1, 0), (2, 800)], 1200, [(1, 0), (2, 800), (3, 1200)], 1500,
-        1200, "Seed case (3): walk the local epochs from the newest; epoch 2 matches and both sides end it at 1200.",
-        _SEED),
+        1200, "The design document's truncation case (3): walk the local epochs from the newest; epoch 2 matches "
+        "and both sides end it at 1200.", _SEED),
     _ex("successive failovers, old master of epoch 2 returns", [(1, 0), (2, 800)], 1300,
         [(1, 0), (2, 800), (3, 1200)], 1500, 1200,
         "Epoch 2 matches (same start 800); the master ends it at 1200 where epoch 3 begins.", _SEED),
@@ -197,38 +195,25 @@ def _generic(ex: Example) -> GenericExample:
                                     ex.master_max), ex.expected, ex.hint, ex.source)
 
 
-@contextlib.contextmanager
-def _install(exercise: Exercise, ask) -> Iterator[None]:
-    """Patch the name the slave's client calls (auto_switch_ha_client.do_truncate): around each
-    real do_truncate, EpochFileCache.find_consistent_point answers with `ask` on the arguments
-    do_truncate was given. The checkers' own do_truncate (rmqlab.checker.checkers, which judges
-    the cut afterwards) stays RocketMQ's."""
-    from rmqlab.ha.autoswitch import auto_switch_ha_client as client
-    from rmqlab.store.epoch_file_cache import EpochFileCache
+def _strategies(ask) -> dict:
+    """The decision point find_consistent_point: the epoch files do_truncate was given, as JSON, to
+    `ask`. The checkers' own do_truncate (rmqlab.checker.checkers, which judges the cut
+    afterwards) is given no point: it stays RocketMQ's."""
 
-    real = client.do_truncate
+    def find_consistent_point(local_entries, local_max_offset, master_entries, master_max_offset) -> int:
+        return ask([[e.epoch, e.start_offset] for e in local_entries], local_max_offset,
+                   [[e.epoch, e.start_offset] for e in master_entries], master_max_offset)
 
-    def do_truncate(local_entries, local_max_offset, master_entries, master_max_offset):
-        local_entries, master_entries = list(local_entries), list(master_entries)
-        args = ([[e.epoch, e.start_offset] for e in local_entries], local_max_offset,
-                [[e.epoch, e.start_offset] for e in master_entries], master_max_offset)
-
-        def find_consistent_point(cache, compare_cache):
-            return ask(*args)
-
-        with mock.patch.object(EpochFileCache, "find_consistent_point", find_consistent_point):
-            return real(local_entries, local_max_offset, master_entries, master_max_offset)
-
-    with mock.patch.object(client, "do_truncate", do_truncate):
-        yield
+    return {"find_consistent_point": find_consistent_point}
 
 
 EXERCISE = Exercise(
     name="truncation_point", function="truncation_point", lab="04-log-truncation",
     modes=("controller-standalone", "controller-embedded"),
     reference=reference, public_examples=tuple(_generic(ex) for ex in PUBLIC_EXAMPLES),
-    normalize_answer=_normalize, installer=_install, describe=_describe, answer_kind="an int",
-    arg_names=("local", "local_max", "master", "master_max"),
+    normalize_answer=_normalize, strategies=_strategies, describe=_describe, answer_kind="an int",
+    arg_names=("local", "local_max", "master", "master_max"), points=("find_consistent_point",),
+    reference_workload="ctrl-embedded-partition-master",
     summary="where a returning slave cuts its log (findConsistentPoint)", arg_adapter=_as_epoch_starts)
 
 
