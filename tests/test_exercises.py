@@ -3,7 +3,6 @@ at which a student's function decides in the simulator (rmqlab.lab.exercises).""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time

@@ -233,7 +233,7 @@ def test_idle_and_trickling_connections_are_closed(servers):
 async def _eof(reader: asyncio.StreamReader, wait_s: float) -> bool:
     try:
         return await asyncio.wait_for(reader.read(1), wait_s) == b""
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     except (ConnectionError, OSError):
         return True

@@ -43,12 +43,12 @@ def frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
 
 CPP_PROPERTIES = "KEYS\x01k1\x02TAGS\x01TagA\x02WAIT\x01true\x02"
 CPP_SEND_HEADER = (
-    '{"code":10,"extFields":{"AccessKey":"","OnsChannel":"ALIYUN","Signature":"",'
-    '"batch":"0","bornTimestamp":"1700000000123","defaultTopic":"TBW102","defaultTopicQueueNums":4,'
-    '"flag":0,"producerGroup":"PID_TEST","properties":"KEYS\\u0001k1\\u0002TAGS\\u0001TagA\\u0002'
-    'WAIT\\u0001true\\u0002","queueId":1,"reconsumeTimes":"0","sysFlag":0,"topic":"TopicTest",'
-    '"unitMode":"0"},"flag":0,"language":"CPP","opaque":17,"remark":"","version":317}\n'
-).encode()
+    b'{"code":10,"extFields":{"AccessKey":"","OnsChannel":"ALIYUN","Signature":"",'
+    b'"batch":"0","bornTimestamp":"1700000000123","defaultTopic":"TBW102","defaultTopicQueueNums":4,'
+    b'"flag":0,"producerGroup":"PID_TEST","properties":"KEYS\\u0001k1\\u0002TAGS\\u0001TagA\\u0002'
+    b'WAIT\\u0001true\\u0002","queueId":1,"reconsumeTimes":"0","sysFlag":0,"topic":"TopicTest",'
+    b'"unitMode":"0"},"flag":0,"language":"CPP","opaque":17,"remark":"","version":317}\n'
+)
 CPP_SEND_BODY = b"Hello RocketMQ"
 CPP_SEND_FRAME = frame(CPP_SEND_HEADER, CPP_SEND_BODY)
 
@@ -89,10 +89,10 @@ def test_golden_frame_fed_byte_by_byte_completes_only_at_the_last_byte():
 
 JAVA_SEND_RESPONSE_HEADER = (
     # JVM: new HashMap<>() with these five keys iterates queueId,TRACE_ON,MSG_REGION,msgId,queueOffset
-    '{"code":0,"extFields":{"queueId":"1","TRACE_ON":"true","MSG_REGION":"DefaultRegion",'
-    '"msgId":"7F00000100002A9F0000000000000000","queueOffset":"42"},"flag":1,"language":"JAVA",'
-    '"opaque":17,"serializeTypeCurrentRPC":"JSON","version":0}'
-).encode()
+    b'{"code":0,"extFields":{"queueId":"1","TRACE_ON":"true","MSG_REGION":"DefaultRegion",'
+    b'"msgId":"7F00000100002A9F0000000000000000","queueOffset":"42"},"flag":1,"language":"JAVA",'
+    b'"opaque":17,"serializeTypeCurrentRPC":"JSON","version":0}'
+)
 
 
 def test_response_encodes_ext_fields_as_strings_in_java_order():

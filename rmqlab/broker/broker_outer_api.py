@@ -80,7 +80,7 @@ class MQBrokerException(RemotingError):
 
 
 class BrokerOuterAPI:
-    def __init__(self, node: "Node", connect_timeout_ms: float = 3000):
+    def __init__(self, node: Node, connect_timeout_ms: float = 3000):
         self.node = node
         self.remoting_client = RemotingClient(node, connect_timeout_ms)
         self.name_server_address_list: list[str] = []

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message_decoder import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR

@@ -37,7 +37,7 @@ log = logging.getLogger("rmqlab.broker")
 
 
 class SlaveSynchronize:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         self.master_addr: str | None = None
 

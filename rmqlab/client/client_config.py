@@ -63,6 +63,6 @@ class ClientConfig:
         """The name-server addresses in the order given; empty when none is set."""
         return split_addr_list(self.namesrv_addr) if self.namesrv_addr else []
 
-    def clone_client_config(self) -> "ClientConfig":
+    def clone_client_config(self) -> ClientConfig:
         """``cloneClientConfig``: the MQClientInstance keeps its own copy."""
         return ClientConfig(**{name: getattr(self, name) for name in self.__dataclass_fields__})

@@ -44,7 +44,7 @@ _KEYS = MessageConst.PROPERTY_KEYS
 _TAGS = MessageConst.PROPERTY_TAGS
 
 
-def describe_message(msg: Message, mq: "MessageQueue | None" = None) -> dict[str, Any]:
+def describe_message(msg: Message, mq: MessageQueue | None = None) -> dict[str, Any]:
     """The identity of ``msg`` for a trace value: topic, UNIQ_KEY, keys, tags, body CRC, and the
     queue and store fields when they are known. ``body_crc`` is the commitlog's BODYCRC of the
     body (``UtilAll.crc32``), so it can be compared with the stored record too."""
@@ -74,7 +74,7 @@ class ClientOperation:
 
     __slots__ = ("tracer", "process", "op_id", "f", "done")
 
-    def __init__(self, tracer: "OperationTracer", process: int, op_id: int, f: str):
+    def __init__(self, tracer: OperationTracer, process: int, op_id: int, f: str):
         self.tracer, self.process, self.op_id, self.f = tracer, process, op_id, f
         self.done = False
 
@@ -104,7 +104,7 @@ class ClientOperation:
 class OperationTracer:
     """Hands out op ids and processes for one client node and emits the events."""
 
-    def __init__(self, node: "Node"):
+    def __init__(self, node: Node):
         self.node = node
         self._next_op_id = 0
         # The processes 0 .. _high-1 have been handed out; _free holds those of them not in use

@@ -335,7 +335,7 @@ class Cluster:
                 shutil.rmtree(self.root_dir, ignore_errors=True)
                 atexit.unregister(self.close)
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -23,7 +23,7 @@ class CompletableFuture(Generic[T]):
         self._callbacks: list[Callable[[T], None]] = []
 
     @classmethod
-    def completed(cls, value: T) -> "CompletableFuture[T]":
+    def completed(cls, value: T) -> CompletableFuture[T]:
         f = cls()
         f.complete(value)
         return f
@@ -46,7 +46,7 @@ class CompletableFuture(Generic[T]):
             raise RuntimeError("future is not complete yet")
         return self._result  # type: ignore[return-value]
 
-    def then_accept(self, callback: Callable[[T], None]) -> "CompletableFuture[T]":
+    def then_accept(self, callback: Callable[[T], None]) -> CompletableFuture[T]:
         if self._result is _PENDING:
             self._callbacks.append(callback)
         else:

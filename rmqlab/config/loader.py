@@ -25,7 +25,8 @@ import difflib
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
+from collections.abc import Mapping
 
 from rmqlab.config.addresses import parse_addr, parse_dleger_peers, split_addr_list
 from rmqlab.config.broker import MASTER_ID, BrokerConfig, BrokerRole, MessageStoreConfig

@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 
 
 class BrokerHousekeepingService:
-    def __init__(self, controller_manager: "ControllerManager"):
+    def __init__(self, controller_manager: ControllerManager):
         self.controller_manager = controller_manager
 
-    def on_channel_connect(self, remote_addr: str, channel: "RemotingChannel") -> None:
+    def on_channel_connect(self, remote_addr: str, channel: RemotingChannel) -> None:
         """Nothing to do: a replica becomes known with its first heartbeat."""
 
-    def on_channel_close(self, remote_addr: str, channel: "RemotingChannel") -> None:
+    def on_channel_close(self, remote_addr: str, channel: RemotingChannel) -> None:
         self.controller_manager.heartbeat_manager.on_broker_channel_close(channel)

@@ -110,7 +110,7 @@ class ControllerManager(Component):
         self._tasks: set[asyncio.Task] = set()
 
     @classmethod
-    def from_startup_config(cls, config: "ControllerStartupConfig", **options: Any) -> "ControllerManager":
+    def from_startup_config(cls, config: ControllerStartupConfig, **options: Any) -> ControllerManager:
         """A controller from ``load_controller_config(...)`` (what ``mqcontroller -c file`` reads)."""
         return cls(config.controllerConfig, config.nettyServerConfig, config.nettyClientConfig, **options)
 

@@ -26,7 +26,7 @@ class RoleChangeNotifyEntry:
     sync_state_set: frozenset[int] = field(default_factory=frozenset)
 
     @classmethod
-    def convert(cls, elect_master_response: RemotingCommand) -> "RoleChangeNotifyEntry":
+    def convert(cls, elect_master_response: RemotingCommand) -> RoleChangeNotifyEntry:
         """``RoleChangeNotifyEntry.convert(RemotingCommand)``."""
         header = ElectMasterResponseHeader.decode(elect_master_response)
         body = (ElectMasterResponseBody.decode(elect_master_response.body)

@@ -117,7 +117,7 @@ class OutputFilter:
                 if len(at) < 8:
                     at.append((i, o))
 
-    def for_page(self, budget: bool = True) -> "OutputFilter":
+    def for_page(self, budget: bool = True) -> OutputFilter:
         """The same filter with a fresh page budget (none with `budget=False`: a diagram's labels)."""
         other = object.__new__(OutputFilter)
         other.__dict__.update(self.__dict__)

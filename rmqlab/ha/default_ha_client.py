@@ -39,7 +39,7 @@ __all__ = ["DefaultHAClient", "MACHINE", "CONNECT_TIMEOUT_MS", "RETRY_WAIT_MS", 
 class DefaultHAClient(HAClient):
     MACHINE = MACHINE
 
-    def __init__(self, ha_service: "DefaultHAService"):
+    def __init__(self, ha_service: DefaultHAService):
         super().__init__(ha_service, ClientProtocol(ha_service.node.now_ms()))
 
     def close_master(self, reason: str, wait: bool = True) -> None:

@@ -41,7 +41,7 @@ __all__ = ["DefaultHAConnection", "ReadSocketService", "WriteSocketService", "MA
 class DefaultHAConnection(HAConnection):
     MACHINE = MACHINE
 
-    def __init__(self, ha_service: "DefaultHAService", reader: asyncio.StreamReader, writer: Any):
+    def __init__(self, ha_service: DefaultHAService, reader: asyncio.StreamReader, writer: Any):
         super().__init__(ha_service, reader, writer, ConnectionProtocol())
         self.write_socket_service = WriteSocketService(self)
         self.first_report = asyncio.Event()

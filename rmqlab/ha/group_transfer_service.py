@@ -70,7 +70,7 @@ class GroupTransferService:
     # RocketMQ's rule unless a caller gives another (a class attribute: the instance's wins).
     transfer_ok: TransferOk = staticmethod(transfer_ok)
 
-    def __init__(self, ha_service: "DefaultHAService", *, transfer_ok: TransferOk | None = None):
+    def __init__(self, ha_service: DefaultHAService, *, transfer_ok: TransferOk | None = None):
         self.ha_service = ha_service
         if transfer_ok is not None:
             self.transfer_ok = transfer_ok

@@ -84,7 +84,7 @@ class NamesrvController(Component):
                                                         **controller_options)
 
     @classmethod
-    def from_startup_config(cls, config: "NamesrvStartupConfig", **controller_options) -> "NamesrvController":
+    def from_startup_config(cls, config: NamesrvStartupConfig, **controller_options) -> NamesrvController:
         """A name server from ``load_namesrv_config(...)`` (what ``mqnamesrv -c file`` reads);
         `controller_options` go to its embedded controller (e.g. decision_points)."""
         return cls(config.namesrvConfig, config.nettyServerConfig, config.controllerConfig, **controller_options)

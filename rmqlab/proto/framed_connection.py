@@ -30,7 +30,7 @@ class FramedConnection:
     connection ends; `describe(frame) -> dict` adds fields to a received frame's trace event (it
     must not trace or send anything itself: the event is emitted after it returns)."""
 
-    def __init__(self, node: "Node", reader: Any, writer: Any, side: str, on_frame: Callable[[Frame], None],
+    def __init__(self, node: Node, reader: Any, writer: Any, side: str, on_frame: Callable[[Frame], None],
                  on_closed: Callable[[str], None], describe: Callable[[Frame], dict] | None = None,
                  max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH, remote_addr: str | None = None):
         self.node = node

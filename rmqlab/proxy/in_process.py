@@ -68,7 +68,7 @@ class InProcessNode:
     """`node` for everything, except connects to `broker_addr`, which go to `accept(reader, writer)`
     (the broker's RemotingServer) through an in-memory pipe."""
 
-    def __init__(self, node: "Node", broker_addr: tuple[str, int], accept):
+    def __init__(self, node: Node, broker_addr: tuple[str, int], accept):
         self._node = node
         self._broker_addr = broker_addr
         self._accept = accept

@@ -43,20 +43,20 @@ TRANSPORTS = ("grpc", "framed")
 class ProxyController(Component):
     component_type = "proxy"
 
-    def __init__(self, proxy_config: ProxyConfig, broker: "BrokerController | None" = None, transport: str = "grpc"):
+    def __init__(self, proxy_config: ProxyConfig, broker: BrokerController | None = None, transport: str = "grpc"):
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.proxy_config = proxy_config
         self.broker = broker  # Local mode: the broker this Proxy lives in
         self.transport = transport
         self.component_type = "broker" if broker is not None else "proxy"  # node.start names the process
-        self.node: "Node | None" = None
+        self.node: Node | None = None
         self.grpc_server = None  # GrpcServer or FramedGrpcServer
         self.activity: GrpcMessagingActivity | None = None
         self.remoting_client: RemotingClient | None = None
 
     @classmethod
-    def from_startup_config(cls, bundle) -> "ProxyController":
+    def from_startup_config(cls, bundle) -> ProxyController:
         return cls(bundle.proxyConfig)
 
     @property
@@ -70,7 +70,7 @@ class ProxyController(Component):
         mode = "LOCAL" if self.is_local else "CLUSTER"
         return f"The proxy[{self.proxy_config.proxyName}, {self.grpc_addr()}] boot success. proxyMode={mode}"
 
-    async def start(self, node: "Node") -> None:
+    async def start(self, node: Node) -> None:
         self.node = node
         pc = self.proxy_config
         pc.init_data()

@@ -28,7 +28,7 @@ class LanguageCode(enum.IntEnum):
     NODE_JS = 13
 
     @classmethod
-    def value_of(cls, code: int) -> "LanguageCode | None":
+    def value_of(cls, code: int) -> LanguageCode | None:
         """``LanguageCode.valueOf(byte)``: the language with that wire byte, or None (as in Java)."""
         try:
             return cls(code)
@@ -36,6 +36,6 @@ class LanguageCode(enum.IntEnum):
             return None
 
     @classmethod
-    def get_code(cls, name: str) -> "LanguageCode | None":
+    def get_code(cls, name: str) -> LanguageCode | None:
         """``LanguageCode.getCode(String)``: the language with that name, or None."""
         return cls.__members__.get(name)

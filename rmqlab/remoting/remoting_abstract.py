@@ -60,16 +60,16 @@ ProcessFunction = Callable[["RemotingChannel", RemotingCommand], Awaitable[Remot
 
 
 class RequestProcessor(Protocol):
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None: ...
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None: ...
 
 
 class ChannelEventListener(Protocol):
     """``ChannelEventListener``: told when a channel opens and when it closes (the name server
     drops a broker's routes, the broker a client's registrations, when their channel closes)."""
 
-    def on_channel_connect(self, remote_addr: str, channel: "RemotingChannel") -> None: ...
+    def on_channel_connect(self, remote_addr: str, channel: RemotingChannel) -> None: ...
 
-    def on_channel_close(self, remote_addr: str, channel: "RemotingChannel") -> None: ...
+    def on_channel_close(self, remote_addr: str, channel: RemotingChannel) -> None: ...
 
 
 def _process_function(processor: RequestProcessor | ProcessFunction) -> ProcessFunction:
@@ -82,13 +82,13 @@ def _process_function(processor: RequestProcessor | ProcessFunction) -> ProcessF
 class RemotingAbstract:
     """Processor table and request dispatch; subclassed by RemotingServer and RemotingClient."""
 
-    def __init__(self, node: "Node", channel_event_listener: ChannelEventListener | None = None):
+    def __init__(self, node: Node, channel_event_listener: ChannelEventListener | None = None):
         self.node = node
         self.channel_event_listener = channel_event_listener
         self._processor_table: dict[int, ProcessFunction] = {}
         self._default_processor: ProcessFunction | None = None
         # scan_response_table: the channels holding async requests, and the scan's grid.
-        self._scan_channels: dict["RemotingChannel", None] = {}  # insertion-ordered: scanned in that order
+        self._scan_channels: dict[RemotingChannel, None] = {}  # insertion-ordered: scanned in that order
         self._scan_timer: Any = None
         self._next_scan_ms = node.now_ms() + SCAN_INITIAL_DELAY_MS
 
@@ -100,7 +100,7 @@ class RemotingAbstract:
         """Serve every code without a processor of its own by ``processor``."""
         self._default_processor = _process_function(processor)
 
-    async def process_request_command(self, channel: "RemotingChannel", request: RemotingCommand) -> None:
+    async def process_request_command(self, channel: RemotingChannel, request: RemotingCommand) -> None:
         """Serve one request and write its response (``processRequestCommand``)."""
         processor = self._processor_table.get(request.code, self._default_processor)
         if processor is None:
@@ -126,7 +126,7 @@ class RemotingAbstract:
         await channel.write_response(request, response)
 
     # -- async request timeouts (scanResponseTable) -----------------------------------------------
-    def watch_response_table(self, channel: "RemotingChannel") -> None:
+    def watch_response_table(self, channel: RemotingChannel) -> None:
         """``channel`` holds an async request now: scan it until it holds none."""
         if channel not in self._scan_channels:
             self._scan_channels[channel] = None
@@ -164,17 +164,17 @@ class RemotingAbstract:
         self._scan_channels.clear()
 
     # -- channel events ---------------------------------------------------------------------------
-    def on_channel_connected(self, channel: "RemotingChannel") -> None:
+    def on_channel_connected(self, channel: RemotingChannel) -> None:
         if self.channel_event_listener is not None:
             self._notify(self.channel_event_listener.on_channel_connect, channel)
 
-    def on_channel_closed(self, channel: "RemotingChannel") -> None:
+    def on_channel_closed(self, channel: RemotingChannel) -> None:
         """Called once by a channel of this owner when it closes; subclasses forget it here."""
         self._scan_channels.pop(channel, None)  # close failed its requests already
         if self.channel_event_listener is not None:
             self._notify(self.channel_event_listener.on_channel_close, channel)
 
-    def _notify(self, callback: Callable[[str, Any], None], channel: "RemotingChannel") -> None:
+    def _notify(self, callback: Callable[[str, Any], None], channel: RemotingChannel) -> None:
         try:
             callback(channel.remote_addr, channel)
         except Exception:

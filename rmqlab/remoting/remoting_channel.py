@@ -62,7 +62,7 @@ _OPAQUE_MASK = 0x7FFFFFFF  # stays a non-negative Java int when the counter wrap
 SCAN_GRACE_MS = 1000
 
 
-def _trace_emitter(node: "Node") -> Callable[[str, dict], Any] | None:
+def _trace_emitter(node: Node) -> Callable[[str, dict], Any] | None:
     """``emit(kind, fields)`` straight to ``Tracer.emit_trusted`` of the tracer ``node.trace``
     writes to, for the frame events this channel builds itself (the per-message hot path: the
     same events and bytes, without re-checking and copying what is known to be plain JSON).
@@ -89,7 +89,7 @@ def _trace_emitter(node: "Node") -> Callable[[str, dict], Any] | None:
 class RemotingChannel:
     """A connection carrying RemotingCommands both ways; see the module docstring."""
 
-    def __init__(self, node: "Node", reader: Any, writer: Any, owner: "RemotingAbstract",
+    def __init__(self, node: Node, reader: Any, writer: Any, owner: RemotingAbstract,
                  remote_addr: str | None = None):
         self.node = node
         self.owner = owner

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 class RemotingClient(RemotingAbstract):
     """Requests to ``host:port`` addresses over one cached connection per address."""
 
-    def __init__(self, node: "Node", connect_timeout_ms: float = 3000,
+    def __init__(self, node: Node, connect_timeout_ms: float = 3000,
                  channel_event_listener: ChannelEventListener | None = None):
         super().__init__(node, channel_event_listener)
         self.connect_timeout_ms = connect_timeout_ms

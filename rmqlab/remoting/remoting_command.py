@@ -89,7 +89,7 @@ class SerializeType(enum.IntEnum):
     ROCKETMQ = 1
 
     @classmethod
-    def value_of(cls, code: int) -> "SerializeType | None":
+    def value_of(cls, code: int) -> SerializeType | None:
         try:
             return cls(code)
         except ValueError:
@@ -250,7 +250,7 @@ def json_depth_exceeds(text: str, limit: int = JSON_MAX_DEPTH) -> bool:
     return False
 
 
-def _decode_json_header(data: bytes) -> "RemotingCommand":
+def _decode_json_header(data: bytes) -> RemotingCommand:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -315,7 +315,7 @@ _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _INT32 = struct.Struct(">I")  # the header-info int, read unsigned (its top byte is the serialize type)
 
 
-def _decode_rocketmq_header(data: bytes) -> "RemotingCommand":
+def _decode_rocketmq_header(data: bytes) -> RemotingCommand:
     n = len(data)
     if n < _BIN_FIXED.size + 8:
         raise FrameError(f"ROCKETMQ header of {n} bytes is shorter than its fixed part "
@@ -402,14 +402,14 @@ class RemotingCommand:
     # -- factories (RemotingCommand.createRequestCommand / createResponseCommand) ----------------
     @classmethod
     def create_request_command(cls, code: int, ext_fields: Mapping[str, ExtValue | None] | None = None,
-                               body: bytes | None = None) -> "RemotingCommand":
+                               body: bytes | None = None) -> RemotingCommand:
         """A request with ``code``; ``ext_fields`` are the custom header's fields."""
         return cls(code, ext_fields=ext_fields, body=body)
 
     @classmethod
     def create_response_command(cls, code: int, remark: str | None = None,
                                 ext_fields: Mapping[str, ExtValue | None] | None = None,
-                                body: bytes | None = None) -> "RemotingCommand":
+                                body: bytes | None = None) -> RemotingCommand:
         """A response with ``code`` and ``remark``, already marked as a response. The opaque is
         set when it is written back (``writeResponse`` copies the request's)."""
         cmd = cls(code, remark=remark, ext_fields=ext_fields, body=body)
@@ -576,14 +576,14 @@ class RemotingCommand:
 
     # -- decoding -------------------------------------------------------------------------------
     @classmethod
-    def decode(cls, frame: bytes | bytearray | memoryview) -> "RemotingCommand":
+    def decode(cls, frame: bytes | bytearray | memoryview) -> RemotingCommand:
         """A command from one frame without its length prefix (what ``NettyDecoder`` hands to
         ``RemotingCommand.decode``); :class:`FrameError` says what is wrong with bad bytes."""
         with memoryview(frame) as view:
             return cls.decode_from(view.cast("B"), 0, view.nbytes)
 
     @classmethod
-    def decode_from(cls, view: memoryview, start: int, end: int) -> "RemotingCommand":
+    def decode_from(cls, view: memoryview, start: int, end: int) -> RemotingCommand:
         """:meth:`decode` of the frame at ``view[start:end]`` (length prefix excluded), copying
         the header and the body out of ``view`` once each (the frame decoder's path: no copy of
         the whole frame first)."""

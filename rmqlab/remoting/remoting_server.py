@@ -46,7 +46,7 @@ SERVER_BUFFERED_BYTES_MAX = 4 * FRAME_MAX_LENGTH
 class BufferBudget:
     """The bytes of unfinished frames the connections of one server hold, bounded in total."""
 
-    def __init__(self, node: "Node", max_bytes: int):
+    def __init__(self, node: Node, max_bytes: int):
         if max_bytes < FRAME_MAX_LENGTH:
             raise ValueError(f"max_buffered_bytes {max_bytes} is below one maximal frame ({FRAME_MAX_LENGTH})")
         self.node = node
@@ -90,7 +90,7 @@ if TYPE_CHECKING:
 class RemotingServer(RemotingAbstract):
     """Listen on ``host:port`` (0 picks a free port, see :attr:`port`) once :meth:`start` ran."""
 
-    def __init__(self, node: "Node", host: str, port: int,
+    def __init__(self, node: Node, host: str, port: int,
                  channel_event_listener: ChannelEventListener | None = None, *,
                  channel_max_idle_seconds: int = SERVER_CHANNEL_MAX_IDLE_TIME_SECONDS,
                  max_buffered_bytes: int = SERVER_BUFFERED_BYTES_MAX):
@@ -99,7 +99,7 @@ class RemotingServer(RemotingAbstract):
         self.buffer_budget = BufferBudget(node, max_buffered_bytes)
         self.host = host
         self._requested_port = port
-        self._listener: "Listener | None" = None
+        self._listener: Listener | None = None
         self._channels: set[RemotingChannel] = set()
         self._shut_down = False
 

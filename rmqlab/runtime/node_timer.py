@@ -14,7 +14,7 @@ from typing import Any
 
 
 class NodeTimer:
-    def __init__(self, clock_ms: Callable[[], float], timers: dict[int, "NodeTimer"], loop: asyncio.AbstractEventLoop,
+    def __init__(self, clock_ms: Callable[[], float], timers: dict[int, NodeTimer], loop: asyncio.AbstractEventLoop,
                  deadline_ms: float, callback: Callable[..., Any], args: tuple):
         self.clock_ms, self.timers = clock_ms, timers
         self.loop, self.deadline_ms, self.callback, self.args = loop, deadline_ms, callback, args

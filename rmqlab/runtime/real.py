@@ -111,7 +111,7 @@ class ClusterView:
                           sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "ClusterView":
+    def from_json(cls, text: str) -> ClusterView:
         data = json.loads(text)
         return cls(ips=dict(data["ips"]), relayed={(h, int(p)): n for h, p, n in data["relayed"]},
                    direct={(h, int(p)): n for h, p, n in data.get("direct", [])})
@@ -129,7 +129,7 @@ class ClockState:
         return json.dumps({"lag_ms": self.lag_ms, "frozen_ms": self.frozen_ms})
 
     @classmethod
-    def from_json(cls, text: str) -> "ClockState":
+    def from_json(cls, text: str) -> ClockState:
         data = json.loads(text)
         return cls(float(data["lag_ms"]), None if data["frozen_ms"] is None else float(data["frozen_ms"]))
 
@@ -161,7 +161,7 @@ class ProcessSettings:
         return env
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "ProcessSettings":
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> ProcessSettings:
         cluster = environ.get(ENV_CLUSTER)
         clock = environ.get(ENV_CLOCK)
         manager = environ.get(ENV_MANAGER_PID)
@@ -362,7 +362,7 @@ class RealNode(Node):
 
         try:
             reader, writer = await asyncio.wait_for(open_(), timeout_ms / 1000.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TimeoutError(f"{self.name}: connect to {host}:{port} timed out after {timeout_ms:.0f} ms") from None
         local = writer.get_extra_info("sockname")
         peer = behind or self.cluster.direct.get(key) or f"{host}:{port}"

@@ -420,7 +420,7 @@ class RealCluster:
             self.tracer.close()
         atexit.unregister(self.close)
 
-    def __enter__(self) -> "RealCluster":
+    def __enter__(self) -> RealCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -91,7 +91,7 @@ def _abort_with_rst(writer: asyncio.StreamWriter) -> None:
 class _Pipe:
     """One direction of a relayed connection: reads the source socket, delivers to the destination."""
 
-    def __init__(self, relay: "Relay", conn: "_Connection", link: Link | None,
+    def __init__(self, relay: Relay, conn: _Connection, link: Link | None,
                  reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.relay, self.conn, self.link = relay, conn, link
         self.reader, self.writer = reader, writer
@@ -176,7 +176,7 @@ class _Pipe:
 class _Connection:
     """A relayed connection: client (the connecting node) ⇄ relay ⇄ backend (the listening node)."""
 
-    def __init__(self, relay: "Relay", src: str | None, dst: str,
+    def __init__(self, relay: Relay, src: str | None, dst: str,
                  client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
                  backend: tuple[asyncio.StreamReader, asyncio.StreamWriter]):
         self.relay, self.src, self.dst = relay, src, dst
@@ -299,7 +299,7 @@ class Relay:
             backend = await asyncio.wait_for(
                 asyncio.open_connection(private[0], private[1], local_addr=(peer[0], 0) if src else None),
                 BACKEND_CONNECT_TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             _abort_with_rst(writer)  # the listener is gone: the client sees the connection refused
             return
         conn = _Connection(self, src, dst, (reader, writer), backend)
@@ -456,7 +456,7 @@ class Relay:
         self._thread.join(timeout=10)
         self._loop.close()
 
-    def __enter__(self) -> "Relay":
+    def __enter__(self) -> Relay:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -13,7 +13,7 @@ import zlib
 
 from rmqlab.common.java_compat import (INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, crc32)
 from rmqlab.common.message.message import (MessageExtBrokerInner, MessageFormatError,
-                                           is_ipv6_host, socket_address_to_bytes)
+                                           socket_address_to_bytes)
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import (CRC32_RESERVED_LEN, create_crc32,
                                                    message_properties_to_string)

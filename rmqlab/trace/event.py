@@ -201,7 +201,7 @@ class TraceEvent:
         object.__setattr__(self, "fields", json_value(self.fields, f"{self.kind}.fields"))
 
     @classmethod
-    def trusted(cls, seq: int, time_ms: float, node: str, kind: str, fields: dict) -> "TraceEvent":
+    def trusted(cls, seq: int, time_ms: float, node: str, kind: str, fields: dict) -> TraceEvent:
         """An event from values the caller already checked and normalized (the Tracer's hot path)."""
         event = object.__new__(cls)
         # One dict update instead of five object.__setattr__ calls (the dataclass is frozen).
@@ -214,7 +214,7 @@ class TraceEvent:
                 "fields": self.fields}
 
     @classmethod
-    def from_record(cls, record: Any) -> "TraceEvent":
+    def from_record(cls, record: Any) -> TraceEvent:
         """An event from a parsed JSONL record; ValueError when the envelope is malformed.
 
         The kind is not checked against the catalog: a reader must accept kinds added after it

@@ -154,7 +154,7 @@ class JsonlWriter:
                 self._flush_locked()
                 self._file.close()
 
-    def __enter__(self) -> "JsonlWriter":
+    def __enter__(self) -> JsonlWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

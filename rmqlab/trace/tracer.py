@@ -215,7 +215,7 @@ class Tracer:
                 self._sink.close()
                 self._sink = None
 
-    def __enter__(self) -> "Tracer":
+    def __enter__(self) -> Tracer:
         return self
 
     def __exit__(self, *exc: object) -> None:

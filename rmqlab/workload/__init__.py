@@ -33,7 +33,7 @@ def record(workload: Workload, *, runtime: str = "sim", seed: int | None = None)
     import rmqlab
 
     run = run_workload(workload.replace(recorded_runtime=runtime), seed=seed, runtime=runtime)
-    meta = {"runtime": runtime, "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    meta = {"runtime": runtime, "recorded_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "rmqlab_version": rmqlab.__version__, "wall_s": round(run.wall_s, 3),
             "trace_span_ms": (run.events[-1].time_ms - run.events[0].time_ms) if run.events else 0.0}
     return RecordedWorkload(run.workload, run.events, run.outcome, meta)

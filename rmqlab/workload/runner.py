@@ -43,7 +43,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ContextManager
+from typing import Any
 
 from rmqlab.checker.schedule import FaultOp, MasterResolver, apply_op
 from rmqlab.cluster.sim_backend import memory_dir
@@ -78,7 +78,7 @@ class WorkloadRun:
 
 
 def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = "sim",
-                 patches: Sequence[ContextManager] = (), root_dir: str | None = None,
+                 patches: Sequence[contextlib.AbstractContextManager] = (), root_dir: str | None = None,
                  quiet: bool = True, decision_points: DecisionPoints | None = None) -> WorkloadRun:
     """Run `workload` (module docstring) with `seed` (default: workload.seed). `decision_points`
     (rmqlab.common.decision_points; the simulator only) are the rules the cluster's components use

@@ -146,7 +146,7 @@ class Workload:
             kwargs.update(controllers=self.controllers or 3, controller_overrides=dict(self.controller_overrides))
         return kwargs
 
-    def replace(self, **changes: Any) -> "Workload":
+    def replace(self, **changes: Any) -> Workload:
         import dataclasses
 
         return dataclasses.replace(self, **changes)
@@ -168,7 +168,7 @@ class Workload:
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Workload":
+    def from_dict(cls, data: Any) -> Workload:
         """The workload `data` describes; ValueError naming the field that is wrong."""
         if not isinstance(data, Mapping):
             raise ValueError(f"workload: expected a JSON object, not {type(data).__name__}")

@@ -30,7 +30,7 @@ SCAN_PERIOD_MS = 10_000
 class ClientHousekeepingService:
     """The RemotingServer's ChannelEventListener, plus the periodic scan of silent channels."""
 
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
 
     def start(self) -> None:
@@ -52,7 +52,7 @@ class ClientHousekeepingService:
 class Broker2Client:
     """Requests the broker sends to its clients over their own connections."""
 
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
 
     def notify_consumer_ids_changed(self, channel: Any, consumer_group: str) -> None:
@@ -85,7 +85,7 @@ class DefaultConsumerIdsChangeListener:
     default: at once). The other events drive RocketMQ's SQL92 filter manager, which rmqlab does
     not implement (property filtering is off by default, ``enablePropertyFilter``)."""
 
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
 
     def __call__(self, event: ConsumerGroupEvent, group: str, *args: Any) -> None:

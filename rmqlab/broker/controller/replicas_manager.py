@@ -121,11 +121,11 @@ class _FixedRateTask:
     """``scheduleAtFixedRate`` on the node's clock; a step that returns an awaitable runs to its
     end before the next run is scheduled (a scheduled executor never overlaps a task with itself)."""
 
-    def __init__(self, manager: "ReplicasManager", name: str, initial_delay_ms: float, period_ms: float,
+    def __init__(self, manager: ReplicasManager, name: str, initial_delay_ms: float, period_ms: float,
                  step: Callable[[], Awaitable[Any] | None]):
         self.manager, self.name, self.period_ms, self.step = manager, name, period_ms, step
         self.cancelled = False
-        self._timer: "Timer | None" = manager.node.call_later(initial_delay_ms, self._fire)
+        self._timer: Timer | None = manager.node.call_later(initial_delay_ms, self._fire)
 
     def _fire(self) -> None:
         if self.cancelled:
@@ -166,7 +166,7 @@ class ReplicasManager:
     """See the module docstring. Built by BrokerController in controller mode, after its store and
     AutoSwitchHAService; ``start()`` is awaited during the broker's start."""
 
-    def __init__(self, broker: "BrokerController", ha_service: "AutoSwitchHAService"):
+    def __init__(self, broker: BrokerController, ha_service: AutoSwitchHAService):
         self.broker = broker
         self.node = broker.node
         self.ha_service = ha_service

@@ -60,7 +60,7 @@ class PollingHeader:
     poll_time: int
 
     @classmethod
-    def of(cls, header) -> "PollingHeader":
+    def of(cls, header) -> PollingHeader:
         return cls(header.consumer_group, header.topic, header.get_queue_id(), header.born_time, header.poll_time)
 
 
@@ -71,7 +71,7 @@ _OP = itertools.count()
 class PopRequest:
     """``PopRequest``: a held request, ordered by expiry then arrival."""
 
-    remoting_command: "RemotingCommand"
+    remoting_command: RemotingCommand
     channel: Any
     expired: int
     subscription_data: Any = None
@@ -93,7 +93,7 @@ class PopRequest:
 
 
 class PopLongPollingService:
-    def __init__(self, broker: "BrokerController", processor: Any, notify_last: bool = False):
+    def __init__(self, broker: BrokerController, processor: Any, notify_last: bool = False):
         self.broker = broker
         self.processor = processor
         self.notify_last = notify_last
@@ -123,7 +123,7 @@ class PopLongPollingService:
                                                       dispatch_request.tags_code)
 
     # -- holding ------------------------------------------------------------------------------
-    def polling(self, channel: Any, request: "RemotingCommand", header: PollingHeader, subscription_data: Any = None,
+    def polling(self, channel: Any, request: RemotingCommand, header: PollingHeader, subscription_data: Any = None,
                 message_filter: Any = None) -> PollingResult:
         if header.poll_time <= 0 or self.stopped:
             return PollingResult.NOT_POLLING

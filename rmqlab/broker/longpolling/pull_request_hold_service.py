@@ -89,7 +89,7 @@ class ManyPullRequest:
 
 
 class PullRequestHoldService:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         self.pull_request_table: dict[str, ManyPullRequest] = {}
         self._stopped = False

@@ -66,7 +66,7 @@ class OrderInfo:
 
     @classmethod
     def create(cls, attempt_id: str | None, pop_time: int, invisible_time: int, queue_offset_list: list[int],
-               last_consume_timestamp: int, commit_offset_bit: int = 0) -> "OrderInfo":
+               last_consume_timestamp: int, commit_offset_bit: int = 0) -> OrderInfo:
         return cls(pop_time=pop_time, invisible_time=invisible_time, offset_list=build_offset_list(queue_offset_list),
                    last_consume_timestamp=last_consume_timestamp, commit_offset_bit=commit_offset_bit,
                    attempt_id=attempt_id)
@@ -149,7 +149,7 @@ class OrderInfo:
         return {k: v for k, v in doc.items() if v is not None}
 
     @classmethod
-    def from_json_dict(cls, doc: dict[str, Any], where: str) -> "OrderInfo":
+    def from_json_dict(cls, doc: dict[str, Any], where: str) -> OrderInfo:
         def int_map(value: Any, name: str) -> dict[int, int] | None:
             if value is None:
                 return None
@@ -166,7 +166,7 @@ class OrderInfo:
 
 class ConsumerOrderInfoManager(ConfigManager):
     def __init__(self, store_path_root_dir: str, clock: Callable[[], int],
-                 broker: "BrokerController | None" = None):
+                 broker: BrokerController | None = None):
         super().__init__()
         self.store_path_root_dir = store_path_root_dir
         self.clock = clock

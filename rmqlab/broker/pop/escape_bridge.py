@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rmqlab.broker.broker_controller import BrokerController
 
 
-async def put_message_to_specific_queue(broker: "BrokerController", msg: MessageExtBrokerInner) -> PutMessageResult:
+async def put_message_to_specific_queue(broker: BrokerController, msg: MessageExtBrokerInner) -> PutMessageResult:
     store = broker.message_store
     if store is None or not store.running:
         return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
@@ -42,7 +42,7 @@ def is_put_ok(result: PutMessageResult | None) -> bool:
         PutMessageStatus.SLAVE_NOT_AVAILABLE)
 
 
-def get_message(broker: "BrokerController", topic: str, queue_offset: int, queue_id: int) -> MessageExt | None:
+def get_message(broker: BrokerController, topic: str, queue_offset: int, queue_id: int) -> MessageExt | None:
     """The message at ``queue_offset`` of the queue, or None when it is not (or no longer) there.
 
     As RocketMQ since ISSUE #7724, the message returned is the one at exactly that offset (a read

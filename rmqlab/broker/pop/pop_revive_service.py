@@ -96,7 +96,7 @@ class ReviveQueueState:
 
 
 class PopReviveService:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         bc = broker.broker_config
         self.revive_topic = pac.build_cluster_revive_topic(bc.brokerClusterName)

@@ -61,7 +61,7 @@ async def lock_queue(lock_manager: QueueLockManager, key: str) -> None:
         await asyncio.sleep(LOCK_RETRY_MS / 1000)
 
 
-def check_topic_and_queue(broker: "BrokerController", header, channel: "RemotingChannel",
+def check_topic_and_queue(broker: BrokerController, header, channel: RemotingChannel,
                           response: RemotingCommand) -> bool:
     """The checks ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME share: the topic exists and the queue
     id is one of its read queues. False when they pass; else `response` holds the error."""
@@ -81,14 +81,14 @@ def check_topic_and_queue(broker: "BrokerController", header, channel: "Remoting
 
 
 class AckMessageProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         self.revive_topic = pac.build_cluster_revive_topic(broker.broker_config.brokerClusterName)
 
     def reject_request(self) -> bool:
         return False
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         response = RemotingCommand.create_response_command(ResponseCode.SUCCESS, None)
         if request.code != RequestCode.ACK_MESSAGE:
             log.error("AckMessageProcessor failed to process RequestCode: %s, consumer: %s ", request.code,
@@ -112,7 +112,7 @@ class AckMessageProcessor:
         return response
 
     async def append_ack(self, header: AckMessageRequestHeader, response: RemotingCommand,
-                         channel: "RemotingChannel") -> None:
+                         channel: RemotingChannel) -> None:
         try:
             extra_info = eiu.split(header.extra_info)
             broker_name = eiu.get_broker_name(extra_info)
@@ -144,7 +144,7 @@ class AckMessageProcessor:
             log.info("append ack %s to revive queue %d", ack, rq_id)
 
     async def ack_orderly(self, topic: str, group: str, queue_id: int, ack_offset: int, pop_time: int,
-                          invisible_time: int, channel: "RemotingChannel", response: RemotingCommand) -> None:
+                          invisible_time: int, channel: RemotingChannel, response: RemotingCommand) -> None:
         """``ackOrderly``."""
         broker = self.broker
         cof = broker.consumer_offset_manager

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.common.topic.topic_validator import TopicValidator
@@ -101,10 +102,10 @@ def apply_attributes(current: dict[str, str], modification: dict[str, str]) -> d
 
 
 class AdminBrokerProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         # A handler returns the response, or a coroutine that produces it (the controller-mode ones).
-        self._handlers: dict[int, Callable[["RemotingChannel", RemotingCommand], Any]] = {
+        self._handlers: dict[int, Callable[[RemotingChannel, RemotingCommand], Any]] = {
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_TOPIC_CONFIG: self.get_topic_config,
@@ -121,7 +122,7 @@ class AdminBrokerProcessor:
             RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self.notify_broker_role_changed,
         }
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         handler = self._handlers.get(request.code)
         if handler is None:
             return RemotingCommand.create_response_command(RemotingSysResponseCode.REQUEST_CODE_NOT_SUPPORTED,
@@ -132,7 +133,7 @@ class AdminBrokerProcessor:
         return response
 
     # -- topics --------------------------------------------------------------------------------
-    def update_and_create_topic(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def update_and_create_topic(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = CreateTopicRequestHeader.decode(request)
         log.info("Broker receive request to update or create topic=%s, caller address=%s", header.topic,
                  channel.remote_addr)
@@ -164,7 +165,7 @@ class AdminBrokerProcessor:
         self.broker.register_increment_broker_data([topic_config], tcm.data_version)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
 
-    def get_all_topic_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_all_topic_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         tcm = self.broker.topic_config_manager
         wrapper = TopicConfigAndMappingSerializeWrapper(
             topic_config_table={name: tcm.topic_config_table[name] for name in sorted(tcm.topic_config_table)},
@@ -174,26 +175,26 @@ class AdminBrokerProcessor:
                                                        body=remoting_serializable.encode(wrapper.to_json_dict()))
 
     # -- offsets -------------------------------------------------------------------------------
-    def get_max_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_max_offset(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = GetMaxOffsetRequestHeader.decode(request)
         offset = self.broker.message_store.get_max_offset_in_queue(header.topic, header.queue_id)
         response = RemotingCommand.create_response_command(ResponseCode.SUCCESS)
         return write_header(response, GetMaxOffsetResponseHeader(offset))
 
-    def get_min_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_min_offset(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = GetMinOffsetRequestHeader.decode(request)
         offset = self.broker.message_store.get_min_offset_in_queue(header.topic, header.queue_id)
         response = RemotingCommand.create_response_command(ResponseCode.SUCCESS)
         return write_header(response, GetMinOffsetResponseHeader(offset))
 
-    def get_all_consumer_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_all_consumer_offset(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         content = self.broker.consumer_offset_manager.encode()
         if not content:
             log.error("No consumer offset in this broker, client: %s ", channel.remote_addr)
             return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "No consumer offset in this broker")
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=content.encode("utf-8"))
 
-    def get_all_delay_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_all_delay_offset(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         content = self.broker.schedule_message_service.encode()
         if not content:
             log.error("AdminBrokerProcessor#getAllDelayOffset: no delay offset in this broker, caller=%s",
@@ -202,7 +203,7 @@ class AdminBrokerProcessor:
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=content.encode("utf-8"))
 
     # -- subscription groups -------------------------------------------------------------------
-    def get_topic_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_topic_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         """``getTopicConfig``: one topic's config as TopicConfigAndQueueMappingDetail (rmqlab has
         no static topics, so there is never a mapping detail)."""
         header = GetTopicConfigRequestHeader.decode(request)
@@ -213,7 +214,7 @@ class AdminBrokerProcessor:
         return RemotingCommand.create_response_command(
             ResponseCode.SUCCESS, body=remoting_serializable.encode(topic_config.to_json_dict()))
 
-    def get_subscription_group_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_subscription_group_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         """``getSubscriptionGroup``: one group's config, SUBSCRIPTION_GROUP_NOT_EXIST when unknown."""
         header = GetSubscriptionGroupConfigRequestHeader.decode(request)
         config = self.broker.subscription_group_manager.subscription_group_table.get(header.group)
@@ -223,7 +224,7 @@ class AdminBrokerProcessor:
         return RemotingCommand.create_response_command(
             ResponseCode.SUCCESS, body=remoting_serializable.encode(config.to_json_dict()))
 
-    def update_and_create_subscription_group(self, channel: "RemotingChannel",
+    def update_and_create_subscription_group(self, channel: RemotingChannel,
                                              request: RemotingCommand) -> RemotingCommand:
         log.info("AdminBrokerProcessor#updateAndCreateSubscriptionGroup called by %s", channel.remote_addr)
         if request.body:
@@ -235,14 +236,14 @@ class AdminBrokerProcessor:
             self.broker.subscription_group_manager.update_subscription_group_config(config)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
 
-    def get_all_subscription_group(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_all_subscription_group(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         sgm = self.broker.subscription_group_manager
         wrapper = SubscriptionGroupWrapper(dict(sgm.subscription_group_table), dict(sgm.forbidden_table),
                                            sgm.data_version)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=wrapper.encode())
 
     # -- controller mode -------------------------------------------------------------------------
-    def get_broker_epoch_cache(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_broker_epoch_cache(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         bc = self.broker.broker_config
         if not bc.enableControllerMode:
             return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR,
@@ -252,7 +253,7 @@ class AdminBrokerProcessor:
                                 replicas_manager.get_epoch_entries(), self.broker.message_store.get_max_phy_offset())
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=cache.encode())
 
-    async def notify_broker_role_changed(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    async def notify_broker_role_changed(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = NotifyBrokerRoleChangedRequestHeader.decode(request)
         sync_state_set = SyncStateSet.decode(request.body)
         log.info("Receive notifyBrokerRoleChanged request, try to change brokerRole, request:%s", header)
@@ -266,7 +267,7 @@ class AdminBrokerProcessor:
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
 
     # -- statistics ----------------------------------------------------------------------------
-    def get_broker_runtime_info(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_broker_runtime_info(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS,
                                                        body=KVTable(self.prepare_runtime_info()).encode())
 
@@ -293,7 +294,7 @@ class AdminBrokerProcessor:
             "startAcceptSendRequestTimeStamp": "0",
         }
 
-    def get_consume_stats(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_consume_stats(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumeStatsRequestHeader.decode(request)
         broker = self.broker
         store = broker.message_store

@@ -55,14 +55,14 @@ log = logging.getLogger("RocketmqPop")
 
 
 class ChangeInvisibleTimeProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         self.revive_topic = pac.build_cluster_revive_topic(broker.broker_config.brokerClusterName)
 
     def reject_request(self) -> bool:
         return False
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         broker = self.broker
         header = ChangeInvisibleTimeRequestHeader.decode(request)
         response = RemotingCommand.create_response_command(ResponseCode.SUCCESS, None)

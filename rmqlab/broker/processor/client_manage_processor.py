@@ -37,12 +37,12 @@ IS_SUB_CHANGE = "IS_SUB_CHANGE"
 
 
 class ClientManageProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         # ConsumerGroup -> the fingerprint of its last heartbeat (heartbeat v2).
         self.consumer_group_heartbeat_table: dict[str, int] = {}
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.HEART_BEAT:
             return self.heart_beat(channel, request)
         if request.code == RequestCode.UNREGISTER_CLIENT:
@@ -54,7 +54,7 @@ class ClientManageProcessor:
     def _client_channel_info(self, channel, client_id: str, request: RemotingCommand) -> ClientChannelInfo:
         return ClientChannelInfo(channel, client_id, request.language, request.version, self.broker.node.now_ms())
 
-    def heart_beat(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def heart_beat(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         heartbeat = HeartbeatData.decode(request.body)
         info = self._client_channel_info(channel, heartbeat.client_id, request)
         v2 = heartbeat.heartbeat_fingerprint != 0
@@ -94,7 +94,7 @@ class ClientManageProcessor:
         response.add_ext_field(IS_SUB_CHANGE, "true" if (is_sub_change or not v2) else "false")
         return response
 
-    def unregister_client(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def unregister_client(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterClientRequestHeader.decode(request)
         info = self._client_channel_info(channel, header.client_id, request)
         broker = self.broker
@@ -106,7 +106,7 @@ class ClientManageProcessor:
             broker.consumer_manager.unregister_consumer(header.consumer_group, info, notify)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
 
-    def check_client_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def check_client_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         """``checkClientConfig``: TAG subscriptions are always fine; others need property filtering,
         which is off (RocketMQ's default, ``enablePropertyFilter``)."""
         body = json.loads(request.body.decode("utf-8")) if request.body else None

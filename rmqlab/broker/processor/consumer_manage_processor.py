@@ -40,10 +40,10 @@ log = logging.getLogger("rmqlab.broker")
 
 
 class ConsumerManageProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         if request.code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
             return self.get_consumer_list_by_group(channel, request)
         if request.code == RequestCode.UPDATE_CONSUMER_OFFSET:
@@ -52,7 +52,7 @@ class ConsumerManageProcessor:
             return self.query_consumer_offset(channel, request)
         return None
 
-    def get_consumer_list_by_group(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_consumer_list_by_group(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumerListByGroupRequestHeader.decode(request)
         info = self.broker.consumer_manager.get_consumer_group_info(header.consumer_group)
         if info is not None:
@@ -66,7 +66,7 @@ class ConsumerManageProcessor:
         return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR,
                                                        f"no consumer for this group, {header.consumer_group}")
 
-    def update_consumer_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def update_consumer_offset(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.decode(request)
         broker = self.broker
         topic, group = header.topic, header.consumer_group
@@ -83,7 +83,7 @@ class ConsumerManageProcessor:
         cof.commit_offset(channel.remote_addr, group, topic, header.queue_id, header.commit_offset)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
 
-    def query_consumer_offset(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def query_consumer_offset(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = QueryConsumerOffsetRequestHeader.decode(request)
         broker = self.broker
         offset = broker.consumer_offset_manager.query_offset(header.consumer_group, header.topic, header.queue_id)

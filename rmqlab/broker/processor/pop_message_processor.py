@@ -108,7 +108,7 @@ def gen_ack_unique_id(ack) -> str:
             f"{ack.broker_name}{s}{pac.ACK_TAG}")
 
 
-def build_revive_message(broker: "BrokerController", revive_topic: str, body: bytes, revive_qid: int, tag: str,
+def build_revive_message(broker: BrokerController, revive_topic: str, body: bytes, revive_qid: int, tag: str,
                          deliver_time_ms: int, uniq_key: str) -> MessageExtBrokerInner:
     """A checkpoint or ack message for the revive topic, as ``buildCkMsg`` / ``appendAck`` build it:
     tags, ``TIMER_DELIVER_MS`` (setDeliverTimeMs) and UNIQ_KEY, in a new HashMap's order."""
@@ -128,7 +128,7 @@ def build_revive_message(broker: "BrokerController", revive_topic: str, body: by
 class _PopContext:
     """What one pop request accumulates across the queues it reads (Java passes these around)."""
 
-    def __init__(self, header: PopMessageRequestHeader, channel: "RemotingChannel", pop_time: int, revive_qid: int,
+    def __init__(self, header: PopMessageRequestHeader, channel: RemotingChannel, pop_time: int, revive_qid: int,
                  message_filter: ExpressionMessageFilter):
         self.header = header
         self.channel = channel
@@ -146,7 +146,7 @@ class _PopContext:
 
 
 class PopMessageProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         self.revive_topic = pac.build_cluster_revive_topic(broker.broker_config.brokerClusterName)
         self.pop_long_polling_service = PopLongPollingService(broker, self, False)
@@ -160,10 +160,10 @@ class PopMessageProcessor:
     def shutdown(self) -> None:
         self.pop_long_polling_service.shutdown()
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         return await self.process_request(channel, request)
 
-    def execute_request_when_wakeup(self, channel: "RemotingChannel", request: RemotingCommand) -> None:
+    def execute_request_when_wakeup(self, channel: RemotingChannel, request: RemotingCommand) -> None:
         """PopLongPollingService.wakeUp: run a held request again and answer it."""
         answer_held_request(self.broker, channel, request, lambda: self.process_request(channel, request), "pop-wakeup")
 
@@ -182,7 +182,7 @@ class PopMessageProcessor:
                 service.notify_message_arriving_cid(topic, queue_id, group)
 
     # -- the request --------------------------------------------------------------------------
-    async def process_request(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process_request(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         broker = self.broker
         bc = broker.broker_config
         now = broker.node.now_ms()

@@ -75,25 +75,25 @@ _CORRECTED_BY_THE_STORE = frozenset({GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMe
 
 
 class PullMessageProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
 
     def reject_request(self) -> bool:
         return (not self.broker.broker_config.slaveReadEnable
                 and self.broker.message_store_config.brokerRole == BrokerRole.SLAVE)
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         if self.reject_request():
             return reject_request_response()
         return self.process_request(channel, request, broker_allow_suspend=True)
 
-    def execute_request_when_wakeup(self, channel: "RemotingChannel", request: RemotingCommand) -> None:
+    def execute_request_when_wakeup(self, channel: RemotingChannel, request: RemotingCommand) -> None:
         """Run a held request again, without suspending it this time, and answer it."""
         answer_held_request(self.broker, channel, request,
                             lambda: self.process_request(channel, request, broker_allow_suspend=False), "pull-wakeup")
 
     # -- the request ---------------------------------------------------------------------------
-    def process_request(self, channel: "RemotingChannel", request: RemotingCommand,
+    def process_request(self, channel: RemotingChannel, request: RemotingCommand,
                         broker_allow_suspend: bool) -> RemotingCommand | None:
         broker = self.broker
         response = RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "not set any response code")
@@ -279,7 +279,7 @@ class PullMessageProcessor:
             cof.commit_offset(client_address, header.consumer_group, header.topic, header.queue_id, header.commit_offset)
 
     def handle(self, result: GetMessageResult, request: RemotingCommand, header: PullMessageRequestHeader,
-               channel: "RemotingChannel", subscription_data, group_config, broker_allow_suspend: bool,
+               channel: RemotingChannel, subscription_data, group_config, broker_allow_suspend: bool,
                message_filter: ExpressionMessageFilter, response: RemotingCommand,
                response_header: PullMessageResponseHeader) -> RemotingCommand | None:
         broker = self.broker

@@ -160,7 +160,7 @@ def look_message_by_offset(store, commit_log_offset: int) -> MessageExt | None:
 
 
 class SendMessageProcessor:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
         # Topic names that passed msg_check's name checks (TopicValidator's, pure functions of
         # the name), so a send does not validate its topic's characters again.
@@ -172,7 +172,7 @@ class SendMessageProcessor:
         return (not self.broker.broker_config.enableSlaveActingMaster
                 and self.broker.message_store_config.brokerRole == BrokerRole.SLAVE)
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         if self.reject_request():
             return reject_request_response()
         if request.code == RequestCode.CONSUMER_SEND_MSG_BACK:
@@ -202,14 +202,14 @@ class SendMessageProcessor:
         return ordered
 
     # -- preSend / msgCheck --------------------------------------------------------------------
-    def pre_send(self, channel: "RemotingChannel", header: SendMessageRequestHeader) -> RemotingCommand:
+    def pre_send(self, channel: RemotingChannel, header: SendMessageRequestHeader) -> RemotingCommand:
         response = RemotingCommand.create_response_command(-1, ext_fields={
             MessageConst.PROPERTY_MSG_REGION: DEFAULT_REGION_ID,
             MessageConst.PROPERTY_TRACE_SWITCH: "true" if TRACE_ON else "false"})
         self.msg_check(channel, header, response)
         return response
 
-    def msg_check(self, channel: "RemotingChannel", header: SendMessageRequestHeader,
+    def msg_check(self, channel: RemotingChannel, header: SendMessageRequestHeader,
                   response: RemotingCommand) -> RemotingCommand:
         broker = self.broker
         tcm = broker.topic_config_manager
@@ -258,7 +258,7 @@ class SendMessageProcessor:
         return response
 
     # -- sendMessage ---------------------------------------------------------------------------
-    async def send_message(self, channel: "RemotingChannel", request: RemotingCommand,
+    async def send_message(self, channel: RemotingChannel, request: RemotingCommand,
                            header: SendMessageRequestHeader,
                            properties: dict[str, str] | None = None) -> RemotingCommand:
         """``sendMessage``. ``properties``: what :meth:`build_msg_properties` made of the header's
@@ -316,7 +316,7 @@ class SendMessageProcessor:
         return self.handle_put_message_result(put_result, response, msg, queue_id)
 
     # -- consumerSendMsgBack ---------------------------------------------------------------------
-    async def consumer_send_msg_back(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    async def consumer_send_msg_back(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         """``consumerSendMsgBack`` (see the module docstring)."""
         broker = self.broker
         bc = broker.broker_config

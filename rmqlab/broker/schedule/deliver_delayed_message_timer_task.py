@@ -58,7 +58,7 @@ _TIMER_PROPERTIES = (MessageConst.PROPERTY_TIMER_DELIVER_MS, MessageConst.PROPER
                      MessageConst.PROPERTY_TIMER_DELAY_MS)
 
 
-def handle_schedule_message(msg: MessageExtBrokerInner, schedule: "ScheduleMessageService") -> PutMessageResult | None:
+def handle_schedule_message(msg: MessageExtBrokerInner, schedule: ScheduleMessageService) -> PutMessageResult | None:
     """``HookUtils.handleScheduleMessage`` (a put hook): park a delay-level message; refuse a timer
     message (no timer wheel). None means "put it as it is now"."""
     tran_type = MessageSysFlag.get_transaction_value(msg.sys_flag)
@@ -79,7 +79,7 @@ def handle_schedule_message(msg: MessageExtBrokerInner, schedule: "ScheduleMessa
     return None
 
 
-def transform_delay_level_message(msg: MessageExtBrokerInner, schedule: "ScheduleMessageService") -> None:
+def transform_delay_level_message(msg: MessageExtBrokerInner, schedule: ScheduleMessageService) -> None:
     """``transformDelayLevelMessage``: remember the real topic and queue, park in the level's queue."""
     level = min(msg.delay_time_level, schedule.max_delay_level)
     msg.properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(level)
@@ -112,7 +112,7 @@ def message_time_up(msg_ext: MessageExt) -> MessageExtBrokerInner:
     return inner
 
 
-def correct_delay_offset(broker: "BrokerController") -> None:
+def correct_delay_offset(broker: BrokerController) -> None:
     """``correctDelayOffset``: keep each level's offset within its queue (after a restart)."""
     schedule, store = broker.schedule_message_service, broker.message_store
     for level in schedule.delay_level_table:
@@ -133,7 +133,7 @@ class DeliverDelayedMessageTimerTask:
     """One delay level's delivery loop (RocketMQ schedules a new task object per step; one task
     that sleeps between steps is the same on a Node)."""
 
-    def __init__(self, broker: "BrokerController", delay_level: int, offset: int):
+    def __init__(self, broker: BrokerController, delay_level: int, offset: int):
         self.broker = broker
         self.delay_level = delay_level
         self.offset = offset

@@ -51,7 +51,7 @@ def _java_long(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def handle_schedule_message(broker: "BrokerController", msg: MessageExtBrokerInner) -> PutMessageResult | None:
+def handle_schedule_message(broker: BrokerController, msg: MessageExtBrokerInner) -> PutMessageResult | None:
     """``handleScheduleMessage``; None means "put it as it is now"."""
     tran_type = MessageSysFlag.get_transaction_value(msg.sys_flag)
     if tran_type not in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE):
@@ -81,7 +81,7 @@ def check_if_timer_message(msg: MessageExtBrokerInner) -> bool:
     return any(props.get(name) is not None for name in TIMER_PROPERTIES)
 
 
-def transform_timer_message(broker: "BrokerController", msg: MessageExtBrokerInner) -> PutMessageResult | None:
+def transform_timer_message(broker: BrokerController, msg: MessageExtBrokerInner) -> PutMessageResult | None:
     """``transformTimerMessage`` (see the module docstring)."""
     props = msg.properties
     msc = broker.message_store_config

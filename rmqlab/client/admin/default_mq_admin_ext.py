@@ -82,10 +82,10 @@ class DefaultMQAdminExt:
         self.admin_ext_group = admin_ext_group
         self.timeout_millis = timeout_millis
         self.create_topic_key = create_topic_key
-        self.client_factory: "MQClientInstance | None" = None
+        self.client_factory: MQClientInstance | None = None
         self._running = False
 
-    async def start(self, node: "Node") -> None:
+    async def start(self, node: Node) -> None:
         if self._running:
             return
         if self.client_config.instance_name == DEFAULT_INSTANCE_NAME:

@@ -53,7 +53,7 @@ SUBMIT_CONSUME_REQUEST_LATER_MS = 5000  # the fixed delay of submitConsumeReques
 
 
 class ConsumeMessageConcurrentlyService:
-    def __init__(self, consumer: "DefaultMQPushConsumer", listener: MessageListenerConcurrently):
+    def __init__(self, consumer: DefaultMQPushConsumer, listener: MessageListenerConcurrently):
         self.consumer = consumer
         self.listener = listener
         self.consume_semaphore = asyncio.Semaphore(consumer.consume_thread_max)

@@ -69,14 +69,14 @@ class DefaultMQPullConsumer:
         self.consume_from_where = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info_table: dict[str, set[MessageQueue]] = {}
-        self.node: "Node | None" = None
-        self.client_factory: "MQClientInstance | None" = None
+        self.node: Node | None = None
+        self.client_factory: MQClientInstance | None = None
         self.pull_api_wrapper: PullAPIWrapper | None = None
         self.offset_store: RemoteBrokerOffsetStore | None = None
         self._running = False
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def start(self, node: "Node") -> None:
+    async def start(self, node: Node) -> None:
         if self._running:
             return
         self.node = node

@@ -127,8 +127,8 @@ class DefaultMQPushConsumer:
         self.max_reconsume_times = max_reconsume_times
         self.subscription: dict[str, str] = {}
         self.message_listener: MessageListenerConcurrently | None = None
-        self.node: "Node | None" = None
-        self.client_factory: "MQClientInstance | None" = None
+        self.node: Node | None = None
+        self.client_factory: MQClientInstance | None = None
         self.rebalance_impl = RebalanceImpl(self)
         self.pull_api_wrapper: PullAPIWrapper | None = None
         self.offset_store: RemoteBrokerOffsetStore | None = None
@@ -164,7 +164,7 @@ class DefaultMQPushConsumer:
         self.message_listener = listener
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def start(self, node: "Node") -> None:
+    async def start(self, node: Node) -> None:
         if self._running:
             return
         if self.message_listener is None:
@@ -309,7 +309,7 @@ class DefaultMQPushConsumer:
                 return
             delay_ms = delay
 
-    async def pull_message(self, request: "_PullRequest") -> float | None:
+    async def pull_message(self, request: _PullRequest) -> float | None:
         """One round of ``pullMessage``; the delay before the next, None when the queue is done."""
         pq, mq = request.process_queue, request.message_queue
         if pq.dropped:
@@ -367,7 +367,7 @@ class DefaultMQPushConsumer:
         self.client_factory.rebalance_immediately()
         return None
 
-    def _correct_tags_offset(self, request: "_PullRequest") -> None:
+    def _correct_tags_offset(self, request: _PullRequest) -> None:
         if request.process_queue.msg_count == 0:
             self.offset_store.update_offset(request.message_queue, request.next_offset, True)
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class PullAPIWrapper:
-    def __init__(self, client_factory: "MQClientInstance", consumer_group: str):
+    def __init__(self, client_factory: MQClientInstance, consumer_group: str):
         self.client_factory = client_factory
         self.consumer_group = consumer_group
         self.pull_from_which_node_table: dict[MessageQueue, int] = {}

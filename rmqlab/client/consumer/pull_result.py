@@ -37,7 +37,7 @@ class PullStatus(enum.Enum):
     OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
 
     @classmethod
-    def from_response_code(cls, code: int) -> "PullStatus | None":
+    def from_response_code(cls, code: int) -> PullStatus | None:
         return _STATUS_BY_CODE.get(code)
 
 

@@ -53,7 +53,7 @@ _FROM_LAST = frozenset({ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
 
 
 class RebalanceImpl:
-    def __init__(self, consumer: "DefaultMQPushConsumer"):
+    def __init__(self, consumer: DefaultMQPushConsumer):
         self.consumer = consumer
         self.consumer_group = consumer.consumer_group
         self.allocate_message_queue_strategy = (consumer.allocate_message_queue_strategy

@@ -60,7 +60,7 @@ class ControllableOffset:
 
 
 class RemoteBrokerOffsetStore:
-    def __init__(self, client_factory: "MQClientInstance", group_name: str):
+    def __init__(self, client_factory: MQClientInstance, group_name: str):
         self.client_factory = client_factory
         self.group_name = group_name
         self.offset_table: dict[MessageQueue, ControllableOffset] = {}

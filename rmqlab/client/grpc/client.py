@@ -48,7 +48,7 @@ ROUTE_UPDATE_PERIOD_MS = 30_000
 MAYBE_DONE_CODES = frozenset({Code.INTERNAL_ERROR, Code.INTERNAL_SERVER_ERROR, Code.HA_NOT_AVAILABLE,
                               Code.PROXY_TIMEOUT, Code.MASTER_PERSISTENCE_TIMEOUT, Code.SLAVE_PERSISTENCE_TIMEOUT})
 # How many 5.x clients each node (process) started: the index in their client ids.
-_clients_started: "weakref.WeakKeyDictionary[Node, int]" = weakref.WeakKeyDictionary()
+_clients_started: weakref.WeakKeyDictionary[Node, int] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,11 @@ class ClientException(Exception):
         self.maybe_done = maybe_done
 
     @classmethod
-    def from_status(cls, status: pb.Status) -> "ClientException":
+    def from_status(cls, status: pb.Status) -> ClientException:
         return cls(status.code, status.message, maybe_done=status.code in MAYBE_DONE_CODES)
 
     @classmethod
-    def from_rpc(cls, e: RpcError) -> "ClientException":
+    def from_rpc(cls, e: RpcError) -> ClientException:
         return cls(None, e.details, grpc_code=e.code, maybe_done=e.sent)
 
 
@@ -120,7 +120,7 @@ class Client:
         self.access_point = configuration.endpoint_list()
         self._given_transport = transport
         self.transport: RpcTransport | None = None
-        self.node: "Node | None" = None
+        self.node: Node | None = None
         self.client_id = ""
         self.routes: dict[str, list[pb.MessageQueue]] = {}
         self.isolated: set[str] = set()
@@ -151,7 +151,7 @@ class Client:
         return spb.NotifyClientTerminationRequest()
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    async def start(self, node: "Node") -> None:
+    async def start(self, node: Node) -> None:
         self.node = node
         self.transport = self._given_transport or default_transport(node)
         self.tracer = MQClientManager.get_instance(node).tracer  # op ids unique within the node

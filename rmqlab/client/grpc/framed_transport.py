@@ -49,7 +49,7 @@ class _Channel:
 
 
 class FramedTransport(RpcTransport):
-    def __init__(self, node: "Node", connect_timeout_ms: float = CONNECT_TIMEOUT_MS):
+    def __init__(self, node: Node, connect_timeout_ms: float = CONNECT_TIMEOUT_MS):
         self.node = node
         self.connect_timeout_ms = connect_timeout_ms
         self._channels: dict[str, _Channel] = {}

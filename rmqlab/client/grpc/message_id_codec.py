@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 
 VERSION_V1 = "01"
-CUSTOM_EPOCH_MS = int(datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc).timestamp() * 1000)
+CUSTOM_EPOCH_MS = int(datetime.datetime(2021, 1, 1, tzinfo=datetime.UTC).timestamp() * 1000)
 
 
 class MessageIdCodec:

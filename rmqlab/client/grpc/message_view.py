@@ -55,7 +55,7 @@ class MessageView:
     corrupted: bool = False
 
     @classmethod
-    def from_protobuf(cls, message: pb.Message, broker_name: str, endpoint: str) -> "MessageView":
+    def from_protobuf(cls, message: pb.Message, broker_name: str, endpoint: str) -> MessageView:
         sp = message.system_properties
         body = bytes(message.body)
         corrupted = False

@@ -147,7 +147,7 @@ class Producer(Client):
         op = self.tracer.invoke("send", describe_message(msg))
         return await self._traced(op, msg, kind)
 
-    def send_async(self, msg: Message) -> "asyncio.Future[SendReceipt]":
+    def send_async(self, msg: Message) -> asyncio.Future[SendReceipt]:
         """Start a send (traced from now on) and return its future."""
         kind = self._prepare(msg)
         op = self.tracer.invoke("send", describe_message(msg))

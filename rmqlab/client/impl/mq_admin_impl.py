@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class MQAdminImpl:
-    def __init__(self, client_factory: "MQClientInstance"):
+    def __init__(self, client_factory: MQClientInstance):
         self.client_factory = client_factory
 
     async def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:

@@ -130,7 +130,7 @@ def _request(code: int, header: CommandCustomHeader | None = None, body: bytes |
 
 
 class MQClientAPIImpl:
-    def __init__(self, node: "Node", remoting_client: RemotingClient):
+    def __init__(self, node: Node, remoting_client: RemotingClient):
         self.node = node
         self.remoting_client = remoting_client
         self.namesrv_addr_list: list[str] = []
@@ -350,8 +350,8 @@ class MQClientAPIImpl:
     # request 10 s more than that ("fix the too earlier timeout of client when long polling").
     POP_POLL_TIMEOUT_RESERVE_MS = 10_000
 
-    async def pop_message(self, addr: str, broker_name: str, header: "PopMessageRequestHeader",
-                          timeout_ms: float) -> "PopResult":
+    async def pop_message(self, addr: str, broker_name: str, header: PopMessageRequestHeader,
+                          timeout_ms: float) -> PopResult:
         """POP_MESSAGE (``popMessageAsync`` + ``processPopResponse``): a PopResult whose messages
         carry their ``POP_CK`` handle, ``1ST_POP_TIME`` and the topic asked for. With
         ``header.poll_time`` > 0, a missing ``born_time`` is set to this node's clock and the call
@@ -366,7 +366,7 @@ class MQClientAPIImpl:
 
     @staticmethod
     def process_pop_response(broker_name: str, response: RemotingCommand, topic: str, request_header,
-                             addr: str | None = None) -> "PopResult":
+                             addr: str | None = None) -> PopResult:
         """``processPopResponse``: status by code, then each message's POP_CK rebuilt from the
         header's startOffsetInfo / msgOffsetInfo (orderly: reconsumeTimes from orderCountInfo)."""
         from rmqlab.client.consumer.pop_result import PopResult, PopStatus
@@ -434,7 +434,7 @@ class MQClientAPIImpl:
             m.topic = topic
         return result
 
-    async def ack_message(self, addr: str, header: "AckMessageRequestHeader", timeout_ms: float) -> "AckResult":
+    async def ack_message(self, addr: str, header: AckMessageRequestHeader, timeout_ms: float) -> AckResult:
         """ACK_MESSAGE (``ackMessageAsync``): AckResult OK on SUCCESS, else NO_EXIST (the broker's
         code and remark kept in the result)."""
         from rmqlab.client.consumer.ack_result import AckResult, AckStatus
@@ -443,8 +443,8 @@ class MQClientAPIImpl:
         return AckResult(AckStatus.OK if ok else AckStatus.NO_EXIST, response_code=response.code,
                          remark=response.remark)
 
-    async def change_invisible_time(self, addr: str, broker_name: str, header: "ChangeInvisibleTimeRequestHeader",
-                                    timeout_ms: float) -> "AckResult":
+    async def change_invisible_time(self, addr: str, broker_name: str, header: ChangeInvisibleTimeRequestHeader,
+                                    timeout_ms: float) -> AckResult:
         """CHANGE_MESSAGE_INVISIBLETIME (``changeInvisibleTimeAsync``): on SUCCESS an AckResult OK
         with ``pop_time`` and the message's new handle ``extra_info`` (built from the broker's
         popTime, invisibleTime and reviveQid, the header's offset, topic and queue)."""

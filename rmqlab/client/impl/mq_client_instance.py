@@ -109,7 +109,7 @@ def _route_key(route: TopicRouteData | None) -> Any:
 
 
 class MQClientInstance:
-    def __init__(self, node: "Node", client_config: "ClientConfig", client_id: str, manager: "MQClientManager"):
+    def __init__(self, node: Node, client_config: ClientConfig, client_id: str, manager: MQClientManager):
         self.node = node
         self.client_config = client_config
         self.client_id = client_id
@@ -128,15 +128,15 @@ class MQClientInstance:
         self.admin_ext_table: dict[str, Any] = {}
         self._lock_namesrv = asyncio.Lock()
         self._lock_heartbeat = asyncio.Lock()
-        self._timers: dict[str, "Timer"] = {}
+        self._timers: dict[str, Timer] = {}
         self._running = False
         self._rebalance_wakeup = asyncio.Event()
         self._rebalance_task: asyncio.Task | None = None
-        self.default_mq_producer: "DefaultMQProducer | None" = None
+        self.default_mq_producer: DefaultMQProducer | None = None
         self._inner_producer_lock = asyncio.Lock()
 
     @property
-    def tracer(self) -> "OperationTracer":
+    def tracer(self) -> OperationTracer:
         return self.manager.tracer
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ class MQClientInstance:
 
         self._timers[name] = self.node.call_later(initial_delay_ms, fire)
 
-    async def get_default_mq_producer(self) -> "DefaultMQProducer":
+    async def get_default_mq_producer(self) -> DefaultMQProducer:
         """``getDefaultMQProducer``: the instance's inner producer (group CLIENT_INNER_PRODUCER,
         this instance's client config), started on first use (see the module docstring)."""
         async with self._inner_producer_lock:

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 
 
 class MQClientManager:
-    def __init__(self, node: "Node"):
+    def __init__(self, node: Node):
         self.node = node
-        self.factory_table: dict[str, "MQClientInstance"] = {}
+        self.factory_table: dict[str, MQClientInstance] = {}
         self.tracer = OperationTracer(node)
 
     @classmethod
-    def get_instance(cls, node: "Node") -> "MQClientManager":
+    def get_instance(cls, node: Node) -> MQClientManager:
         # Kept on the node object itself: a class-level WeakKeyDictionary never let go of a node, since
         # its value (this manager) refers to the node, so every finished simulation stayed alive.
         manager = node.__dict__.get("_mq_client_manager")
@@ -35,7 +35,7 @@ class MQClientManager:
             manager = node.__dict__["_mq_client_manager"] = cls(node)
         return manager
 
-    def get_or_create_mq_client_instance(self, client_config: "ClientConfig") -> "MQClientInstance":
+    def get_or_create_mq_client_instance(self, client_config: ClientConfig) -> MQClientInstance:
         from rmqlab.client.impl.mq_client_instance import MQClientInstance
 
         client_config.change_instance_name_to_node(self.node.name)

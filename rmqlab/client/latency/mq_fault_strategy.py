@@ -44,15 +44,15 @@ class MQFaultStrategy:
         self.latency_max = LATENCY_MAX
         self.not_available_duration = NOT_AVAILABLE_DURATION
 
-    def select_one_message_queue(self, tp_info: "TopicPublishInfo", last_broker_name: str | None,
-                                 reset_index: bool) -> "MessageQueue | None":
+    def select_one_message_queue(self, tp_info: TopicPublishInfo, last_broker_name: str | None,
+                                 reset_index: bool) -> MessageQueue | None:
         """``selectOneMessageQueue``: see the module docstring for the order of the filters."""
         if last_broker_name is None and not self.send_latency_fault_enable:
             # A first attempt without fault avoidance: no filter can skip a queue, so the next one
             # in the round robin (what the filtered turn below takes at its first step).
             return tp_info.select_one_message_queue()
 
-        def other_broker(mq: "MessageQueue") -> bool:
+        def other_broker(mq: MessageQueue) -> bool:
             return last_broker_name is None or mq.broker_name != last_broker_name
 
         if self.send_latency_fault_enable:

@@ -125,8 +125,8 @@ class DefaultMQProducer:
         self.max_message_size = max_message_size
         self.retry_response_codes = set(DEFAULT_RETRY_RESPONSE_CODES)
         self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
-        self.node: "Node | None" = None
-        self.client_factory: "MQClientInstance | None" = None
+        self.node: Node | None = None
+        self.client_factory: MQClientInstance | None = None
         self.mq_fault_strategy: MQFaultStrategy | None = None
         self.message_client_id_setter: MessageClientIDSetter | None = None
         self._running = False
@@ -136,8 +136,8 @@ class DefaultMQProducer:
         self._send_async_task_name = f"send-async {producer_group}"
 
     # -- lifecycle -------------------------------------------------------------------------------
-    async def start(self, node: "Node", start_factory: bool = True,
-                    client_factory: "MQClientInstance | None" = None) -> None:
+    async def start(self, node: Node, start_factory: bool = True,
+                    client_factory: MQClientInstance | None = None) -> None:
         """Register with the node's MQClientInstance and start it (``start(startFactory)``). No
         request is sent yet: the first route request goes out with the first send, as RocketMQ's
         ``DefaultMQProducerImpl`` does. ``client_factory``: the instance to join, for its inner
@@ -416,7 +416,7 @@ class DefaultMQProducer:
 
     # -- async -----------------------------------------------------------------------------------
     def send_async(self, msg: Message, callback: SendCallback | None = None,
-                   timeout: int | None = None) -> "asyncio.Future[SendResult]":
+                   timeout: int | None = None) -> asyncio.Future[SendResult]:
         """Start a send and return at once: a future of the SendResult, and ``callback`` (if any)
         called with the outcome. The future's exception is the send's failure."""
         self._make_sure_state_ok()
@@ -430,7 +430,7 @@ class DefaultMQProducer:
         return future
 
     async def _send_async_run(self, op: ClientOperation, msg: Message, timeout_ms: float,
-                              future: "asyncio.Future[SendResult]", callback: SendCallback | None) -> None:
+                              future: asyncio.Future[SendResult], callback: SendCallback | None) -> None:
         """The task of one send_async: the send (``sendMessageAsync`` / ``onExceptionImpl``: one
         attempt, then up to retry_times_when_send_async_failed more on another broker after a
         remoting failure), ``op`` completed as :meth:`_traced` does, then the future and the

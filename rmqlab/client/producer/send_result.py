@@ -29,7 +29,7 @@ class SendStatus(enum.Enum):
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
     @classmethod
-    def from_response_code(cls, code: int) -> "SendStatus | None":
+    def from_response_code(cls, code: int) -> SendStatus | None:
         """The status of a stored message, or None for a code that means it was not stored."""
         return _STATUS_BY_CODE.get(code)
 

@@ -41,7 +41,7 @@ class ThreadLocalIndex:
     Java keeps one per thread; a node's asyncio code runs on one thread, so there is one.
     ``rng`` is the node's seeded random."""
 
-    def __init__(self, rng: "random.Random"):
+    def __init__(self, rng: random.Random):
         self._rng = rng
         self._index: int | None = None
 
@@ -59,15 +59,15 @@ class ThreadLocalIndex:
 
 
 class TopicPublishInfo:
-    def __init__(self, rng: "random.Random"):
+    def __init__(self, rng: random.Random):
         self.order_topic = False
         self.have_topic_router_info = False
         self.message_queue_list: list[MessageQueue] = []
         self.send_which_queue = ThreadLocalIndex(rng)
-        self.topic_route_data: "TopicRouteData | None" = None
+        self.topic_route_data: TopicRouteData | None = None
 
     @classmethod
-    def from_route(cls, topic: str, route: "TopicRouteData", rng: "random.Random") -> "TopicPublishInfo":
+    def from_route(cls, topic: str, route: TopicRouteData, rng: random.Random) -> TopicPublishInfo:
         """``topicRouteData2TopicPublishInfo`` (see the module docstring)."""
         info = cls(rng)
         info.topic_route_data = route

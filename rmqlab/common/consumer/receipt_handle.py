@@ -45,7 +45,7 @@ class ReceiptHandle:
             self.broker_name, self.queue_id, self.offset, self.commit_log_offset))
 
     @classmethod
-    def decode(cls, receipt_handle: str) -> "ReceiptHandle":
+    def decode(cls, receipt_handle: str) -> ReceiptHandle:
         """ValueError naming the problem for anything that is not a handle (RocketMQ:
         IllegalArgumentException / NumberFormatException, answered INVALID_RECEIPT_HANDLE)."""
         parts = receipt_handle.split(SEPARATOR)

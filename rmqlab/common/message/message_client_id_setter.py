@@ -35,7 +35,7 @@ class MessageClientIDSetter:
         self._set_start_time(clock())
 
     def _set_start_time(self, millis: int) -> None:
-        now = datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.timezone.utc)
+        now = datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.UTC)
         start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         nxt = (start.replace(year=start.year + 1, month=1) if start.month == 12
                else start.replace(month=start.month + 1))

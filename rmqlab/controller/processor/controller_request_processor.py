@@ -58,7 +58,7 @@ CONTROLLER_REQUEST_CODES = (
 
 
 class ControllerRequestProcessor:
-    def __init__(self, controller_manager: "ControllerManager"):
+    def __init__(self, controller_manager: ControllerManager):
         self.controller_manager = controller_manager
         self.heartbeat_manager = controller_manager.heartbeat_manager
 
@@ -66,7 +66,7 @@ class ControllerRequestProcessor:
     def controller(self):
         return self.controller_manager.controller
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand | None:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         code = request.code
         if code == RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET:
             header = AlterSyncStateSetRequestHeader.decode(request)
@@ -110,7 +110,7 @@ class ControllerRequestProcessor:
             self.controller_manager.notify_broker_role_changed(RoleChangeNotifyEntry.convert(response))
         return response
 
-    def _broker_heartbeat(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def _broker_heartbeat(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = BrokerHeartbeatRequestHeader.decode(request)
         if header.broker_id is None:
             return RemotingCommand.create_response_command(ResponseCode.CONTROLLER_INVALID_REQUEST,

@@ -61,7 +61,7 @@ class AutoSwitchHAClient(HAClient):
     CONNECTED_STATES = (HAConnectionState.HANDSHAKE, HAConnectionState.TRANSFER)
     EMPTY_ADDRESS_IS_NONE = True
 
-    def __init__(self, ha_service: "AutoSwitchHAService", slave_id: int):
+    def __init__(self, ha_service: AutoSwitchHAService, slave_id: int):
         super().__init__(ha_service, ClientProtocol(ha_service.node.now_ms()))
         self.epoch_cache = ha_service.epoch_cache
         self.broker_id = slave_id

@@ -48,7 +48,7 @@ __all__ = ["AutoSwitchHAConnection", "MACHINE", "READ_MAX_BUFFER_SIZE", "IDLE_WA
 class AutoSwitchHAConnection(HAConnection):
     MACHINE = MACHINE
 
-    def __init__(self, ha_service: "AutoSwitchHAService", reader: asyncio.StreamReader, writer: Any):
+    def __init__(self, ha_service: AutoSwitchHAService, reader: asyncio.StreamReader, writer: Any):
         super().__init__(ha_service, reader, writer, ConnectionProtocol())
         self._notified = False  # the read side got a frame the write side may be waiting for
         self._waiter: asyncio.Future | None = None

@@ -50,20 +50,20 @@ def topic_not_exist_remark(topic: str | None) -> str:
 class ClientRequestProcessor:
     """Serves GET_ROUTEINFO_BY_TOPIC for a NamesrvController."""
 
-    def __init__(self, namesrv_controller: "NamesrvController"):
+    def __init__(self, namesrv_controller: NamesrvController):
         self.namesrv_controller = namesrv_controller
         # The processor is built when the name server starts: the needWaitForService window
         # runs from here, as in Java.
         self.startup_time_millis = namesrv_controller.node.now_ms()
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         try:
             return self.get_route_info_by_topic(channel, request)
         except RemotingCommandError as e:
             # A malformed header (see rmqlab.remoting.protocol.header.command_custom_header).
             return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, clip(e))
 
-    def get_route_info_by_topic(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_route_info_by_topic(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = GetRouteInfoRequestHeader.decode(request)
         config = self.namesrv_controller.namesrv_config
         now = self.namesrv_controller.node.now_ms()

@@ -124,7 +124,7 @@ def _system_error(remark: str, ext_fields: dict | None = None) -> RemotingComman
 class DefaultRequestProcessor:
     """The name server's default processor (registered for every code without its own)."""
 
-    def __init__(self, namesrv_controller: "NamesrvController"):
+    def __init__(self, namesrv_controller: NamesrvController):
         self.namesrv_controller = namesrv_controller
         self._handlers: dict[int, Handler] = {
             RequestCode.QUERY_DATA_VERSION: self.query_broker_topic_config,
@@ -141,7 +141,7 @@ class DefaultRequestProcessor:
     def route_info_manager(self):
         return self.namesrv_controller.route_info_manager
 
-    async def process(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         handler = self._handlers.get(request.code)
         if handler is None:
             return RemotingCommand.create_response_command(RemotingSysResponseCode.REQUEST_CODE_NOT_SUPPORTED,
@@ -152,7 +152,7 @@ class DefaultRequestProcessor:
             return _system_error(clip(e))
 
     # -- REGISTER_BROKER ------------------------------------------------------------------------
-    def register_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def register_broker(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = RegisterBrokerRequestHeader.decode(request)
         if not self._checksum(channel, request, header):
             return _system_error("crc32 not match", {})
@@ -188,7 +188,7 @@ class DefaultRequestProcessor:
         # (returnOrderTopicConfigToBroker); with no key-value configuration there is none.
         return _success(RegisterBrokerResponseHeader(result.ha_server_addr, result.master_addr).to_ext_fields())
 
-    def _checksum(self, channel: "RemotingChannel", request: RemotingCommand,
+    def _checksum(self, channel: RemotingChannel, request: RemotingCommand,
                   header: RegisterBrokerRequestHeader) -> bool:
         if header.body_crc32 != 0:
             body_crc32 = crc32(request.body) if request.body is not None else 0  # UtilAll.crc32(null) = 0
@@ -217,7 +217,7 @@ class DefaultRequestProcessor:
             raise RemotingCommandError(f"Failed to decode TopicConfigSerializeWrapper: {e}") from e
 
     # -- QUERY_DATA_VERSION, heartbeat, unregister ----------------------------------------------
-    def query_broker_topic_config(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def query_broker_topic_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = QueryDataVersionRequestHeader.decode(request)
         data_version: DataVersion | None = None
         if request.body is not None:
@@ -234,27 +234,27 @@ class DefaultRequestProcessor:
         body = stored.to_json().encode("utf-8") if stored is not None else None
         return _success(QueryDataVersionResponseHeader(changed).to_ext_fields(), body)
 
-    def unregister_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def unregister_broker(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = UnRegisterBrokerRequestHeader.decode(request)
         self.route_info_manager.submit_un_register_broker_request(header)
         return _success()
 
-    def broker_heartbeat(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def broker_heartbeat(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = BrokerHeartbeatRequestHeader.decode(request)
         self.route_info_manager.update_broker_info_update_timestamp(header.cluster_name, header.broker_addr)
         return _success()
 
     # -- queries --------------------------------------------------------------------------------
-    def get_broker_member_group(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_broker_member_group(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = GetBrokerMemberGroupRequestHeader.decode(request)
         group = self.route_info_manager.get_broker_member_group(header.cluster_name, header.broker_name)
         return _success(body=GetBrokerMemberGroupResponseBody(group).encode())
 
-    def get_broker_cluster_info(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def get_broker_cluster_info(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         return _success(body=self.route_info_manager.get_all_cluster_info().encode())
 
     # -- write permission -----------------------------------------------------------------------
-    def wipe_write_perm_of_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def wipe_write_perm_of_broker(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = WipeWritePermOfBrokerRequestHeader.decode(request)
         count = self.route_info_manager.wipe_write_perm_of_broker_by_lock(header.broker_name)
         self.namesrv_controller.log_event(
@@ -262,7 +262,7 @@ class DefaultRequestProcessor:
                     f"{count}")
         return _success(WipeWritePermOfBrokerResponseHeader(count).to_ext_fields())
 
-    def add_write_perm_of_broker(self, channel: "RemotingChannel", request: RemotingCommand) -> RemotingCommand:
+    def add_write_perm_of_broker(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = AddWritePermOfBrokerRequestHeader.decode(request)
         count = self.route_info_manager.add_write_perm_of_broker_by_lock(header.broker_name)
         self.namesrv_controller.log_event(

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
 class BrokerHousekeepingService:
     """The ChannelEventListener of the name server's RemotingServer."""
 
-    def __init__(self, namesrv_controller: "NamesrvController"):
+    def __init__(self, namesrv_controller: NamesrvController):
         self.namesrv_controller = namesrv_controller
 
-    def on_channel_connect(self, remote_addr: str, channel: "RemotingChannel") -> None:
+    def on_channel_connect(self, remote_addr: str, channel: RemotingChannel) -> None:
         """Nothing to do: a broker becomes known when it registers."""
 
-    def on_channel_close(self, remote_addr: str, channel: "RemotingChannel") -> None:
+    def on_channel_close(self, remote_addr: str, channel: RemotingChannel) -> None:
         self.namesrv_controller.route_info_manager.on_channel_destroy(channel)

@@ -50,7 +50,7 @@ class _Call:
     requests: asyncio.Queue | None = None  # bidi: parsed requests, then _END
     got_request: bool = False
     task: asyncio.Task | None = None
-    deadline: "Timer | None" = None
+    deadline: Timer | None = None
     done: bool = False
 
 
@@ -64,14 +64,14 @@ class _Connection:
 class FramedGrpcServer:
     """The same surface as GrpcServer: start(), shutdown(), host, port."""
 
-    def __init__(self, node: "Node", activity: GrpcMessagingActivity, host: str, port: int,
+    def __init__(self, node: Node, activity: GrpcMessagingActivity, host: str, port: int,
                  max_inbound_message_size: int):
         self.node = node
         self.activity = activity
         self.host = host
         self.port = port
         self.max_inbound_message_size = max_inbound_message_size
-        self._listener: "Listener | None" = None
+        self._listener: Listener | None = None
         self._connections: list[_Connection] = []
 
     async def start(self) -> None:

@@ -33,7 +33,7 @@ def _peer(context) -> str:
 
 
 class GrpcServer:
-    def __init__(self, node: "Node", activity: GrpcMessagingActivity, host: str, port: int,
+    def __init__(self, node: Node, activity: GrpcMessagingActivity, host: str, port: int,
                  max_inbound_message_size: int):
         self.node = node
         self.activity = activity

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from rmqlab.common.consumer.receipt_handle import RETRY_TOPIC, RETRY_TOPIC_V2, ReceiptHandle, create_handle
 from rmqlab.common.java_compat import java_string_hash_code
@@ -65,7 +66,7 @@ def consistent_hash(input_: int, buckets: int) -> int:
 
 
 class MessagingProcessor:
-    def __init__(self, api: "MQClientAPIImpl", routes: "TopicRouteService", metadata, now_ms: Callable[[], int]):
+    def __init__(self, api: MQClientAPIImpl, routes: TopicRouteService, metadata, now_ms: Callable[[], int]):
         self.api = api
         self.routes = routes
         self.metadata = metadata

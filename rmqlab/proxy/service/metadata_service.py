@@ -14,7 +14,8 @@ NORMAL, FIFO, DELAY, TRANSACTION or MIXED.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from rmqlab.client.exceptions import MQBrokerException, MQClientException
 from rmqlab.common.message.message_const import MessageConst as MC
@@ -32,7 +33,7 @@ TOPIC_MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
 TIMEOUT_MS = 3000
 
 
-def topic_message_type(tc: "TopicConfig") -> str:
+def topic_message_type(tc: TopicConfig) -> str:
     value = tc.attributes.get(MESSAGE_TYPE_ATTRIBUTE, "NORMAL").upper()
     return value if value in TOPIC_MESSAGE_TYPES else "NORMAL"
 
@@ -50,7 +51,7 @@ def message_type_of_properties(props: dict[str, str]) -> str:
 
 
 class LocalMetadataService:
-    def __init__(self, broker: "BrokerController"):
+    def __init__(self, broker: BrokerController):
         self.broker = broker
 
     async def get_topic_message_type(self, topic: str) -> str:
@@ -59,12 +60,12 @@ class LocalMetadataService:
             raise MQClientException(ResponseCode.TOPIC_NOT_EXIST, f"topic not found: {topic}")
         return topic_message_type(tc)
 
-    async def get_subscription_group_config(self, group: str) -> "SubscriptionGroupConfig | None":
+    async def get_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         return self.broker.subscription_group_manager.subscription_group_table.get(group)
 
 
 class ClusterMetadataService:
-    def __init__(self, api: "MQClientAPIImpl", routes: "TopicRouteService", cluster_name: str,
+    def __init__(self, api: MQClientAPIImpl, routes: TopicRouteService, cluster_name: str,
                  now_ms: Callable[[], int], refresh_seconds: int, spawn: Callable[..., asyncio.Task]):
         """`spawn(coro, name=...)` runs a background refresh (the node's, so a crash ends it)."""
         self.api = api
@@ -74,7 +75,7 @@ class ClusterMetadataService:
         self.refresh_ms = refresh_seconds * 1000
         self._spawn = spawn
         self._topics: dict[str, tuple[str, int]] = {}
-        self._groups: dict[str, tuple["SubscriptionGroupConfig | None", int]] = {}
+        self._groups: dict[str, tuple[SubscriptionGroupConfig | None, int]] = {}
         self._refreshing: set[tuple[str, str]] = set()
 
     async def _cached(self, table: dict, kind: str, key: str, load: Callable[[str], Any]):
@@ -113,13 +114,13 @@ class ClusterMetadataService:
             return topic_message_type(tc)
         raise error or MQClientException(ResponseCode.TOPIC_NOT_EXIST, f"topic not found: {topic}")
 
-    async def get_subscription_group_config(self, group: str) -> "SubscriptionGroupConfig | None":
+    async def get_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         try:
             return await self._cached(self._groups, "group", group, self._load_subscription_group_config)
         except _NoAnswer:
             return None  # RocketMQ's defaults this time; asked again at the next use
 
-    async def _load_subscription_group_config(self, group: str) -> "SubscriptionGroupConfig | None":
+    async def _load_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         info = await self.api.get_broker_cluster_info(TIMEOUT_MS)
         names = sorted(info.cluster_addr_table.get(self.cluster_name, ()))
         for name in names:

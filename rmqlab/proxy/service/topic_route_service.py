@@ -19,7 +19,8 @@ from __future__ import annotations
 import abc
 import random as _random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from rmqlab.proxy.service.message_queue_view import MASTER_ID, MessageQueueView
 from rmqlab.remoting.protocol.route.topic_route_data import TopicRouteData
@@ -49,7 +50,7 @@ def proxy_brokers(route: TopicRouteData, endpoints_of: Callable[[str], tuple[tup
 
 
 class TopicRouteService(abc.ABC):
-    def __init__(self, api: "MQClientAPIImpl", now_ms: Callable[[], int], rng: _random.Random,
+    def __init__(self, api: MQClientAPIImpl, now_ms: Callable[[], int], rng: _random.Random,
                  refresh_seconds: int, expired_seconds: int, grpc_port: int):
         self.api = api
         self.now_ms = now_ms
@@ -107,7 +108,7 @@ class ClusterTopicRouteService(TopicRouteService):
 
 
 class LocalTopicRouteService(TopicRouteService):
-    def __init__(self, broker: "BrokerController", *args, **kwargs):
+    def __init__(self, broker: BrokerController, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.broker = broker
 

@@ -27,7 +27,7 @@ class SimulationDeadlock(RuntimeError):
 
 
 class _VirtualSelector:
-    def __init__(self, loop: "SimLoop"):
+    def __init__(self, loop: SimLoop):
         self._loop = loop
 
     def select(self, timeout: float | None):

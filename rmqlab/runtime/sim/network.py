@@ -33,7 +33,7 @@ import asyncio
 import heapq
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 RTO_MS = 200.0
@@ -48,7 +48,7 @@ class LinkKnobs:
 
 
 class SimListener:
-    def __init__(self, network: "SimNetwork", node: str, host: str, port: int, handler):
+    def __init__(self, network: SimNetwork, node: str, host: str, port: int, handler):
         self.network, self.node, self.host, self.port, self.handler = network, node, host, port, handler
 
     def close(self) -> None:
@@ -58,7 +58,7 @@ class SimListener:
 class _Half:
     """One direction of a connection: bytes from `src` to `dst`."""
 
-    def __init__(self, conn: "SimConnection", src: str, dst: str, reader: asyncio.StreamReader):
+    def __init__(self, conn: SimConnection, src: str, dst: str, reader: asyncio.StreamReader):
         self.conn, self.src, self.dst, self.reader = conn, src, dst, reader
         self.seq = 0                # last sequence number sent
         self.next_seq = 1           # next sequence number the receiver takes, in order
@@ -89,7 +89,7 @@ class SimConnection:
 class SimStreamWriter:
     """The StreamWriter side of a simulated connection."""
 
-    def __init__(self, network: "SimNetwork", conn: SimConnection, node: str):
+    def __init__(self, network: SimNetwork, conn: SimConnection, node: str):
         self._network, self._conn, self._node = network, conn, node
         self._closing = False
 

@@ -35,7 +35,7 @@ class AckMsg:
         return to_fastjson(self.to_json_dict()).encode("utf-8")
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "AckMsg":
+    def from_json(cls, text: str | bytes) -> AckMsg:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         doc = parse_fastjson(text)

@@ -95,7 +95,7 @@ class PopCheckPoint:
         return self.to_json().encode("utf-8")
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "PopCheckPoint":
+    def from_json(cls, text: str | bytes) -> PopCheckPoint:
         """Parse a checkpoint body; ValueError when it is not one."""
         if isinstance(text, bytes):
             text = text.decode("utf-8")

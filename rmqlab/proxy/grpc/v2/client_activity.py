@@ -14,7 +14,7 @@ consumer channel for them; dropping them with the stream leaves nothing behind s
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from rmqlab.proto.v2 import definition_pb2 as pb
 from rmqlab.proto.v2 import service_pb2 as spb

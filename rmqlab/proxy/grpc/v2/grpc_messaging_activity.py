@@ -25,7 +25,8 @@ Errors: a unary method answers its own response type with `status` from the erro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from google.protobuf.message import DecodeError
 

@@ -21,7 +21,7 @@ class ProxyContext:
 
     @classmethod
     def from_metadata(cls, metadata, remote_address: str = "", local_address: str = "",
-                      remaining_ms: float | None = None) -> "ProxyContext":
+                      remaining_ms: float | None = None) -> ProxyContext:
         md = {k.lower(): v for k, v in (metadata or ())}
         return cls(client_id=md.get("x-mq-client-id", ""), remote_address=remote_address,
                    local_address=local_address, language=md.get("x-mq-language", ""),

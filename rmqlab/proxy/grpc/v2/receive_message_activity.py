@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from rmqlab.client.consumer.pop_result import PopStatus
 from rmqlab.common.consumer.receipt_handle import ReceiptHandle

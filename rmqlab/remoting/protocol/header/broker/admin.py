@@ -66,7 +66,7 @@ class KVTable:
         return remoting_serializable.encode({"table": {k: self.table[k] for k in sorted(self.table)}})
 
     @classmethod
-    def decode(cls, body: bytes) -> "KVTable":
+    def decode(cls, body: bytes) -> KVTable:
         doc = check_object(remoting_serializable.decode_json(body, "KVTable"), "KVTable")
         table = check_object(doc.get("table") or {}, "KVTable.table")
         if not all(isinstance(v, str) for v in table.values()):
@@ -86,7 +86,7 @@ class MessageQueue:
         return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
 
     @classmethod
-    def from_json_dict(cls, data: Any, where: str) -> "MessageQueue":
+    def from_json_dict(cls, data: Any, where: str) -> MessageQueue:
         obj = check_object(data, where)
         return cls(topic=obj.get("topic"), broker_name=obj.get("brokerName"),
                    queue_id=check_int(obj.get("queueId", 0), f"{where}.queueId"))
@@ -104,7 +104,7 @@ class OffsetWrapper:
                 "lastTimestamp": self.last_timestamp, "pullOffset": self.pull_offset}
 
     @classmethod
-    def from_json_dict(cls, data: Any, where: str) -> "OffsetWrapper":
+    def from_json_dict(cls, data: Any, where: str) -> OffsetWrapper:
         obj = check_object(data, where)
         return cls(*(check_long(obj.get(k, 0), f"{where}.{k}")
                      for k in ("brokerOffset", "consumerOffset", "pullOffset", "lastTimestamp")))
@@ -135,7 +135,7 @@ class ConsumeStats:
         return ('{"consumeTps":' + _java_double(self.consume_tps) + ',"offsetTable":{' + entries + "}}").encode("utf-8")
 
     @classmethod
-    def decode(cls, body: bytes) -> "ConsumeStats":
+    def decode(cls, body: bytes) -> ConsumeStats:
         """Read what :meth:`encode` (or fastjson) writes, object keys included."""
         text = body.decode("utf-8")
         decoder = json.JSONDecoder()
@@ -181,7 +181,7 @@ class SubscriptionGroupWrapper:
         })
 
     @classmethod
-    def decode(cls, body: bytes) -> "SubscriptionGroupWrapper":
+    def decode(cls, body: bytes) -> SubscriptionGroupWrapper:
         doc = check_object(remoting_serializable.decode_json(body, "SubscriptionGroupWrapper"),
                            "SubscriptionGroupWrapper")
         groups = {}
@@ -202,7 +202,7 @@ class ConsumerOffsetSerializeWrapper:
     data_version: DataVersion = field(default_factory=DataVersion)
 
     @classmethod
-    def decode(cls, body: bytes) -> "ConsumerOffsetSerializeWrapper":
+    def decode(cls, body: bytes) -> ConsumerOffsetSerializeWrapper:
         doc = check_object(remoting_serializable.decode_json(body, "ConsumerOffsetSerializeWrapper"),
                            "ConsumerOffsetSerializeWrapper")
         table: dict[str, dict[int, int]] = {}

@@ -31,7 +31,7 @@ class GetConsumerListByGroupResponseBody:
         return to_fastjson({"consumerIdList": list(self.consumer_id_list)}).encode("utf-8")
 
     @classmethod
-    def decode(cls, body: bytes) -> "GetConsumerListByGroupResponseBody":
+    def decode(cls, body: bytes) -> GetConsumerListByGroupResponseBody:
         doc = json.loads(body.decode("utf-8"))
         ids = doc.get("consumerIdList") or []
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):

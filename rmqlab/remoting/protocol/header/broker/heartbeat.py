@@ -150,7 +150,7 @@ class SubscriptionData:
                 "subVersion": self.sub_version, "tagsSet": sorted(self.tags_set), "topic": self.topic}
 
     @classmethod
-    def from_json_dict(cls, data: Any, where: str) -> "SubscriptionData":
+    def from_json_dict(cls, data: Any, where: str) -> SubscriptionData:
         obj = _object(data, where)
         topic = _str(obj, "topic", where)
         if topic is None:
@@ -209,7 +209,7 @@ class ProducerData:
         return {"groupName": self.group_name}
 
     @classmethod
-    def from_json_dict(cls, data: Any, where: str) -> "ProducerData":
+    def from_json_dict(cls, data: Any, where: str) -> ProducerData:
         obj = _object(data, where)
         name = _str(obj, "groupName", where)
         if name is None:
@@ -240,7 +240,7 @@ class ConsumerData:
         return out
 
     @classmethod
-    def from_json_dict(cls, data: Any, where: str) -> "ConsumerData":
+    def from_json_dict(cls, data: Any, where: str) -> ConsumerData:
         obj = _object(data, where)
         name = _str(obj, "groupName", where)
         if name is None:
@@ -274,7 +274,7 @@ class HeartbeatData:
         }).encode("utf-8")
 
     @classmethod
-    def decode(cls, body: bytes | None) -> "HeartbeatData":
+    def decode(cls, body: bytes | None) -> HeartbeatData:
         """Parse a HEART_BEAT body leniently (see the module docstring); RemotingCommandError (a
         ValueError) if it is not a heartbeat at all: a bad request, answered without a traceback."""
         try:
@@ -285,7 +285,7 @@ class HeartbeatData:
             raise RemotingCommandError(str(e)) from None
 
     @classmethod
-    def _decode(cls, body: bytes | None) -> "HeartbeatData":
+    def _decode(cls, body: bytes | None) -> HeartbeatData:
         if not body:
             raise ValueError("HEART_BEAT has no body")
         try:

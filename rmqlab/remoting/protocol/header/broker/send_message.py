@@ -62,7 +62,7 @@ class SendMessageRequestHeader(CommandCustomHeader):
         return bool(self.batch)
 
     @classmethod
-    def parse_request_header(cls, request: RemotingCommand) -> "SendMessageRequestHeader":
+    def parse_request_header(cls, request: RemotingCommand) -> SendMessageRequestHeader:
         """``SendMessageRequestHeader.parseRequestHeader``: V2 for SEND_MESSAGE_V2 and
         SEND_BATCH_MESSAGE, V1 otherwise."""
         if request.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -158,7 +158,7 @@ class SendMessageRequestHeaderV2(CommandCustomHeader):
         return ext
 
     @classmethod
-    def from_v1(cls, v1: SendMessageRequestHeader) -> "SendMessageRequestHeaderV2":
+    def from_v1(cls, v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
         """``createSendMessageRequestHeaderV2``."""
         return cls(a=v1.producer_group, b=v1.topic, c=v1.default_topic, d=v1.default_topic_queue_nums, e=v1.queue_id,
                    f=v1.sys_flag, g=v1.born_timestamp, h=v1.flag, i=v1.properties, j=v1.reconsume_times,
@@ -175,7 +175,7 @@ class SendMessageResponseHeader(CommandCustomHeader):
     recall_handle: str | None = header_field("recallHandle", STRING)
 
     @classmethod
-    def decode(cls, command: RemotingCommand) -> "SendMessageResponseHeader":
+    def decode(cls, command: RemotingCommand) -> SendMessageResponseHeader:
         """The generic decode, with a direct path for the usual spelling (every message's answer)."""
         ext = command.ext_fields
         if ext is not None:
