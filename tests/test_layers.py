@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,24 @@ def test_the_private_access_check_sees_an_access():
     assert _private_access(trees, ("runtime",)) == [
         "rmqlab.runtime.b:2: ._die of rmqlab.runtime.a",
         "rmqlab.runtime.c:1: imports _helper from rmqlab.runtime.a"]
+
+
+def test_architecture_doc_names_only_paths_that_exist():
+    """docs/ARCHITECTURE.md, the map this table guards, stays true."""
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    paths = set(re.findall(r"`((?:rmqlab|tests|datasets|conf|labs|bench|docs)/[\w./-]*)`", doc))
+    assert paths, "the page names no paths?"
+    missing = sorted(p for p in paths if not (ROOT / p.rstrip("/")).exists())
+    assert not missing, f"docs/ARCHITECTURE.md names paths that do not exist: {missing}"
+
+
+def test_architecture_doc_layer_table_is_this_one():
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| ([^|]+) \|", doc, flags=re.M)
+    documented = [(layer, re.findall(r"`([\w.]+)`", packages)) for layer, packages in rows
+                  if layer not in ("layer",)]
+    expected = [(layer, [p for p in packages if "." not in p and p not in ("cli", "admin_cli", "bootstrap")])
+                for layer, packages in LAYERS if layer != "root"]
+    assert [layer for layer, _ in documented] == [layer for layer, _ in expected]
+    for (layer, got), (_, want) in zip(documented, expected, strict=True):
+        assert set(want) <= set(got), f"layer {layer}: the page lists {got}, the test {want}"
