@@ -182,18 +182,12 @@ def test_the_parser_sees_every_kind_of_import(tmp_path, source, expected):
 
 
 # -- private members ---------------------------------------------------------------------------
-# Packages where no module reads or writes another module's private members (`obj._name` where
+# In every package, no module reads or writes another module's private members (`obj._name` where
 # `_name` is defined only in other modules of rmqlab) nor imports another module's private names.
 # A class that another module needs to drive gives it a public method. Reads of CPython's or a
 # library's internals are not covered (their names are not defined in rmqlab): keep each in one
 # small commented function.
-PRIVATE_CHECKED = ("runtime", "proto", "client.grpc", "proxy")
-# Accesses in those packages still waiting for their owner to give a public name: module -> member.
-PRIVATE_PENDING = {
-    # RemotingServer (rmqlab/remoting/remoting_server.py) names its connection handler _on_accept;
-    # the Local-mode Proxy hands it to an in-process node.
-    ("rmqlab.proxy.proxy_controller", "_on_accept"),
-}
+PRIVATE_CHECKED = tuple(p for _, packages in LAYERS for p in packages if p)
 
 
 def _private_definitions(trees: dict[str, ast.AST]) -> dict[str, set[str]]:
@@ -230,8 +224,6 @@ def _private_access(trees: dict[str, ast.AST], checked: tuple[str, ...]) -> list
         if not any(rel == p or rel.startswith(p + ".") for p in checked):
             continue
         for node in ast.walk(tree):
-            if (module, getattr(node, "attr", None)) in PRIVATE_PENDING:
-                continue
             if isinstance(node, ast.Attribute) and node.attr in defs and module not in defs[node.attr]:
                 if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                     out.append(f"{module}:{node.lineno}: .{node.attr} of {', '.join(sorted(defs[node.attr]))}")

@@ -574,6 +574,10 @@ class BrokerController(Component):
         return not self.estimate_in_mem_by_commit_offset(units[0][0], store.get_max_phy_offset())
 
     # -- stop ------------------------------------------------------------------------------------
+    def is_shutdown(self) -> bool:
+        """True once shutdown() began: scheduled work stops rescheduling itself."""
+        return self._shutdown
+
     async def shutdown(self) -> None:
         """Clean stop: unregister, stop serving, persist, shut the store down (flushes it)."""
         bc = self.broker_config

@@ -37,7 +37,7 @@ from rmqlab.common.decision_points import of as decision_points_of
 from rmqlab.ha.default_ha_client import DefaultHAClient
 from rmqlab.ha.default_ha_connection import DefaultHAConnection
 from rmqlab.ha.group_transfer_service import GroupTransferService
-from rmqlab.ha.ha_service import HAService, _role
+from rmqlab.ha.ha_service import HAService, role_name
 from rmqlab.runtime.node import Listener, Node
 
 log = logging.getLogger("rmqlab.ha")
@@ -100,7 +100,7 @@ class DefaultHAService(HAService):
         self.group_transfer_service = GroupTransferService(
             self, transfer_ok=decision_points_of(decision_points).transfer_ok)
         self.accept_socket_service = AcceptSocketService(self, host, config.haListenPort if port is None else port)
-        self.ha_client = DefaultHAClient(self) if _role(config) == "SLAVE" else None
+        self.ha_client = DefaultHAClient(self) if role_name(config) == "SLAVE" else None
         store.set_ha_service(self)
 
     async def start(self) -> None:

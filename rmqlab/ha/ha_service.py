@@ -16,7 +16,8 @@ from rmqlab.ha.wait_notify_object import WaitNotifyObject
 from rmqlab.runtime.node import Node
 
 
-def _role(config) -> str:
+def role_name(config) -> str:
+    """The broker role of a MessageStoreConfig as its name (MASTER, SLAVE, ...)."""
     return getattr(config.brokerRole, "name", config.brokerRole)
 
 

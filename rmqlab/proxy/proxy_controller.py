@@ -87,7 +87,7 @@ class ProxyController(Component):
             from rmqlab.proxy.in_process import InProcessNode
 
             server = self.broker.remoting_server
-            remoting_node = InProcessNode(node, (self.broker.broker_config.brokerIP1, server.port), server._on_accept)
+            remoting_node = InProcessNode(node, (self.broker.broker_config.brokerIP1, server.port), server.on_accept)
         self.remoting_client = RemotingClient(remoting_node)
         api = MQClientAPIImpl(node, self.remoting_client)
         api.update_name_server_address_list(namesrv)

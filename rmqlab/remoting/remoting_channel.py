@@ -118,7 +118,7 @@ class RemotingChannel:
         self._max_idle_ms = 0.0
         self._idle_timer: Any = None
         # The server's budget for unfinished frames across its connections (BufferBudget), if any.
-        self._buffer_budget: Any = None
+        self.buffer_budget: Any = None
 
     def __repr__(self) -> str:
         state = f"closed: {self.close_reason}" if self._closed else "open"
@@ -162,8 +162,8 @@ class RemotingChannel:
                     break
                 for cmd in commands:
                     self._dispatch(cmd)
-                if self._buffer_budget is not None:
-                    self._buffer_budget.account(self, self._decoder.buffered)
+                if self.buffer_budget is not None:
+                    self.buffer_budget.account(self, self._decoder.buffered)
         except asyncio.CancelledError:
             reason = "local"
             raise

@@ -116,15 +116,15 @@ class RemotingServer(RemotingAbstract):
         return frozenset(self._channels)
 
     async def start(self) -> None:
-        self._listener = await self.node.listen(self.host, self._requested_port, self._on_accept)
+        self._listener = await self.node.listen(self.host, self._requested_port, self.on_accept)
 
-    async def _on_accept(self, reader, writer) -> None:
+    async def on_accept(self, reader, writer) -> None:
         channel = RemotingChannel(self.node, reader, writer, self)
         if self._shut_down:
             channel.close("local")
             return
         self._channels.add(channel)
-        channel._buffer_budget = self.buffer_budget
+        channel.buffer_budget = self.buffer_budget
         channel.watch_idle(self.channel_max_idle_seconds * 1000)
         self.on_channel_connected(channel)
         # The reader is a task of the node's own, so closing the channel can cancel it; the

@@ -233,6 +233,11 @@ class CommitLog:
         return True
 
     # -- flushing --------------------------------------------------------------------------
+    def forget_files_after(self, offset: int) -> None:
+        """After a truncation to `offset`: the files that started beyond it are gone, and with them
+        the store time the flush services remember for each file (checkpointed on flush)."""
+        self._store_timestamps = {k: v for k, v in self._store_timestamps.items() if k <= offset}
+
     def flush(self, flush_least_pages: int = 0) -> bool:
         mfq = self.mapped_file_queue
         mf = mfq.find_mapped_file_by_offset(mfq.flushed_where)

@@ -39,8 +39,7 @@ def truncate_dirty_files(store, offset: int) -> None:
     for cq in store.consume_queues():
         cq.truncate_dirty_logic_files(offset)
     commit_log.mapped_file_queue.truncate_dirty_files(offset)
-    # The flush services remember the store time per file start; files beyond the cut are gone.
-    commit_log._store_timestamps = {k: v for k, v in commit_log._store_timestamps.items() if k <= offset}
+    commit_log.forget_files_after(offset)
     recover_topic_queue_table(store)
     reput.reput_from_offset = min(old_reput_from, offset)
     log.info("%s: truncated the commitlog and consume queues to %d", store.root, offset)

@@ -60,7 +60,7 @@ class Broker2Client:
         if consumer_group is None:
             log.error("notifyConsumerIdsChanged consumerGroup is null")
             return
-        if self.broker._shutdown:
+        if self.broker.is_shutdown():
             return  # a crashed or stopping broker's closing channels notify nobody
         header = NotifyConsumerIdsChangedRequestHeader(consumer_group)
         request = RemotingCommand.create_request_command(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header.to_ext_fields())

@@ -280,7 +280,7 @@ class ConsumerOrderInfoManager(ConfigManager):
     def _lock_released(self, key: tuple[str, str, int]) -> None:
         self._lock_timers.pop(key, None)
         broker = self.broker
-        if broker is None or getattr(broker, "_shutdown", False):
+        if broker is None or broker.is_shutdown():
             return
         topic, group, queue_id = key
         try:

@@ -38,10 +38,10 @@ class PullStatus(enum.Enum):
 
     @classmethod
     def from_response_code(cls, code: int) -> PullStatus | None:
-        return _STATUS_BY_CODE.get(code)
+        return STATUS_BY_CODE.get(code)
 
 
-_STATUS_BY_CODE = {
+STATUS_BY_CODE = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING
 
 from rmqlab.client.consumer.pull_result import PullResult, PullStatus, client_msg_id
 from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException, request_never_sent
-from rmqlab.client.producer.send_result import _STATUS_BY_CODE, SendResult
+from rmqlab.client.producer.send_result import STATUS_BY_CODE, SendResult
 from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.topic.topic_validator import TopicValidator
@@ -241,7 +241,7 @@ class MQClientAPIImpl:
                               mq: MessageQueue | None = None) -> SendResult:
         """``processSendResponse``. ``mq``: the queue the request went to, reused as the result's
         queue when the broker answers for it (MessageQueue is immutable)."""
-        status = _STATUS_BY_CODE.get(response.code)  # SendStatus.from_response_code
+        status = STATUS_BY_CODE.get(response.code)  # SendStatus.from_response_code
         if status is None:
             raise MQBrokerException(response.code, response.remark, addr)
         header = SendMessageResponseHeader.decode(response)

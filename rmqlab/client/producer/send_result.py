@@ -31,10 +31,10 @@ class SendStatus(enum.Enum):
     @classmethod
     def from_response_code(cls, code: int) -> SendStatus | None:
         """The status of a stored message, or None for a code that means it was not stored."""
-        return _STATUS_BY_CODE.get(code)
+        return STATUS_BY_CODE.get(code)
 
 
-_STATUS_BY_CODE = {
+STATUS_BY_CODE = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,

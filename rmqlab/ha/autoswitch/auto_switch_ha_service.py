@@ -43,7 +43,7 @@ from rmqlab.ha.autoswitch.auto_switch_ha_protocol import (ALL_ACK_IN_SYNC_STATE_
                                                           shrink_sync_state_set)
 from rmqlab.ha.default_ha_service import AcceptSocketService
 from rmqlab.ha.group_transfer_service import GroupCommitRequest, GroupTransferService
-from rmqlab.ha.ha_service import HAService, _role
+from rmqlab.ha.ha_service import HAService, role_name
 from rmqlab.remoting.protocol.epoch_entry import EpochEntry
 from rmqlab.remoting.remoting_helper import peer_address
 from rmqlab.runtime.node import Node
@@ -280,7 +280,7 @@ class AutoSwitchHAService(HAService):
 
     def get_confirm_offset(self) -> int:
         """CommitLog.getConfirmOffset in controller mode: what is committed, for readers and slaves."""
-        return reported_confirm_offset(_role(self.config) == "SLAVE", len(self.sync_state.local),
+        return reported_confirm_offset(role_name(self.config) == "SLAVE", len(self.sync_state.local),
                                        self.config.allAckInSyncStateSet, self.store.get_max_phy_offset(),
                                        self._confirm_offset)
 
@@ -406,7 +406,7 @@ class AutoSwitchHAService(HAService):
     # -- observation -------------------------------------------------------------------------
     def get_runtime_info(self, master_put_where: int) -> dict[str, Any]:
         """HARuntimeInfo as plain data; inSync is SyncStateSet membership in controller mode."""
-        if _role(self.config) == "SLAVE" and self.ha_client is not None:
+        if role_name(self.config) == "SLAVE" and self.ha_client is not None:
             return self._ha_client_runtime_info()
         local = self.get_local_sync_state_set()
         connections = [{"addr": c.client_address, "slaveId": c.slave_id, "slaveAckOffset": c.slave_ack_offset,

@@ -27,7 +27,7 @@ from typing import Any
 
 from rmqlab.common.decision_points import POINTS, DecisionPoints
 from rmqlab.lab.exercises.sandbox import OUTPUT_LIMIT, SandboxedFunction, StudentFunctionError
-from rmqlab.lab.exercises.sandbox import _safe_repr as _short
+from rmqlab.lab.exercises.sandbox import safe_repr as _short
 
 TIME_LIMIT_S = 1.0    # per example; a correct solution takes microseconds
 BUDGET_S = 10.0       # all examples together, so an endless loop costs seconds, not minutes

@@ -521,7 +521,7 @@ def _child_main(sf: Any, req_fd: int, resp_fd: int) -> None:
                 answer = {"status": "ok", "value": _to_json(value), "type": type(value).__name__}
                 json.dumps(answer["value"], allow_nan=False)
             except (TypeError, ValueError, RecursionError):
-                answer = {"status": "wrong-type", "type": type(value).__name__, "repr": _safe_repr(value)}
+                answer = {"status": "wrong-type", "type": type(value).__name__, "repr": safe_repr(value)}
         except NotImplementedError:
             answer = {"status": "todo"}
         except BaseException as e:  # SystemExit and KeyboardInterrupt too: they are the student's
@@ -657,7 +657,7 @@ def _to_json(value: Any, depth: int = 0) -> Any:
     raise TypeError(f"a {type(value).__name__} is not JSON data")
 
 
-def _safe_repr(value: Any) -> str:
+def safe_repr(value: Any) -> str:
     try:
         text = repr(value)
     except BaseException:
