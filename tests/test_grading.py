@@ -32,7 +32,7 @@ LAB04 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _need_jail():
     """Students' code runs only under bubblewrap; without it grading refuses (test_grading_sandbox)."""
-    from rmqlab.grading import jail
+    from rmqlab.lab.exercises import jail
     if not jail.available():
         pytest.skip("bubblewrap cannot start a sandbox here")
 

@@ -1,5 +1,5 @@
 """Hostile submissions, graded end to end through `rmqlab grade`'s entry point (rmqlab.grading.cli.run):
-each one tries an escape from the grading sandbox (rmqlab.grading.jail) and, where the escape would
+each one tries an escape from the grading sandbox (rmqlab.lab.exercises.jail) and, where the escape would
 pay, answers with what it stole, else like a constant stub. Asserted: none scores more than the stub;
 no file outside the sandbox's scratch changes (a canary tree is hashed); no process survives (an
 unrelated process stays alive, no grandchild, no bwrap left); neither the hidden directory's names
@@ -25,7 +25,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from rmqlab.grading import jail  # noqa: E402
+from rmqlab.lab.exercises import jail  # noqa: E402
 from rmqlab.grading.samples import VARIANTS, make_submission  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not jail.available(), reason="bubblewrap cannot start a sandbox here")

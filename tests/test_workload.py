@@ -381,7 +381,7 @@ def test_replay_with_an_exercise_solution(tmp_path):
     assert "answered differently from RocketMQ's rule: " in done.stdout, done.stdout
     done = _cli("replay", path, "--exercise", "truncation_point", "--solution", tmp_path / "solution.py")
     assert "every call was answered as RocketMQ's rule answers it" in done.stdout, done.stdout
-    from rmqlab.grading import jail
+    from rmqlab.lab.exercises import jail
     assert ("NOT SANDBOXED" in done.stderr) != jail.available(), done.stderr
     # Without bubblewrap a practice replay still runs, labelled as unsandboxed.
     done = _cli("replay", path, "--exercise", "truncation_point", "--solution", tmp_path / "solution.py",

