@@ -33,22 +33,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from rmqlab.ha.group_transfer_service import transfer_ok
 from rmqlab.lab.exercises.registry import Example, Exercise
-
-ALL_ACK_IN_SYNC_STATE_SET = -1
 
 
 def reference(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset) -> bool:
-    """GroupTransferService's transferOK (`GroupTransferService.doWaitTransfer`)."""
-    if ack_nums != ALL_ACK_IN_SYNC_STATE_SET and ack_nums <= 1:
-        return push2slave_max_offset >= next_offset
-    acks = 1  # the master
-    for ack in slave_ack_offsets:
-        if ack >= next_offset:
-            acks += 1
-        if acks >= ack_nums:
-            return True
-    return False
+    """GroupTransferService's transferOK (`GroupTransferService.doWaitTransfer`): the broker's own
+    rule, the one a run uses when no student function is given."""
+    return transfer_ok(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset)
 
 
 def _normalize(answer: Any) -> bool:
