@@ -9,11 +9,11 @@ from rmqlab.checker import FaultSchedule, check_all, run_chaos
 
 
 def test_a_chaos_run_keeps_its_stores_in_the_memory_directory_and_removes_them(monkeypatch, tmp_path):
-    import rmqlab.workload.runner as runner
+    import rmqlab.cluster.sim_backend as sim_backend
 
     memory = tmp_path / "shm"
     memory.mkdir()
-    monkeypatch.setattr(runner, "_memory_dir", lambda: str(memory))
+    monkeypatch.setattr(sim_backend, "memory_dir", lambda: str(memory))
     run = run_chaos(3, schedule=FaultSchedule(3, (), 2_000, 2_000))
     try:
         assert os.path.dirname(run.root_dir) == str(memory)
@@ -28,9 +28,9 @@ def test_a_chaos_run_keeps_its_stores_in_the_memory_directory_and_removes_them(m
 def test_without_room_in_memory_a_chaos_run_uses_the_temporary_directory(monkeypatch, tmp_path):
     import tempfile
 
-    import rmqlab.workload.runner as runner
+    import rmqlab.cluster.sim_backend as sim_backend
 
-    monkeypatch.setattr(runner, "_memory_dir", lambda: None)
+    monkeypatch.setattr(sim_backend, "memory_dir", lambda: None)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     run = run_chaos(3, schedule=FaultSchedule(3, (), 2_000, 2_000))
     run.cleanup()
