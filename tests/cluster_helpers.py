@@ -11,9 +11,10 @@ from rmqlab.common.message.message import Message
 TOPIC = "SeedTopic"
 
 
-def start(mode: str, seed: int, **overrides) -> Cluster:
+def start(mode: str, seed: int, decision_points=None, **overrides) -> Cluster:
     # Readable slaves (RocketMQ 5 refuses pulls on a slave without slaveReadEnable).
-    cluster = Cluster(mode, seed=seed, overrides={"*": {"slaveReadEnable": True, **overrides}})
+    cluster = Cluster(mode, seed=seed, overrides={"*": {"slaveReadEnable": True, **overrides}},
+                      decision_points=decision_points)
     cluster.start()
     cluster.add_client("producer", lambda: ClientProcess(producer=DefaultMQProducer("PG", cluster.namesrv_addr)))
     cluster.run_for(2_000)  # brokers register, slaves connect to their masters

@@ -401,16 +401,10 @@ def test_a_wrong_function_at_a_point_changes_the_run(chaos_baseline):
 
 
 def _sync_run(points=None) -> tuple[str, list]:
-    from rmqlab.client import ClientProcess, DefaultMQProducer
-    from rmqlab.cluster import Cluster
-    from tests.cluster_helpers import send
+    from tests.cluster_helpers import send, start
 
-    # tests.test_modes.start, with the decision points
-    c = Cluster("2m-2s-sync", seed=3, overrides={"*": {"slaveReadEnable": True}}, decision_points=points)
+    c = start("2m-2s-sync", seed=3, decision_points=points)
     try:
-        c.start()
-        c.add_client("producer", lambda: ClientProcess(producer=DefaultMQProducer("PG", c.namesrv_addr)))
-        c.run_for(2_000)
         results = send(c, 10, "sync")
         c.run_for(1_000)
         return trace_hash(c.events()), results

@@ -28,6 +28,7 @@ from rmqlab.checker.checkers import (check_elections, check_replicas, check_sing
 from rmqlab.checker.queue_clients import QueueWorkload
 from rmqlab.checker.result import CheckResult
 from rmqlab.checker.schedule import FaultSchedule, random_schedule, run_schedule
+from rmqlab.common.decision_points import DecisionPoints
 
 CHAOS_NODE = "chaos"  # the runner's own trace events (phases), node name in the trace
 
@@ -79,7 +80,7 @@ def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: in
               controller_overrides: dict | None = None, overrides: dict | None = None,
               schedule: FaultSchedule | None = None, schedule_options: dict | None = None,
               workload: QueueWorkload | None = None, converge_timeout_ms: float = 30_000,
-              trace_path: str | None = None, decision_points=None) -> ChaosRun:
+              trace_path: str | None = None, decision_points: DecisionPoints | None = None) -> ChaosRun:
     """Run one seeded chaos experiment on the simulator (cluster seed = schedule seed = `seed`
     unless a schedule is given) and return its history; the caller checks it and cleans up.
     `decision_points`: rmqlab.common.decision_points rules for the cluster's components."""
