@@ -23,7 +23,7 @@ from typing import Any
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.nemesis import Link, Nemesis
 from rmqlab.runtime.page_cache import crash_machine_disk
-from rmqlab.runtime.sim.loop import SimLoop
+from rmqlab.runtime.sim.loop import SimHandle, SimLoop
 from rmqlab.runtime.sim.network import SimNetwork
 from rmqlab.runtime.sim.node import SimNode
 from rmqlab.trace import Tracer
@@ -130,7 +130,7 @@ class Simulation:
         self.run(wait())
         return self.now_ms() - start
 
-    def at(self, time_ms: float, action: Callable[[], Any]) -> asyncio.TimerHandle:
+    def at(self, time_ms: float, action: Callable[[], Any]) -> SimHandle:
         """Schedule `action()` at virtual time `time_ms` (a fault schedule, a client operation)."""
         return self.loop.call_at(time_ms / 1000.0, action)
 
