@@ -47,7 +47,8 @@ class ControllerModeBroker(Component):
         self.ha.register_sync_state_set_changed_listener(self.alter_requests.append)
         await self.ha.start()
         for name, interval, step in self.store.periodic_services():
-            node.spawn(self._every(10 if name == "ReputMessageService" else interval, step), name=name)
+            node.spawn(self._every(interval, step), name=name)
+        self.store.reput_message_service.start(node.call_later)
 
     async def _every(self, interval_ms: int, step) -> None:
         while True:

@@ -296,6 +296,7 @@ def test_delay_level_messages_wait_in_the_schedule_topic_then_arrive():
     assert r.code == 0 and r.ext_fields["queueId"] == "1"
     broker = sim.components["broker-a"]
     sent_at = sim.now_ms()
+    sim.run_for(2)  # the dispatcher runs within 1 ms of the put
     # Parked in SCHEDULE_TOPIC_XXXX queue 1 (level - 1), not visible on the topic yet.
     assert broker.message_store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 1) == 1
     assert c.pull("TopicTest", 0, queue_id=1).code == ResponseCode.PULL_NOT_FOUND

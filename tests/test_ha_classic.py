@@ -65,8 +65,8 @@ class HABroker(Component):
         self.ha = DefaultHAService(node, self.store, cfg, host="127.0.0.1")
         await self.ha.start()
         for name, interval, step in self.store.periodic_services():
-            # The dispatcher runs every 10 ms instead of 1 ms: the same consume queues, fewer events.
-            node.spawn(self._every(10 if name == "ReputMessageService" else interval, step), name=name)
+            node.spawn(self._every(interval, step), name=name)
+        self.store.reput_message_service.start(node.call_later)
 
     async def _every(self, interval_ms: int, step) -> None:
         while True:

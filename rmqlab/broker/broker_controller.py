@@ -19,8 +19,8 @@ config loader enforces it, as BrokerStartup does).
    layer serves each request in a task of its own, so held pulls never block a connection
    (``initialize_remoting_server``, ``register_processor``);
 3. the DefaultMessageStore (``storePathRootDir``; store host = brokerIP1:listenPort) loads and its
-   service steps (``periodic_services()``) are scheduled on ``node.call_later`` at their intervals
-   (``initialize_message_store``, ``start_message_store``);
+   service steps (``periodic_services()``) are scheduled on ``node.call_later`` at their intervals,
+   and its dispatcher runs when woken (``initialize_message_store``, ``start_message_store``);
 4. the HA service (``rmqlab.ha.DefaultHAService``) listens on the HA port; a slave replicates from
    ``haMasterAddress`` when configured, else from the master's HA address its registration returns
    (``start_ha_service``);
@@ -98,6 +98,7 @@ from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.message.message_client_id_setter import MessageClientIDSetter
 from rmqlab.common.topic_config import TopicConfig
+from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.config.broker import MASTER_ID, BrokerRole
 from rmqlab.config.errors import ConfigError
@@ -311,6 +312,8 @@ class BrokerController(Component):
         self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host)
         self.message_store.load()
         correct_delay_offset(self)  # ScheduleMessageService.load: offsets within their queues
+        # The delay levels' tasks sleep while their queues hold nothing (DeliverDelayedMessageTimerTask).
+        self.message_store.reput_message_service.message_arriving_listeners.append(self._schedule_message_arriving)
         if msc.timerWheelEnable:
             self.timer_message_store = TimerMessageStore(
                 self.message_store, msc,
@@ -330,6 +333,7 @@ class BrokerController(Component):
                                         self.timer_message_store.flush)
         for name, interval_ms, step in self.message_store.periodic_services():
             self.schedule_at_fixed_rate(name, interval_ms, interval_ms, step)
+        self.message_store.reput_message_service.start(self.node.call_later)
 
     async def start_ha_service(self) -> None:
         """The HA service listens on the HA port (RocketMQ's DefaultMessageStore owns and starts its
@@ -435,7 +439,7 @@ class BrokerController(Component):
         log.info("change special service status to %s", should_start)
         self.special_service_running = should_start
         for task in self._deliver_tasks:
-            task.started = False
+            task.stop()
         self._deliver_tasks = []
         # ackMessageProcessor.setPopReviveServiceStatus(shouldStart)
         self.pop_revive_service.set_should_run_pop_revive(should_start)
@@ -450,6 +454,12 @@ class BrokerController(Component):
                 task = DeliverDelayedMessageTimerTask(self, level, sms.offset_table.get(level, 0))
                 self._deliver_tasks.append(task)
                 self.node.spawn(task.run(), name=f"ScheduleMessageTimerThread_{level}")
+
+    def _schedule_message_arriving(self, req) -> None:
+        if req.topic == TopicValidator.RMQ_SYS_SCHEDULE_TOPIC:
+            for task in self._deliver_tasks:
+                if task.queue_id == req.queue_id:
+                    task.notify_arriving()
 
     # -- scheduling ------------------------------------------------------------------------------
     def schedule_at_fixed_rate(self, name: str, initial_delay_ms: float, period_ms: float,
@@ -584,7 +594,7 @@ class BrokerController(Component):
         self._shutdown = True  # no task reschedules itself, no registration starts
         self._cancel_timers()
         for task in self._deliver_tasks:
-            task.started = False
+            task.stop()
         if self.timer_message_store is not None:
             # "it is better to make sure the timerMessageStore shutdown firstly": the slot being
             # delivered ends, then the dequeue stops.

@@ -76,7 +76,8 @@ def run_scenario(name: str, title: str, flush: FlushDiskType, crash: str, out_di
     store = DefaultMessageStore(_config(root, flush), clock=clock)
     store.load()
     res = ScenarioResult(name, title, flush.name, crash)
-    services = store.periodic_services()
+    # The dispatcher runs on every tick (on a runtime it runs 1 ms after each put).
+    services = [*store.periodic_services(), ("ReputMessageService", 1, store.reput_message_service.do_reput)]
     futures = []
     t = 0
     for i in range(messages):

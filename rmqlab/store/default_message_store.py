@@ -6,7 +6,8 @@ presence at start means the last exit was not clean), `lock`, and `config/` (wri
 metadata managers). rmqlab adds `.rmqlab-durability.json`, the crash-model ledger (page_cache).
 
 No threads: RocketMQ's service threads are step functions listed by `periodic_services()`, which a
-runtime (simulator or asyncio) runs at their configured intervals. The lifecycle ends one of three
+runtime (simulator or asyncio) runs at their configured intervals, and the dispatcher, which runs
+when woken (`ReputMessageService.start`). The lifecycle ends one of three
 ways: `shutdown()` (clean: flush everything, remove `abort`), `kill()` (process crash: the page cache
 survives), or `kill()` followed by `crash_machine()` (power loss: unflushed bytes are gone).
 
@@ -208,7 +209,9 @@ class DefaultMessageStore:
             # the store does it so that every writer gets the same answer.
             log.debug("message store is in slave mode, so putMessage is forbidden")
             return CompletableFuture.completed(PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE))
-        return self.commit_log.async_put_message(msg)
+        result = self.commit_log.async_put_message(msg)
+        self.reput_message_service.wakeup()
+        return result
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Put and wait, as a broker thread does: under SYNC_FLUSH the group commit runs now.
@@ -227,7 +230,10 @@ class DefaultMessageStore:
         if not self.running:
             log.warning("message store has shutdown, so appendToCommitLog is forbidden")
             return False
-        return self.commit_log.append_data(start_offset, data)
+        appended = self.commit_log.append_data(start_offset, data)
+        if appended:
+            self.reput_message_service.wakeup()
+        return appended
 
     # -- reading ---------------------------------------------------------------------------
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
@@ -305,8 +311,7 @@ class DefaultMessageStore:
         """(name, interval ms, step) for each service thread RocketMQ would run."""
         cfg = self.config
         flush = self.flush_commit_log_service
-        services = [("ReputMessageService", 1, self.reput_message_service.do_reput),
-                    ("FlushConsumeQueueService", cfg.flushIntervalConsumeQueue, self.flush_consume_queue_service.do_flush)]
+        services = [("FlushConsumeQueueService", cfg.flushIntervalConsumeQueue, self.flush_consume_queue_service.do_flush)]
         if self.commit_log.sync_flush:
             services.insert(0, ("GroupCommitService", 10, lambda: (flush.do_commit(), flush.expire())))
         else:
@@ -336,6 +341,7 @@ class DefaultMessageStore:
 
     def _release(self) -> None:
         self.running = False
+        self.reput_message_service.shutdown()
         self.commit_log.close()
         for cq in self.consume_queues():
             cq.close()

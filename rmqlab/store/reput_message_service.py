@@ -4,7 +4,16 @@ Mirrors DefaultMessageStore.ReputMessageService. It trails the commitlog asynchr
 `reput_from_offset`: each valid record is handed to the dispatchers (the consume-queue builder;
 IndexFile is optional and not built), a BLANK jumps to the next file. Until a message has been
 dispatched it is in the commitlog but invisible to consumers — `dispatch_behind_bytes` measures
-that gap. RocketMQ wakes it every 1 ms; here a runtime calls `do_reput` on its schedule.
+that gap.
+
+When it runs: RocketMQ's thread sleeps 1 ms and calls doReput, forever, so a record is
+dispatched within about a millisecond of becoming dispatchable. Here the runtime's timer is armed
+only when something may have become dispatchable — the commitlog grew (`DefaultMessageStore`
+calls `wakeup` after a put or a replicated append) or, in controller mode, the confirm offset that
+limits dispatch moved (AutoSwitchHAService calls it) — and `do_reput` runs 1 ms later: the same
+dispatch order, at a time within the 1 ms RocketMQ's poll allows, without a timer firing 1,000
+times a virtual second on an idle broker. Without `start` (a store driven by hand, as in tests and
+the storage walkthrough) nothing is scheduled: the caller calls `do_reput`.
 """
 
 from __future__ import annotations
@@ -13,9 +22,12 @@ import logging
 from collections.abc import Callable
 
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
+from rmqlab.runtime.node import Timer
 from rmqlab.store.dispatch_request import DispatchRequest
 
 log = logging.getLogger("rmqlab.store")
+
+REPUT_INTERVAL_MS = 1  # ReputMessageService.run: TimeUnit.MILLISECONDS.sleep(1) between doReput calls
 
 
 class ReputMessageService:
@@ -29,6 +41,43 @@ class ReputMessageService:
         # Dispatch stops here when set (controller mode dispatches only up to the confirm offset).
         self.dispatch_limit: Callable[[], int] | None = None
         self._stopped_at: int | None = None  # where an invalid record stopped dispatch (logged once)
+        self._call_later: Callable[[float, Callable[[], None]], Timer] | None = None
+        self._wake: Timer | None = None
+
+    # -- running on a runtime ----------------------------------------------------------------
+    def start(self, call_later: Callable[[float, Callable[[], None]], Timer]) -> None:
+        """Dispatch on the runtime's timers (`call_later(ms, fn)`, a node's): from now on every
+        `wakeup` dispatches 1 ms later; a first pass for what recovery left undispatched."""
+        self._call_later = call_later
+        self.wakeup()
+
+    def shutdown(self) -> None:
+        self._call_later = None
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+
+    @property
+    def running(self) -> bool:
+        """Started on a runtime and not shut down."""
+        return self._call_later is not None
+
+    @property
+    def wake_pending(self) -> bool:
+        """A pass is scheduled (something became dispatchable less than 1 ms ago)."""
+        return self._wake is not None
+
+    def wakeup(self) -> None:
+        """Something may have become dispatchable: a pass runs within REPUT_INTERVAL_MS."""
+        if self._call_later is not None and self._wake is None:
+            self._wake = self._call_later(REPUT_INTERVAL_MS, self._on_wake)
+
+    def _on_wake(self) -> None:
+        self._wake = None
+        try:
+            self.do_reput()
+        except Exception:  # RocketMQ's run() catches and logs, and the thread goes on
+            log.exception("ReputMessageService: dispatch failed")
 
     def dispatch_behind_bytes(self) -> int:
         return self._end() - self.reput_from_offset

@@ -31,6 +31,7 @@ Not implemented: asynchronous delivery (``enableScheduleAsyncDeliver``, off by d
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -131,13 +132,31 @@ def correct_delay_offset(broker: BrokerController) -> None:
 
 class DeliverDelayedMessageTimerTask:
     """One delay level's delivery loop (RocketMQ schedules a new task object per step; one task
-    that sleeps between steps is the same on a Node)."""
+    that sleeps between steps is the same on a Node).
+
+    Deviation, for the simulator's sake: RocketMQ runs a step every DELAY_FOR_A_WHILE (100 ms) even
+    when the level's queue holds nothing due. Here the task sleeps through the steps that would
+    find nothing to do and wakes at the first one of that same 100 ms schedule that finds
+    something: the one at or after the head unit's deliver time, or, with nothing past the offset,
+    the one after a unit is dispatched into the level's queue (`notify_arriving`). Deliveries
+    happen at the same times; eighteen idle levels no longer cost 180 steps a second."""
 
     def __init__(self, broker: BrokerController, delay_level: int, offset: int):
         self.broker = broker
         self.delay_level = delay_level
+        self.queue_id = broker.schedule_message_service.delay_level2_queue_id(delay_level)
         self.offset = offset
         self.started = True
+        self._arriving: asyncio.Future | None = None
+
+    def stop(self) -> None:
+        self.started = False
+        self.notify_arriving()
+
+    def notify_arriving(self) -> None:
+        """A unit was dispatched into this level's queue (or the task stops): an idle wait ends."""
+        if self._arriving is not None and not self._arriving.done():
+            self._arriving.set_result(None)
 
     async def run(self) -> None:
         await self.broker.node.sleep(FIRST_DELAY_TIME)
@@ -147,7 +166,36 @@ class DeliverDelayedMessageTimerTask:
             except Exception:
                 log.exception("ScheduleMessageService, executeOnTimeUp exception")
                 delay = DELAY_FOR_A_PERIOD
-            await self.broker.node.sleep(delay)
+            if delay == DELAY_FOR_A_WHILE:
+                await self._sleep_through_idle_steps(delay)
+            else:
+                await self.broker.node.sleep(delay)
+
+    async def _sleep_through_idle_steps(self, period: int) -> None:
+        """Sleep to the first step of the `period` schedule from now that finds work."""
+        node = self.broker.node
+        begin = node.now_ms()
+        while self.started:
+            due = self._head_deliver_timestamp()
+            if due is not None:
+                steps = max(1, -(-(due - begin) // period))  # ceil: the first step at or after `due`
+                await node.sleep(begin + steps * period - node.now_ms())
+                return
+            self._arriving = asyncio.get_running_loop().create_future()
+            await self._arriving
+            self._arriving = None
+
+    def _head_deliver_timestamp(self) -> int | None:
+        """When the first unit past the offset is due (as the step corrects it); None when there
+        is none yet."""
+        cq = self.broker.message_store.consume_queue_table.get((TopicValidator.RMQ_SYS_SCHEDULE_TOPIC, self.queue_id))
+        if cq is None:
+            return None
+        offset = min(max(self.offset, cq.get_min_offset_in_queue()), cq.get_max_offset_in_queue())
+        units = cq.get_units(offset, 1)
+        if not units:
+            return None
+        return self._correct_deliver_timestamp(self.broker.node.now_ms(), units[0][2])
 
     def _correct_deliver_timestamp(self, now: int, deliver_timestamp: int) -> int:
         max_timestamp = now + self.broker.schedule_message_service.delay_level_table[self.delay_level]

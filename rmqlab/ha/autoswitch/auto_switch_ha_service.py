@@ -294,6 +294,9 @@ class AutoSwitchHAService(HAService):
                 self.node.trace("offset", which="confirmed", value=offset)
         if self.store.running:
             self.store.store_checkpoint.confirm_phy_offset = offset
+        # Dispatch stops at the confirm offset: what it let through is dispatchable now (also
+        # when only the role or the SyncStateSet changed what get_confirm_offset reports).
+        self.store.reput_message_service.wakeup()
 
     def update_confirm_offset_when_slave_ack(self, slave_id: int) -> None:
         if slave_id in self.sync_state.local:
