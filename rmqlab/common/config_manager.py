@@ -194,6 +194,12 @@ def parse_fastjson(text: str) -> Any:
     Integer keys come back as strings (``"0"``), as they would from standard JSON.
     """
     try:
+        # Most texts are standard JSON already (no bare keys): the character scan below is only
+        # for the rest, and it changes nothing in a text that parses as it is.
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError:
+        pass
+    try:
         return json.loads(_quote_bare_int_keys(text), parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         # Columns shift by the quotes added above, lines do not.

@@ -27,6 +27,9 @@ def offset_to_file_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+_ZERO_CHUNK_SIZE = 1 << 20
+_ZERO_CHUNK = bytes(_ZERO_CHUNK_SIZE)
+
 class StoreFileError(Exception):
     """A store file that cannot be used as is (wrong size, bad name, unreadable)."""
 
@@ -163,18 +166,16 @@ class MappedFile:
         zeroed and made durable, so a later recovery can never read a cut message that happens to
         sit right after newly written data.
         """
-        chunk = 1 << 20
-        mv = memoryview(self._mm)
         start = pos
         while start < self.file_size:
-            end = min(self.file_size, start - start % chunk + chunk)
-            if mv[start:end].tobytes().strip(b"\0"):
-                self._mm[start:end] = bytes(end - start)
+            end = min(self.file_size, start - start % _ZERO_CHUNK_SIZE + _ZERO_CHUNK_SIZE)
+            zeros = _ZERO_CHUNK[:end - start] if end - start < _ZERO_CHUNK_SIZE else _ZERO_CHUNK
+            if self._mm[start:end] != zeros:  # a bytes compare (memcmp): most files are zero past the cut
+                self._mm[start:end] = zeros
                 page = start - start % OS_PAGE_SIZE
                 self._mm.flush(page, end - page)
                 crash_points.point("truncate", self.file_name)
             start = end
-        mv.release()
         self.wrote_position = pos
         self.mark_durable()
 
