@@ -316,6 +316,22 @@ def test_delay_level_messages_wait_in_the_schedule_topic_then_arrive():
     close(sim)
 
 
+def test_a_delay_level_idle_for_a_long_time_delivers_on_its_100_ms_schedule():
+    # The level's task sleeps while its queue is empty and wakes at the step of RocketMQ's 100 ms
+    # schedule that finds the message due: 1 s (level 1) after it was stored, plus less than a step.
+    sim = world()
+    c = CppClient(sim, "client")
+    sim.run_for(30_000)
+    for body in (b"first", b"second"):
+        sent_at = sim.now_ms()
+        assert c.send("TopicTest", body, props(DELAY="1"), queue_id=2).code == 0
+        r = c.pull("TopicTest", 0 if body == b"first" else 1, queue_id=2, sys_flag=6, suspend_ms=15000)
+        assert r.code == 0 and [m.body for m in decodes(r.body)] == [body]
+        assert 1000 <= sim.now_ms() - sent_at < 1100 + 5  # + the network and the dispatcher's 1 ms
+        sim.run_for(7_000)
+    close(sim)
+
+
 def test_delay_levels_follow_the_brokers_message_delay_level():
     # messageDelayLevel is the broker's, not RocketMQ's default table: level 1 here is 3 s (default 1 s).
     sim = world(messageDelayLevel="3s 7s")
