@@ -232,6 +232,7 @@ def test_bad_send_back_requests_get_rocketmq_answers():
         # V3_4_9, so the header's maxReconsumeTimes (0) does not count: not the DLQ.
         r = client.call(RequestCode.CONSUMER_SEND_MSG_BACK, send_back_ext(0, group=group, maxReconsumeTimes=0))
         assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
+        sim.run_for(2)  # the dispatcher runs within 1 ms of the put
         retry = "%RETRY%" + group
         assert broker.topic_config_manager.select_topic_config(retry).read_queue_nums == 1
         cq = broker.message_store.consume_queue_table[("SCHEDULE_TOPIC_XXXX", 2)]

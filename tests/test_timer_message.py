@@ -53,6 +53,7 @@ def test_timer_deliver_ms_waits_in_the_timer_topic_then_arrives_intact():
     r = c.send("TopicTest", b"later", props(TAGS="TagT", KEYS="k1 k2", color="blue",
                                              TIMER_DELIVER_MS=str(deliver_ms)), queue_id=1)
     assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueId"] == "1"
+    sim.run_for(2)  # the dispatcher runs within 1 ms of the put
     # Parked in queue 0 of rmq_sys_wheel_timer with its slot (5.5 s rounded down) and real place.
     parked = stored(broker, TIMER_TOPIC, [0])
     assert len(parked) == 1 and parked[0].topic == TIMER_TOPIC and parked[0].queue_id == 0
@@ -134,6 +135,7 @@ def test_over_the_max_delay_or_a_bad_value_is_message_illegal():
         assert (r.code, r.remark) == (ResponseCode.MESSAGE_ILLEGAL, ILLEGAL.format(max_ms)), bad
     # Exactly the max delay is accepted.
     assert c.send("TopicTest", b"x", props(TIMER_DELAY_SEC=str(3 * 24 * 3600))).code == ResponseCode.SUCCESS
+    sim.run_for(2)  # the dispatcher runs within 1 ms of the put
     broker = sim.components["broker-a"]
     assert broker.message_store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 1
     close(sim)
@@ -163,6 +165,7 @@ def test_a_deliver_time_in_the_past_or_no_delay_is_stored_at_once():
                                props(TIMER_DELAY_SEC="0"), props(TIMER_DELAY_MS="-5"))):
         r = c.send("TopicTest", b"now-%d" % i, timer, queue_id=2)
         assert r.code == ResponseCode.SUCCESS and r.ext_fields["queueOffset"] == str(i)
+        sim.run_for(2)  # the dispatcher runs within 1 ms of the put
         # On the topic already, not parked; its timer property stays, it got no TIMER_OUT_MS.
         assert broker.message_store.get_max_offset_in_queue("TopicTest", 2) == i + 1
     assert broker.message_store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 0
@@ -183,6 +186,7 @@ def test_a_delay_level_wins_over_the_timer_properties():
     sent_at = now(sim)
     r = c.send("TopicTest", b"level", props(DELAY="2", TIMER_DELAY_SEC="60", TIMER_DELIVER_MS=str(sent_at + 90_000)))
     assert r.code == ResponseCode.SUCCESS
+    sim.run_for(2)  # the dispatcher runs within 1 ms of the put
     assert broker.message_store.get_max_offset_in_queue(TIMER_TOPIC, 0) == 0
     (parked,) = stored(broker, "SCHEDULE_TOPIC_XXXX", [1])  # level 2 -> queue 1
     assert "TIMER_DELAY_SEC" not in parked.properties and "TIMER_DELIVER_MS" not in parked.properties
