@@ -313,3 +313,36 @@ def test_recovery_at_random_crash_points(tmp_path_factory, ops, sync, crash, tor
 
 def _identity(m) -> tuple:
     return (m.topic, m.queue_id, m.body, m.properties, m.born_timestamp, m.born_host)
+
+
+@pytest.mark.parametrize("where", ["tmp", "shm"])
+def test_truncate_to_zeroes_every_byte_past_the_cut_also_beyond_a_hole(tmp_path, where):
+    # A file written at its start and, by an older incarnation, far past a hole: the cut must
+    # zero both (the data regions are found with SEEK_DATA, the rest of the file is holes).
+    import shutil
+    import tempfile
+
+    from rmqlab.store.mapped_file import MappedFile
+
+    if where == "shm" and not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+    base = tempfile.mkdtemp(dir="/dev/shm") if where == "shm" else str(tmp_path)
+    name = os.path.join(base, "0" * 20)
+    size = 4 << 20
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(fd, size)
+        os.pwrite(fd, b"\x03" * 777, 3 << 20)  # a stale tail beyond a hole
+        os.close(fd)
+        f = MappedFile(name, size)
+        f.append(b"\x01" * 5000)
+        f.append(b"\x02" * 3000)
+        f.truncate_to(5000)
+        f.close()
+        with open(name, "rb") as fh:
+            data = fh.read()
+        assert data[:5000] == b"\x01" * 5000
+        assert data[5000:].count(0) == size - 5000
+    finally:
+        if where == "shm":
+            shutil.rmtree(base, ignore_errors=True)

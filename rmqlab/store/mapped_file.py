@@ -10,6 +10,7 @@ durable. rmqlab has no transient store pool, so RocketMQ's separate `committedPo
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -166,18 +167,44 @@ class MappedFile:
         zeroed and made durable, so a later recovery can never read a cut message that happens to
         sit right after newly written data.
         """
-        start = pos
-        while start < self.file_size:
-            end = min(self.file_size, start - start % _ZERO_CHUNK_SIZE + _ZERO_CHUNK_SIZE)
-            zeros = _ZERO_CHUNK[:end - start] if end - start < _ZERO_CHUNK_SIZE else _ZERO_CHUNK
-            if self._mm[start:end] != zeros:  # a bytes compare (memcmp): most files are zero past the cut
-                self._mm[start:end] = zeros
-                page = start - start % OS_PAGE_SIZE
-                self._mm.flush(page, end - page)
-                crash_points.point("truncate", self.file_name)
-            start = end
+        for start, end in self._data_regions(pos):
+            while start < end:
+                stop = min(end, start - start % _ZERO_CHUNK_SIZE + _ZERO_CHUNK_SIZE)
+                zeros = _ZERO_CHUNK[:stop - start] if stop - start < _ZERO_CHUNK_SIZE else _ZERO_CHUNK
+                if self._mm[start:stop] != zeros:  # a bytes compare (memcmp)
+                    self._mm[start:stop] = zeros
+                    page = start - start % OS_PAGE_SIZE
+                    self._mm.flush(page, stop - page)
+                    crash_points.point("truncate", self.file_name)
+                start = stop
         self.wrote_position = pos
         self.mark_durable()
+
+    def _data_regions(self, pos: int) -> list[tuple[int, int]]:
+        """The ranges from `pos` on that may hold non-zero bytes: the file's data regions
+        (lseek SEEK_DATA / SEEK_HOLE). A mapped file is created sparse and written from its start,
+        so past the last write there are only holes, and reading them would fault in every page.
+        Where the file system cannot say, the whole rest of the file."""
+        try:
+            fd = os.open(self.file_name, os.O_RDONLY)
+        except OSError:
+            return [(pos, self.file_size)]
+        regions: list[tuple[int, int]] = []
+        try:
+            start = pos
+            while start < self.file_size:
+                try:
+                    data = os.lseek(fd, start, os.SEEK_DATA)
+                except OSError as e:
+                    if e.errno == errno.ENXIO:  # nothing but holes from `start` to the end
+                        break
+                    return [(pos, self.file_size)]
+                hole = min(self.file_size, os.lseek(fd, data, os.SEEK_HOLE))
+                regions.append((max(start, data), hole))
+                start = hole
+        finally:
+            os.close(fd)
+        return regions
 
     # -- lifecycle -------------------------------------------------------------------------
     def close(self) -> None:
