@@ -131,7 +131,7 @@ def test_parquet_round_trip_and_bytes(tmp_path):
     header = read_header(path)
     assert (header.workload, header.outcome, header.meta, header.events) == (rec.workload, rec.outcome, rec.meta, [])
     kv = pq.read_schema(path).metadata
-    assert kv[b"rmqlab.schema"] == b"rmqlab.workload" and kv[b"rmqlab.schema_version"] == b"1"
+    assert kv[b"rmqlab.schema"] == b"rmqlab.workload" and kv[b"rmqlab.schema_version"] == b"2"
     # Every trace tool reads it as a trace too.
     assert trace_hash(load_parquet(path).events) == trace_hash(rec.events)
 
@@ -159,8 +159,8 @@ def test_bad_files_give_clear_errors(tmp_path):
     write_parquet(synthetic_recording().events, tmp_path / "trace.parquet")  # a trace, not a workload
     with pytest.raises(WorkloadFormatError, match=r"trace.parquet: metadata key 'rmqlab.schema' is missing"):
         load_workload(tmp_path / "trace.parquet")
-    newer = _with_metadata(tmp_path, lambda kv: kv.update({b"rmqlab.schema_version": b"2"}))
-    with pytest.raises(WorkloadVersionError, match=r"changed.parquet: schema version 2 is newer"):
+    newer = _with_metadata(tmp_path, lambda kv: kv.update({b"rmqlab.schema_version": b"3"}))
+    with pytest.raises(WorkloadVersionError, match=r"changed.parquet: schema version 3 is newer"):
         load_workload(newer)
     missing = _with_metadata(tmp_path, lambda kv: kv.pop(b"rmqlab.workload"))
     with pytest.raises(WorkloadFormatError, match=r"'rmqlab.workload' is missing"):
