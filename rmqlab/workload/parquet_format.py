@@ -1,4 +1,4 @@
-"""Recorded workloads as Parquet files, schema `rmqlab.workload` version 1
+"""Recorded workloads as Parquet files, schema `rmqlab.workload` version 2
 (documented in datasets/README.md, "Recorded workloads").
 
 One file per workload. Rows are the recorded run's trace events, in the trace's own five columns
@@ -6,7 +6,7 @@ One file per workload. Rows are the recorded run's trace events, in the trace's 
 canonical JSON), zstd-compressed. The file's key-value metadata holds the rest:
 
     rmqlab.schema           "rmqlab.workload"
-    rmqlab.schema_version   "1"
+    rmqlab.schema_version   "2"
     rmqlab.workload         the Workload (canonical JSON of Workload.to_dict())
     rmqlab.outcome          the recorded run's outcome (canonical JSON), or "null"
     rmqlab.meta             {"runtime", "recorded_at", "rmqlab_version", "wall_s", ...} (canonical JSON)
@@ -36,7 +36,7 @@ from rmqlab.trace.kinds import SCHEMA_NAME as TRACE_SCHEMA, SCHEMA_VERSION as TR
 from rmqlab.workload.spec import Workload
 
 SCHEMA = "rmqlab.workload"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KEY_SCHEMA = b"rmqlab.schema"
 KEY_VERSION = b"rmqlab.schema_version"
 KEY_WORKLOAD = b"rmqlab.workload"
