@@ -402,3 +402,35 @@ def test_readme_pyarrow_recipe_reads_a_committed_workload(monkeypatch):
     rec = load_workload(WORKLOADS / "ctrl-embedded-kill-master.parquet")
     assert Workload.from_dict(namespace["spec"]) == rec.workload and namespace["outcome"] == rec.outcome
     assert namespace["events"] == [e.to_record() for e in rec.events]
+
+
+def test_a_send_in_flight_when_the_next_fault_strikes_does_not_count_against_the_period_before():
+    # broker-n1 dies at 1000 ms (writes go on), broker-n0 at 2000 ms; a send invoked at 1999.7 ms
+    # is failed by the second fault, not by the first: the first period recovered.
+    from rmqlab.workload.outcome import recovery
+
+    events: list[TraceEvent] = []
+
+    def ev(t: float, node: str, kind: str, **fields) -> None:
+        events.append(TraceEvent(len(events), t, node, kind, fields))
+
+    def send(op_id: int, t: float, done: float, ok: bool) -> None:
+        ev(t, "producer", "client", type="invoke", process=0, f="send", op_id=op_id, value=None)
+        pending.append((done, op_id, ok))
+
+    pending: list[tuple[float, int, bool]] = []
+    timeline = [(1000.0, "broker-n1"), (2000.0, "broker-n0")]
+    for i, t in enumerate((900.0, 1100.0, 1500.0, 1999.7, 2100.0)):
+        send(i, t, t + (3.2 if t == 1999.7 else 1.5), ok=t not in (1999.7, 2100.0))
+    for done, op_id, ok in sorted(pending):
+        while timeline and timeline[0][0] < done:
+            at, node = timeline.pop(0)
+            ev(at, node, "node.kill", signal=9)
+        ev(done, "producer", "client", type="ok" if ok else "fail", process=0, f="send", op_id=op_id,
+           value={"send_status": "SEND_OK"} if ok else None)
+    events.sort(key=lambda e: e.time_ms)
+    events = [TraceEvent(i, e.time_ms, e.node, e.kind, e.fields) for i, e in enumerate(events)]
+    first, second = recovery(events, None, 0.0)["recovery"]
+    assert (first["node"], first["recovered"]) == ("broker-n1", True)
+    assert first["recovery_ms"] == pytest.approx(101.5)  # the first send after the fault, acknowledged
+    assert (second["node"], second["recovered"]) == ("broker-n0", False)

@@ -109,6 +109,8 @@ def recovery(events: list[TraceEvent], workload: Workload | None, t0: float) -> 
     fault (or the end of the trace). The sends of a period are the `send` operations of any
     client invoked in it (trace order).
 
+    * a send invoked in a period but completed unacknowledged after the next fault (in flight when
+      it struck) does not count for the period;
     * per fault, `recovery_ms`: from the fault until writes succeed again for good in its period —
       the completion of the first acknowledged (SEND_OK) send invoked after the period's last
       unacknowledged send (failed, indeterminate, or ok without SEND_OK), or after the fault when
@@ -137,6 +139,10 @@ def recovery(events: list[TraceEvent], workload: Workload | None, t0: float) -> 
         upto_seq = faults[k + 1].seq if k + 1 < len(faults) else None
         upto_ms = faults[k + 1].time_ms if k + 1 < len(faults) else end_ms
         period = [op for op in sends if op.invoke_seq > e.seq and (upto_seq is None or op.invoke_seq < upto_seq)]
+        # A send still in flight when the next fault struck and then not acknowledged says nothing
+        # about this period (the next fault may be what failed it): it is left out here.
+        period = [op for op in period if upto_seq is None or send_acknowledged(op)
+                  or op.complete_time_ms is None or op.complete_time_ms < upto_ms]
         bad = [i for i, op in enumerate(period) if not send_acknowledged(op)]
         tail = period[bad[-1] + 1:] if bad else period
         what = e.node if e.kind.startswith("node.") else ("partition" if e.kind == "fault.partition" else "loss")
