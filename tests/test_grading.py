@@ -23,9 +23,10 @@ from rmqlab.grading.minimize import minimize_call  # noqa: E402
 from rmqlab.grading.samples import VARIANTS, make_submission  # noqa: E402
 from rmqlab.lab.exercises import EXERCISES  # noqa: E402
 
-# The hidden workload: the master's machine crashes and comes back, so its return handshake asks
-# truncation_point (twice: the truncating call is where "larger end" goes wrong).
-WORKLOAD = "ctrl-standalone-crash-master"
+# The hidden workload: the master is cut off, a new master is elected, and the old one, ahead of
+# it in epoch 1, comes back: its return handshake asks truncation_point, and the call that cuts
+# is where "larger end" goes wrong.
+WORKLOAD = "ctrl-embedded-partition-master"
 EX = "truncation_point"
 LAB04 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "labs", "04-log-truncation.ipynb")
 
