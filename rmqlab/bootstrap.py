@@ -5,7 +5,8 @@
 
 Standard library only: it runs before anything is installed. It checks up front what would
 otherwise fail much later (Java >= 17 for Spark, the venv module on Debian) and says how to fix it.
-Extra arguments after `test` go to pytest.
+Extra arguments after `test` go to pytest; with two CPUs or more the tests run in two worker
+processes (pytest-xdist), unless the arguments say otherwise.
 """
 
 import sys
@@ -191,7 +192,17 @@ def main(argv: "list[str]") -> int:
     install("test")
     ensure_chromium()
     ensure_bubblewrap()
-    return subprocess.call([VENV_PY, "-m", "pytest", *argv[1:]], cwd=ROOT)
+    return subprocess.call([VENV_PY, "-m", "pytest", *pytest_workers(argv[1:]), *argv[1:]], cwd=ROOT)
+
+
+def pytest_workers(args: "list[str]") -> "list[str]":
+    """Two pytest-xdist workers where this process may use two CPUs or more, unless the arguments
+    choose (-n, --numprocesses, -p no:xdist): many tests wait on real processes, so two run side by
+    side. `--dist loadfile` keeps each file in one worker, in order: a notebook's cells under nbval
+    build on each other, and a module shares its Spark session and servers."""
+    if any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args):
+        return []
+    return ["-n", "2", "--dist", "loadfile"] if len(os.sched_getaffinity(0)) >= 2 else []
 
 
 if __name__ == "__main__":
