@@ -210,6 +210,7 @@ class _Required:
 _REQUIRED: Any = _Required()
 
 _HEADER_INTS = ("code", "flag", "opaque", "version")
+_STR_ONLY = {str}
 
 
 def _reject_constant(name: str) -> Any:
@@ -322,7 +323,8 @@ def _decode_json_header(data: bytes) -> RemotingCommand:
         raise FrameError(f"JSON header is not valid UTF-8 ({e.reason} at byte {e.start})") from None
     if json_depth_exceeds(text):
         raise FrameError(f"JSON header is nested too deeply (more than {JSON_MAX_DEPTH} levels)")
-    obj = _orjson_header(text)
+    obj = _orjson_header(text)  # only for a text without a surrogate escape
+    surrogate_escape = obj is None and _SURROGATE_ESCAPE.search(text) is not None
     if obj is None:
         obj = _json_module_header(text)
     if not isinstance(obj, dict):
@@ -360,7 +362,7 @@ def _decode_json_header(data: bytes) -> RemotingCommand:
                 ext_fields[key] = value
     # Only a \uD800-\uDFFF escape can put a lone surrogate in the decoded text (the UTF-8 decoder
     # refuses encoded ones); a trace or a re-encode could not carry it.
-    if _SURROGATE_ESCAPE.search(text):
+    if surrogate_escape:
         for s, where in ((remark, "remark"), (language, "language")):
             if s is not None:
                 _check_unicode(s, where)
@@ -569,6 +571,9 @@ class RemotingCommand:
         fields = self.ext_fields
         if fields is None:
             return None
+        values = fields.values()
+        if set(map(type, values)) == _STR_ONLY:  # the usual: every value already a str (none is None)
+            return {key: fields[key] for key in java_hash_map_order_of_tuple(tuple(fields), 16)}
         order = java_hash_map_order_of_tuple(tuple(k for k, v in fields.items() if v is not None), 16)
         return {key: value if type(value) is str else ext_value_to_string(key, value)  # type: ignore[arg-type]
                 for key in order for value in (fields[key],)}
