@@ -157,6 +157,34 @@ def fastjson_text(value: str | int | dict) -> str:
     return _fastjson_text(value)
 
 
+try:  # orjson: the header's JSON several times faster where it writes json's (and so fastjson's) text
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a dependency; without it fastjson_text does it all
+    _orjson = None
+_ORJSON_DUMPS = _orjson.dumps if _orjson is not None else None
+_LOWER_HEX_ESCAPE_BYTES = re.compile(rb"\\u00[01][a-f]")
+
+
+def fastjson_bytes(value: dict) -> bytes:
+    """``fastjson_text(value)`` UTF-8 encoded (a lone surrogate as "?", as Java's getBytes does),
+    for a dict of str keys and str, int (a Java int or long) and dict values: the header.
+
+    orjson writes the same text as json's C encoder for such values (the escapes of ", \\ and
+    the control characters included) and refuses lone surrogates and ints beyond 64 bits. Only
+    ASCII output without U+007F or a lower-case \\u00XX escape is taken as it is, where
+    fastjson_text also takes json's text as it is; anything else goes to fastjson_text
+    (tests/test_remoting.py compares both on random and tricky headers)."""
+    if _ORJSON_DUMPS is not None:
+        try:
+            out = _ORJSON_DUMPS(value)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if out.isascii() and b"\x7f" not in out and (b"\\u00" not in out or _LOWER_HEX_ESCAPE_BYTES.search(out) is None):
+                return out
+    return fastjson_text(value).encode("utf-8", "replace")
+
+
 def ext_value_to_string(key: str, value: ExtValue) -> str:
     """An extFields value as Java's ``toString()`` spells it (booleans ``true``/``false``)."""
     if value is True:
@@ -182,6 +210,7 @@ class _Required:
 _REQUIRED: Any = _Required()
 
 _HEADER_INTS = ("code", "flag", "opaque", "version")
+_STR_ONLY = {str}
 
 
 def _reject_constant(name: str) -> Any:
@@ -250,6 +279,43 @@ def json_depth_exceeds(text: str, limit: int = JSON_MAX_DEPTH) -> bool:
     return False
 
 
+def _json_module_header(text: str) -> Any:
+    try:
+        return _JSON_DECODER.decode(text)
+    except RecursionError:  # not reached after the depth check; kept as the last line of defence
+        raise FrameError("JSON header is nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, NaN/Infinity, an integer of more than 4300 digits
+        raise FrameError(f"JSON header is not valid JSON: {e}") from None
+
+
+_ORJSON_LOADS = _orjson.loads if _orjson is not None else None
+_HEADER_VALUE_TYPES = frozenset({int, str, dict, bool, type(None)})  # a header's own fields, as decoded
+_EXT_VALUE_TYPES = frozenset({str, int, bool, type(None)})
+
+
+def _orjson_header(text: str) -> dict | None:
+    """The header parsed by orjson where that is exactly what `_JSON_DECODER` gives, else None
+    (then the json module decides, and words any error). orjson accepts only strict JSON, which
+    the json module reads the same way (escapes, key order, a repeated key's last value), except
+    that it reads a number with a fraction or exponent as a float where `_JSON_DECODER` keeps its
+    text, and an int beyond 64 bits as a float; and it refuses a lone surrogate escape. So it is
+    used only for an object without a float among its values and its extFields' values, without
+    lists or deeper objects, and without a surrogate escape (tests/test_remoting_header_codec.py
+    compares both decoders)."""
+    if _ORJSON_LOADS is None or _SURROGATE_ESCAPE.search(text) is not None:
+        return None
+    try:
+        obj = _ORJSON_LOADS(text)
+    except ValueError:  # orjson.JSONDecodeError: the json module words the error (or reads NaN)
+        return None
+    if type(obj) is not dict or not set(map(type, obj.values())) <= _HEADER_VALUE_TYPES:
+        return None
+    for value in obj.values():
+        if type(value) is dict and not set(map(type, value.values())) <= _EXT_VALUE_TYPES:
+            return None
+    return obj
+
+
 def _decode_json_header(data: bytes) -> RemotingCommand:
     try:
         text = data.decode("utf-8")
@@ -257,12 +323,10 @@ def _decode_json_header(data: bytes) -> RemotingCommand:
         raise FrameError(f"JSON header is not valid UTF-8 ({e.reason} at byte {e.start})") from None
     if json_depth_exceeds(text):
         raise FrameError(f"JSON header is nested too deeply (more than {JSON_MAX_DEPTH} levels)")
-    try:
-        obj = _JSON_DECODER.decode(text)
-    except RecursionError:  # not reached after the check above; kept as the last line of defence
-        raise FrameError("JSON header is nested too deeply") from None
-    except ValueError as e:  # JSONDecodeError, NaN/Infinity, an integer of more than 4300 digits
-        raise FrameError(f"JSON header is not valid JSON: {e}") from None
+    obj = _orjson_header(text)  # only for a text without a surrogate escape
+    surrogate_escape = obj is None and _SURROGATE_ESCAPE.search(text) is not None
+    if obj is None:
+        obj = _json_module_header(text)
     if not isinstance(obj, dict):
         raise FrameError(f"JSON header must be an object, not {type(obj).__name__}")
     code, flag, opaque, version = obj.get("code", 0), obj.get("flag", 0), obj.get("opaque", 0), obj.get("version", 0)
@@ -298,7 +362,7 @@ def _decode_json_header(data: bytes) -> RemotingCommand:
                 ext_fields[key] = value
     # Only a \uD800-\uDFFF escape can put a lone surrogate in the decoded text (the UTF-8 decoder
     # refuses encoded ones); a trace or a re-encode could not carry it.
-    if _SURROGATE_ESCAPE.search(text):
+    if surrogate_escape:
         for s, where in ((remark, "remark"), (language, "language")):
             if s is not None:
                 _check_unicode(s, where)
@@ -507,6 +571,9 @@ class RemotingCommand:
         fields = self.ext_fields
         if fields is None:
             return None
+        values = fields.values()
+        if set(map(type, values)) == _STR_ONLY:  # the usual: every value already a str (none is None)
+            return {key: fields[key] for key in java_hash_map_order_of_tuple(tuple(fields), 16)}
         order = java_hash_map_order_of_tuple(tuple(k for k, v in fields.items() if v is not None), 16)
         return {key: value if type(value) is str else ext_value_to_string(key, value)  # type: ignore[arg-type]
                 for key in order for value in (fields[key],)}
@@ -524,8 +591,8 @@ class RemotingCommand:
             obj["remark"] = self.remark
         obj["serializeTypeCurrentRPC"] = "JSON"
         obj["version"] = self.version
-        # Java's String.getBytes(UTF_8) writes '?' for a lone surrogate; "replace" does the same.
-        return fastjson_text(obj).encode("utf-8", "replace")
+        # Java's String.getBytes(UTF_8) writes '?' for a lone surrogate; fastjson_bytes does the same.
+        return fastjson_bytes(obj)
 
     def _rocketmq_header(self, ext: dict[str, str] | None) -> bytes:
         for name in ("code", "version"):

@@ -48,6 +48,15 @@ paused:
 
 A pause and a resume are traced by the node as `log` events with its `now_ms` and its total
 `lag_ms`, so checkers can see the node's own time.
+
+The event loop of a process (`run_process`, `run_loop`) is uvloop's (libuv) when uvloop is
+installed, else asyncio's own: the same asyncio code (streams, tasks, signal handlers) at a
+fraction of the loop's cost per callback and per socket operation, which a node pays several
+times per message. `RMQLAB_EVENT_LOOP=asyncio` picks asyncio's loop (to compare, or for asyncio's
+debug mode). uvloop times in whole milliseconds, so a node timer on it is armed for its delay
+rounded up (`_CoarseNodeTimer`): like on asyncio's loop it fires at the first millisecond tick at
+or after its deadline. Nodes that share a caller's loop (tests, notebooks) run on whatever loop
+that is.
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ import ipaddress
 import json
 import logging
 import logging.handlers
+import math
 import os
 import random
 import signal
@@ -64,7 +74,7 @@ import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.node import ConnectionHandler, Listener, Node, Timer
@@ -82,6 +92,7 @@ ENV_INCARNATION = "RMQLAB_INCARNATION"
 ENV_CLUSTER = "RMQLAB_CLUSTER"
 ENV_CLOCK = "RMQLAB_CLOCK"
 ENV_MANAGER_PID = "RMQLAB_MANAGER_PID"
+ENV_EVENT_LOOP = "RMQLAB_EVENT_LOOP"  # "asyncio" or "uvloop" (the default, when installed)
 
 CLOCK_PAUSE_SIGNAL = signal.SIGUSR1
 CLOCK_RESUME_SIGNAL = signal.SIGUSR2
@@ -209,6 +220,55 @@ def bind_error(host: str, port: int) -> ListenError:
     return ListenError(host, port, OSError(0, "the server library could not bind it"))
 
 
+_T = TypeVar("_T")
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """How a real process makes its event loop: uvloop's when it is installed (see the module
+    docstring) unless $RMQLAB_EVENT_LOOP is "asyncio"."""
+    choice = os.environ.get(ENV_EVENT_LOOP, "") or "uvloop"
+    if choice not in ("uvloop", "asyncio"):
+        raise ValueError(f"${ENV_EVENT_LOOP} must be uvloop or asyncio, not {choice!r}")
+    if choice == "uvloop":
+        try:
+            import uvloop
+        except ImportError:  # an install without it runs on asyncio's loop, only slower
+            pass
+        else:
+            return uvloop.new_event_loop
+    return asyncio.new_event_loop
+
+
+def run_loop(main: Coroutine[Any, Any, _T]) -> _T:
+    """``asyncio.run(main)`` on a loop from `event_loop_factory`."""
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(main)
+
+
+class _CoarseNodeTimer(NodeTimer):
+    """A node timer on a loop that times in whole milliseconds: uvloop rounds a delay to the
+    nearest millisecond of libuv's millisecond clock (``uv_now``), so a timer fires up to ~1.5 ms
+    early, and one due in under half a millisecond runs at once (``call_soon``). NodeTimer re-arms
+    an early timer for the rest, which would then spin the loop until due. Rounded up to whole
+    milliseconds (at least 1), an early timer waits for the clock's next millisecond instead:
+    it fires at the first millisecond tick at or after its deadline, as asyncio's loop does (its
+    epoll timeout is whole milliseconds, rounded up)."""
+
+    def arm(self) -> None:
+        delay_ms = self.deadline_ms - self.clock_ms()
+        self.handle = self.loop.call_later(math.ceil(delay_ms) / 1000.0 if delay_ms > 0 else 0.0, self._fire)
+
+
+_COARSE_LOOPS: dict[type, bool] = {}  # loop class -> whether it times in whole milliseconds
+
+
+def _timer_class(loop: asyncio.AbstractEventLoop) -> type[NodeTimer]:
+    coarse = _COARSE_LOOPS.get(type(loop))
+    if coarse is None:
+        coarse = _COARSE_LOOPS[type(loop)] = type(loop).__module__.split(".")[0] == "uvloop"
+    return _CoarseNodeTimer if coarse else NodeTimer
+
+
 class _ServerListener:
     def __init__(self, server: asyncio.base_events.Server):
         self._server = server
@@ -268,8 +328,9 @@ class RealNode(Node):
         return self._paused_since is not None
 
     def call_later(self, delay_ms: float, callback: Callable[..., Any], *args: Any) -> Timer:
-        timer = NodeTimer(self._monotonic_ms, self._timers, asyncio.get_running_loop(),
-                          self._monotonic_ms() + max(0.0, delay_ms), callback, args)
+        loop = asyncio.get_running_loop()
+        timer = _timer_class(loop)(self._monotonic_ms, self._timers, loop, self._monotonic_ms() + max(0.0, delay_ms),
+                                   callback, args)
         self._timers[id(timer)] = timer
         if not self.clock_paused:
             timer.arm()
@@ -543,7 +604,7 @@ def run_process(component: Component, name: str | None = None, *, store_dir: str
         return 0
 
     try:
-        return asyncio.run(main())
+        return run_loop(main())
     except Exception as e:
         node.trace("log", level="ERROR", message=f"process failed: {e!r}")
         if started:

@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmqlab.trace.errors import TraceFormatError, TraceWarning
-from rmqlab.trace.event import TraceEvent, canonical_json, parse_json
+from rmqlab.trace.event import TraceEvent, canonical_json, canonical_json_bytes, parse_json
 from rmqlab.trace.header import TraceFile, header_record, meta_from_header
 
 
@@ -72,10 +72,24 @@ def dumps_event(event: TraceEvent) -> str:
     ``canonical_json(event.to_record())``, assembled from its parts (the envelope keys in sorted
     order, ints and floats as json spells them) so that only `fields` goes through the encoder;
     the kind and node part is cached per pair."""
+    return dumps_event_bytes(event).decode("utf-8")
+
+
+_MIDDLES_BYTES: dict[tuple[str, str], bytes] = {}  # _MIDDLES, UTF-8 encoded
+
+
+def dumps_event_bytes(event: TraceEvent) -> bytes:
+    """`dumps_event` UTF-8 encoded, as a file holds it (what the writers and `trace_hash` use):
+    the fields by `canonical_json_bytes`, which gives the same bytes faster."""
     kind, node = event.kind, event.node
-    middle = _MIDDLES.get((kind, node)) or _middle(kind, node)
-    return (f'{{"fields":{canonical_json(event.fields)}{middle}{int.__repr__(event.seq)},'
-            f'"time_ms":{float.__repr__(event.time_ms)}}}')
+    middle = _MIDDLES_BYTES.get((kind, node))
+    if middle is None:
+        middle = (_MIDDLES.get((kind, node)) or _middle(kind, node)).encode("utf-8")
+        if len(_MIDDLES_BYTES) < 4096:
+            _MIDDLES_BYTES[(kind, node)] = middle
+    return b'{"fields":%b%b%b,"time_ms":%b}' % (canonical_json_bytes(event.fields), middle,
+                                                 int.__repr__(event.seq).encode(),
+                                                 float.__repr__(event.time_ms).encode())
 
 
 def dumps_header(meta: Mapping[str, Any] | None = None) -> str:
@@ -88,7 +102,7 @@ def trace_hash(events: Iterable[TraceEvent]) -> str:
     "\\n", UTF-8 encoded, in the given order, no header. Determinism tests compare this value."""
     digest = hashlib.sha256()
     for event in events:
-        digest.update(dumps_event(event).encode("utf-8"))
+        digest.update(dumps_event_bytes(event))
         digest.update(b"\n")
     return digest.hexdigest()
 
@@ -108,13 +122,13 @@ class JsonlWriter:
         # Binary, UTF-8 encoded here: no newline translation whatever the platform.
         self._file = open(self.path, "xb")
         self.buffered = buffered
-        self._lines: list[str] = []
+        self._lines: list[bytes] = []
         self._lock = threading.Lock()
         self._flush_loop: asyncio.AbstractEventLoop | None = None  # where a flush is scheduled
-        self._write_now(dumps_header(meta) + "\n")
+        self._write_now((dumps_header(meta) + "\n").encode("utf-8"))
 
     def write(self, event: TraceEvent) -> None:
-        line = dumps_event(event) + "\n"
+        line = dumps_event_bytes(event) + b"\n"
         if not self.buffered:
             with self._lock:
                 self._write_now(line)
@@ -141,11 +155,11 @@ class JsonlWriter:
     def _flush_locked(self) -> None:
         if self._lines and not self._file.closed:
             lines, self._lines = self._lines, []
-            self._write_now("".join(lines))
+            self._write_now(b"".join(lines))
 
-    def _write_now(self, text: str) -> None:
+    def _write_now(self, data: bytes) -> None:
         # One write, then a flush to the OS: a SIGKILL can only tear the last line written.
-        self._file.write(text.encode("utf-8"))
+        self._file.write(data)
         self._file.flush()
 
     def close(self) -> None:
