@@ -12,8 +12,10 @@ processes (pytest-xdist), unless the arguments say otherwise.
 import sys
 
 # Run as a script, this file's directory (the rmqlab package) is sys.path[0]; drop it so package
-# modules can never shadow standard-library ones.
-sys.path.pop(0)
+# modules can never shadow standard-library ones. Imported as rmqlab.bootstrap (the tests), the
+# path is the importer's and stays as it is.
+if __name__ == "__main__":
+    sys.path.pop(0)
 
 import hashlib  # noqa: E402
 import os  # noqa: E402
