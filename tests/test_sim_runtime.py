@@ -356,3 +356,70 @@ def test_bytes_held_by_a_partition_stay_ahead_of_a_later_close():
     sim.run_for(10)
     assert [d for _, d in srv["c"].received] == [b"held"]
     sim.close()
+
+
+def test_run_in_executor_and_to_thread_run_inline_at_the_current_instant():
+    from rmqlab.runtime.sim import SimLoop
+
+    loop = SimLoop()
+    calls = []
+
+    def work(x):
+        calls.append(loop.time())
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2
+
+    async def main():
+        await asyncio.sleep(1.5)
+        a = await loop.run_in_executor(None, work, 21)
+        b = await asyncio.to_thread(work, 4)
+        with pytest.raises(ValueError, match="negative"):
+            await loop.run_in_executor(None, work, -1)
+        return a, b
+
+    assert loop.run_until_complete(main()) == (42, 8)
+    assert calls == [1.5, 1.5, 1.5]  # no virtual time passed
+    loop.close()
+
+
+def test_what_the_simulator_lacks_says_what_to_use_instead():
+    from rmqlab.runtime.sim import SimLoop, SimulationUnsupported
+
+    loop = SimLoop()
+
+    async def main():
+        with pytest.raises(SimulationUnsupported, match=r"loop.create_connection\(\).*node.connect"):
+            await asyncio.open_connection("127.0.0.1", 9876)
+        with pytest.raises(SimulationUnsupported, match="subprocess_exec.*Simulation.add_node"):
+            await asyncio.create_subprocess_exec("true")
+        with pytest.raises(SimulationUnsupported, match="nemesis"):
+            loop.add_signal_handler(15, print)
+
+    loop.run_until_complete(main())
+    loop.close()
+
+
+def test_a_task_factory_makes_the_tasks():
+    from rmqlab.runtime.sim import SimLoop
+
+    loop = SimLoop()
+    made = []
+
+    def factory(lp, coro, **kwargs):
+        task = asyncio.Task(coro, loop=lp, **kwargs)
+        made.append(task)
+        return task
+
+    loop.set_task_factory(factory)
+    assert loop.get_task_factory() is factory
+
+    async def child():
+        return 7
+
+    async def main():
+        return await loop.create_task(child(), name="child")
+
+    assert loop.run_until_complete(main()) == 7
+    assert [t.get_name() for t in made][-1] == "child" and len(made) == 2
+    loop.close()

@@ -17,8 +17,11 @@ Tasks run on it unchanged:
   nothing. Nothing ready and no timer while run_until_complete still waits is a deadlock.
 
 A run is a pure function of its inputs: no wall clock, no threads, no set or dict whose order
-depends on hashing of objects. Sockets, subprocesses, signals and executors are not part of the
-simulator (the AbstractEventLoop methods for them raise NotImplementedError).
+depends on hashing of objects. So `run_in_executor` (and `asyncio.to_thread`) runs the function
+inline, at the current virtual instant, and returns its result as a done future. Sockets, pipes,
+subprocesses, signals and name lookups are not part of the simulator: a node talks through
+`node.listen` / `node.connect` (rmqlab.runtime.sim.network); the loop's methods for them raise
+SimulationUnsupported, which says so (the table NOT_SIMULATED).
 """
 
 from __future__ import annotations
@@ -39,6 +42,37 @@ CLOCK_RESOLUTION_S = 1e-9  # timers due within this of the clock run together
 
 class SimulationDeadlock(RuntimeError):
     """Nothing can run and no timer is pending, yet the awaited result is not there."""
+
+
+class SimulationUnsupported(RuntimeError):
+    """An event-loop service the simulator does not have (a socket, a subprocess, a signal, ...)."""
+
+
+# AbstractEventLoop methods that need the operating system -> what a simulated component uses instead.
+_NETWORK = "nodes talk through node.listen(host, port, handler) and node.connect(host, port)"
+NOT_SIMULATED: dict[str, str] = {
+    **{name: _NETWORK for name in (
+        "create_connection", "create_server", "create_datagram_endpoint", "create_unix_connection",
+        "create_unix_server", "connect_accepted_socket", "start_tls", "sendfile", "sock_recv",
+        "sock_recv_into", "sock_recvfrom", "sock_recvfrom_into", "sock_sendall", "sock_sendto",
+        "sock_connect", "sock_accept", "sock_sendfile", "add_reader", "remove_reader", "add_writer",
+        "remove_writer", "connect_read_pipe", "connect_write_pipe")},
+    "getaddrinfo": "addresses are host:port strings; nothing is resolved",
+    "getnameinfo": "addresses are host:port strings; nothing is resolved",
+    "subprocess_exec": "a simulated node is a Component on Simulation.add_node, not an OS process",
+    "subprocess_shell": "a simulated node is a Component on Simulation.add_node, not an OS process",
+    "add_signal_handler": "faults reach a node through the nemesis (sim.nemesis), not OS signals",
+    "remove_signal_handler": "faults reach a node through the nemesis (sim.nemesis), not OS signals",
+    "set_default_executor": "run_in_executor runs its function inline: there is no executor to set",
+}
+
+
+def _not_simulated(name: str, instead: str) -> Callable[..., Any]:
+    def method(self, *args: Any, **kwargs: Any) -> Any:
+        raise SimulationUnsupported(f"loop.{name}() is not available in the simulator: {instead}")
+
+    method.__name__ = method.__qualname__ = name
+    return method
 
 
 class SimHandle:
@@ -87,6 +121,7 @@ class SimLoop(asyncio.AbstractEventLoop):
         self._debug = False
         self._exception_handler: Callable[[asyncio.AbstractEventLoop, dict], Any] | None = None
         self._asyncgens: set = set()
+        self._task_factory = None
 
     # -- the clock ---------------------------------------------------------------------------
     def time(self) -> float:
@@ -130,7 +165,35 @@ class SimLoop(asyncio.AbstractEventLoop):
     def create_task(self, coro, *, name: str | None = None, context: contextvars.Context | None = None) -> asyncio.Task:
         if self._closed:
             raise RuntimeError("Event loop is closed")
-        return asyncio.Task(coro, loop=self, name=name, context=context)
+        if self._task_factory is None:
+            return asyncio.Task(coro, loop=self, name=name, context=context)
+        # As BaseEventLoop.create_task calls a factory set with set_task_factory.
+        task = self._task_factory(self, coro) if context is None else self._task_factory(self, coro, context=context)
+        if name is not None:
+            task.set_name(name)
+        return task
+
+    def set_task_factory(self, factory) -> None:
+        if factory is not None and not callable(factory):
+            raise TypeError("task factory must be a callable or None")
+        self._task_factory = factory
+
+    def get_task_factory(self):
+        return self._task_factory
+
+    def run_in_executor(self, executor, func: Callable[..., Any], *args: Any) -> asyncio.Future:
+        """The function runs now, inline (the simulation has no threads; see the module
+        docstring); the future holds its result or its exception."""
+        if self._closed:
+            raise RuntimeError("Event loop is closed")
+        future = self.create_future()
+        try:
+            future.set_result(func(*args))
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
 
     # -- running -----------------------------------------------------------------------------
     def _run_once(self) -> None:
@@ -284,3 +347,7 @@ class SimLoop(asyncio.AbstractEventLoop):
             raise
         except BaseException:
             log.exception("Unhandled error in the simulation's exception handler")
+
+
+for _name, _instead in NOT_SIMULATED.items():
+    setattr(SimLoop, _name, _not_simulated(_name, _instead))
