@@ -69,8 +69,10 @@ def worker(virtual_s: float, rate: float, profile: str | None) -> dict:
             prof.disable()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         events = c.tracer.events[events_before:]
-        ok = [e.fields["f"] for e in events if e.kind == "client" and e.fields["type"] == "ok"]
-        acked, consumed = ok.count("send"), ok.count("consume")
+        ok = [e.fields for e in events if e.kind == "client" and e.fields["type"] == "ok"]
+        # Acknowledged: SEND_OK (rmqlab.checker.checkers.send_acknowledged), not any ok.
+        acked = sum(1 for f in ok if f["f"] == "send" and (f["value"] or {}).get("send_status") == "SEND_OK")
+        consumed = sum(1 for f in ok if f["f"] == "consume")
         new_master = c.master("broker-a")
         result = {"wall_s": wall, "cpu_s": cpu, "virtual_s": (c.now_ms() - t0) / 1000.0, "events": len(events),
                   "acked": acked, "consumed": consumed, "failover": new_master not in (None, first_master)}
