@@ -645,3 +645,19 @@ def test_without_the_relay_processes_connect_directly_and_link_faults_are_refuse
         cluster.nemesis.crash("n2")
         wait_for(lambda: set(errors(cluster, "n0", t_crash)) & CLOSED, "n0 reads EOF (or a reset) from n2")
         assert manager_kinds(cluster) == ["node.kill", "node.restart", "node.crash"]
+
+
+def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range():
+    import socket
+
+    from rmqlab.runtime import real_cluster
+
+    ports = real_cluster.free_ports(12)
+    assert len(set(ports)) == 12
+    low = real_cluster._ephemeral_low()
+    if low is not None and low > real_cluster.LISTEN_PORTS_FROM + 1000:
+        # never a port the OS may hand to an outgoing connection meanwhile
+        assert all(real_cluster.LISTEN_PORTS_FROM <= p < low for p in ports), ports
+    for p in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))

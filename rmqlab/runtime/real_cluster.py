@@ -70,6 +70,7 @@ import atexit
 import ipaddress
 import logging
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -93,13 +94,39 @@ _POLL_S = 0.02
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(rmqlab.__file__)))
 
 
-def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """`n` distinct TCP ports free on `host` right now (the OS picks them; all held until all are known)."""
-    socks = []
+LISTEN_PORTS_FROM = 10_000  # free_ports picks below the ephemeral range, from here
+
+
+def _ephemeral_low() -> int | None:
+    """Where the OS's ephemeral ports (outgoing connections, bind to 0) start; None when unknown."""
     try:
-        for _ in range(n):
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` distinct TCP ports free on `host` right now, all held until all are known.
+
+    Taken below the ephemeral range when the OS says where it starts (Linux): a port found free
+    there is not handed to some process's outgoing connection before the server that was given it
+    binds it, as an ephemeral one can be (a broker of a freshly started cluster then failed to
+    bind). Elsewhere the OS picks them (bind to port 0)."""
+    low = _ephemeral_low()
+    socks: list[socket.socket] = []
+    rng = random.SystemRandom()
+    try:
+        tries = 0
+        while len(socks) < n:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
+            port = rng.randrange(LISTEN_PORTS_FROM, low) if low and low > LISTEN_PORTS_FROM + 1000 and tries < 50 * n else 0
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                tries += 1
+                continue
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
