@@ -182,6 +182,8 @@ class DefaultRequestProcessor:
             header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
             request.ext_str(ZONE_NAME, None), header.heartbeat_timeout_millis, header.enable_acting_master,
             wrapper, filter_server_list, channel)
+        # RIP-32: the group's members hear of a new smallest broker id (notifyMinBrokerIdChanged).
+        self.namesrv_controller.send_min_broker_id_changes()
         if result is None:
             return _system_error("register broker failed", {})
         # Java also returns the ORDER_TOPIC_CONFIG key-value table as the body
@@ -237,6 +239,7 @@ class DefaultRequestProcessor:
     def unregister_broker(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = UnRegisterBrokerRequestHeader.decode(request)
         self.route_info_manager.submit_un_register_broker_request(header)
+        self.namesrv_controller.send_min_broker_id_changes()
         return _success()
 
     def broker_heartbeat(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
