@@ -14,6 +14,10 @@ for the requests brokers and admin tools send:
 | 901 | GET_BROKER_MEMBER_GROUP | SUCCESS, GetBrokerMemberGroupResponseBody |
 | 904 | BROKER_HEARTBEAT | SUCCESS; refreshes the broker's heartbeat |
 
+With ``notifyMinBrokerIdChanged`` (RIP-32, off by default) a REGISTER_BROKER or UNREGISTER_BROKER
+that changes a group's smallest broker id makes the name server send NOTIFY_MIN_BROKER_ID_CHANGE
+(905) to the group's members (``NamesrvController.send_min_broker_id_changes``).
+
 REGISTER_BROKER fails with SYSTEM_ERROR "crc32 not match", "register broker failed" or the body's
 decoding error, and with INVALID_PARAMETER for a bad name or address (the deviation below).
 

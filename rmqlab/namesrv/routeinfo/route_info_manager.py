@@ -3,8 +3,8 @@
 
 Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/routeinfo/RouteInfoManager.java``.
 No I/O: the clock is injected, channels are opaque objects compared by identity, and what the
-caller must do on the network (close an expired broker's channel) is returned, so the tables can be
-unit-tested without a runtime and reused.
+caller must do on the network (close an expired broker's channel, send a NOTIFY_MIN_BROKER_ID_CHANGE)
+is handed back to it, so the tables can be unit-tested without a runtime and reused.
 
 The tables (Java's names):
 
@@ -31,8 +31,9 @@ How they change:
 * **BROKER_HEARTBEAT** and **QUERY_DATA_VERSION** refresh the live entry's timestamp.
 
 RIP-32, slave acting master (RocketMQ's "RIP 32 Slave Acting Master Mode" design page;
-``RouteInfoManager.registerBroker``, ``unRegisterBroker``, ``pickupTopicRouteData``), behind the
-name server's switches, both off by default:
+``RouteInfoManager.registerBroker``, ``unRegisterBroker``, ``pickupTopicRouteData``). The tables
+follow the brokers' ``enableActingMaster``; the notices and the route rewrite are behind the name
+server's two switches, both off by default:
 
 * registration: every member's ``enableActingMaster`` overwrites the group's flag (none sent: a
   broker from before RIP-32); the smallest-id slave of a group without id 0 (the "prime slave",
