@@ -5,12 +5,19 @@ The first part ports RocketMQ's ``RouteInfoManagerNewTest`` (which runs with
 ``supportActingMaster=true``) and adds the cases it leaves out: every condition of the route
 rewrite, the minimum-id tracking and the NOTIFY_MIN_BROKER_ID_CHANGE targets and header. The second
 part runs a name server on the simulator with brokers that listen, so the notices travel as
-frames; the last test sends them over TCP on the real runtime.
+frames; the last two send them over TCP on the real runtime, in this process and from an
+`rmqlab namesrv` process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import select
+import subprocess
+import sys
+
+import pytest
 
 
 from rmqlab.common.constant.perm_name import PermName
@@ -33,8 +40,12 @@ from rmqlab.remoting.protocol.route import TopicRouteData
 from rmqlab.remoting.remoting_server import RemotingServer
 from rmqlab.runtime.component import Component
 from rmqlab.runtime.real import RealNode
+from rmqlab.runtime.real_cluster import free_ports
 from rmqlab.runtime.sim import Simulation
 from tests.namesrv_helpers import CLUSTER, NS, TIMEOUT_MS, FakeBroker
+from tests.process_helpers import stop
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ACTING = NamesrvConfig(supportActingMaster=True, notifyMinBrokerIdChanged=True)
 
@@ -613,3 +624,60 @@ async def register_real(client: RemotingClient, namesrv: str, addr: str, broker_
     request = RemotingCommand.create_request_command(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
     request.version = MQVersion.CURRENT_VERSION
     assert (await client.invoke_sync(namesrv, request, TIMEOUT_MS)).code == ResponseCode.SUCCESS
+
+
+@pytest.mark.real
+def test_a_name_server_process_notifies_and_rewrites(tmp_path):
+    """`rmqlab namesrv -c` with both switches in its file, as an OS process on 127.0.0.1 (stopped by
+    its PID); the brokers are this test's sockets."""
+    ns_port, slave_port = free_ports(2)
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text(f"listenPort={ns_port}\nsupportActingMaster=true\nnotifyMinBrokerIdChanged=true\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RMQLAB_") and k != "NAMESRV_ADDR"}
+    env["HOME"] = str(tmp_path / "home")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", str(conf)], env=env,
+                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)  # bounded: a hung start fails the test
+        line = proc.stdout.readline() if ready else ""
+        assert "boot success" in line, (line, proc.poll())
+        namesrv = f"127.0.0.1:{ns_port}"
+        slave_addr = f"127.0.0.1:{slave_port}"
+
+        async def main():
+            slave_node, master_node = RealNode("s1", str(tmp_path / "s1")), RealNode("m", str(tmp_path / "m"))
+            received: list[RemotingCommand] = []
+            got = asyncio.Event()
+
+            async def record(channel, request):
+                received.append(request)
+                got.set()
+
+            slave_server = RemotingServer(slave_node, "127.0.0.1", slave_port)
+            slave_server.register_default_processor(record)
+            await slave_server.start()
+            master_client, slave_client = RemotingClient(master_node), RemotingClient(slave_node)
+            try:
+                await register_real(master_client, namesrv, "127.0.0.1:1", 0)
+                await register_real(slave_client, namesrv, slave_addr, 1)
+                await master_client.shutdown()  # the master's connection closes
+                await asyncio.wait_for(got.wait(), 10)
+                assert received[0].code == RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE and received[0].is_oneway_rpc()
+                assert received[0].ext_fields == {"minBrokerId": "1", "minBrokerAddr": slave_addr,
+                                                  "offlineBrokerAddr": "127.0.0.1:1"}
+                query = RemotingCommand.create_request_command(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                               {"topic": "TopicTest"})
+                query.version = MQVersion.CURRENT_VERSION
+                route = TopicRouteData.decode((await slave_client.invoke_sync(namesrv, query, TIMEOUT_MS)).body)
+                assert route.broker_datas[0].broker_addrs == {0: slave_addr}
+                assert [q.perm for q in route.queue_datas] == [PermName.PERM_READ]
+            finally:
+                await slave_client.shutdown()
+                await slave_server.shutdown()
+                await master_node.close()
+                await slave_node.close()
+
+        asyncio.run(asyncio.wait_for(main(), 30))
+    finally:
+        stop(proc)
