@@ -42,6 +42,7 @@ from rmqlab.runtime.component import Component
 from rmqlab.runtime.real import RealNode
 from rmqlab.runtime.real_cluster import free_ports
 from rmqlab.runtime.sim import Simulation
+from rmqlab.trace import trace_hash
 from tests.namesrv_helpers import CLUSTER, NS, TIMEOUT_MS, FakeBroker
 from tests.process_helpers import stop
 
@@ -560,6 +561,20 @@ def test_an_unreachable_member_does_not_keep_the_others_from_hearing():
     sim.run_for(5_000)
     assert received_905(sim, "s2")[-1]["offlineBrokerAddr"] == "127.0.0.1:10911"
     sim.close()
+
+
+def test_same_seed_same_trace_with_notices():
+    def run() -> str:
+        sim = acting_world(seed=13)
+        for name in ("s2", "s1", "m"):
+            fake(sim, name).register(enable_acting_master=True)
+        sim.nemesis.kill("m")
+        sim.run_for(15_000)
+        assert received_905(sim, "s2")
+        digest = trace_hash(sim.tracer.events)
+        sim.close()
+        return digest
+    assert run() == run()
 
 
 def test_defaults_send_nothing_and_show_no_acting_master():
