@@ -543,12 +543,14 @@ def test_compressed_and_old_version_registrations():
     sim.close()
 
 
-def test_acting_master_is_refused_until_implemented_and_config_file_is_honoured(tmp_path):
-    with pytest.raises(ValueError, match="supportActingMaster=true is not implemented yet"):
-        RouteInfoManager(NamesrvConfig(supportActingMaster=True), lambda: 0)
+def test_acting_master_switches_are_accepted_and_config_file_is_honoured(tmp_path):
     conf = tmp_path / "namesrv.properties"
-    conf.write_text("listenPort=9886\nscanNotActiveBrokerInterval=1000\n")
+    conf.write_text("listenPort=9886\nscanNotActiveBrokerInterval=1000\nsupportActingMaster=true\n"
+                    "notifyMinBrokerIdChanged=true\nconnectTimeoutMillis=1500\n")
     controller = NamesrvController.from_startup_config(load_namesrv_config(str(conf)))
+    assert (controller.namesrv_config.supportActingMaster, controller.namesrv_config.notifyMinBrokerIdChanged) \
+        == (True, True)
+    assert controller.netty_client_config.connectTimeoutMillis == 1500  # NOTIFY_MIN_BROKER_ID_CHANGE's client
     assert controller.boot_success_message() == "The Name Server boot success. serializeType=JSON, address 127.0.0.1:9886"
     sim = Simulation(seed=3)
     sim.add_node("namesrv", lambda: NamesrvController.from_startup_config(load_namesrv_config(str(conf))))
@@ -620,7 +622,7 @@ def test_route_info_manager_role_switch_prime_slave_and_acting_master_permission
     rim.on_channel_destroy(ch_m)
     data = rim.pickup_topic_route_data("T")
     assert data.broker_datas[0].broker_addrs == {1: "s:1"} and data.queue_datas[0].perm == 4
-    # No rewrite of the slave to id 0: supportActingMaster is off (and refused when on).
+    # No rewrite of the slave to id 0: supportActingMaster is off.
     # The slave re-registers as prime slave (smallest id, no master): it writes topics, read-only.
     rim.register_broker(CLUSTER, "s:1", "g", 1, "s:2", None, None, True, wrapper_of(topic("T"), topic("New")), [], ch_s)
     assert rim.pickup_topic_route_data("New").queue_datas[0].perm == 4

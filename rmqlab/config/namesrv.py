@@ -27,6 +27,8 @@ class NamesrvConfig:
     supportActingMaster: bool = bool_field(False)
     enableAllTopicList: bool = bool_field(True)
     enableTopicList: bool = bool_field(True)
+    # RIP-32: send NOTIFY_MIN_BROKER_ID_CHANGE to a group's members when its smallest broker id
+    # changes, so the smallest-id slave takes over or hands back the master-only services.
     notifyMinBrokerIdChanged: bool = bool_field(False)
     # Run a controller inside this name server ("Controller 嵌入 NameServer 部署" in RocketMQ's
     # "主备自动切换模式部署"); when

@@ -17,9 +17,16 @@ registration.
    BrokerHousekeepingService as channel listener, GET_ROUTEINFO_BY_TOPIC served by the
    ClientRequestProcessor and everything else by the DefaultRequestProcessor;
 3. scans for expired brokers every ``scanNotActiveBrokerInterval`` (5 s) after a first delay of
-   5 s, at a fixed rate, closing the channel of each expired broker.
+   5 s, at a fixed rate, closing the channel of each expired broker;
+4. keeps a RemotingClient (``NettyClientConfig``) for the one request a name server sends:
+   NOTIFY_MIN_BROKER_ID_CHANGE (905, RIP-32, only with ``notifyMinBrokerIdChanged=true``), oneway,
+   to the members of a group whose smallest broker id changed. The RouteInfoManager queues the
+   notices; ``send_min_broker_id_changes`` sends them after each registration, unregistration,
+   closed channel and expiry scan, one oneway request per member (Java's
+   ``invokeOneway(addr, request, 300)``; a member that cannot be reached is logged and skipped).
 
-Trace: frames are traced by the remoting layer; the boot line, the route tables' notable events (a
+Trace: frames are traced by the remoting layer (a NOTIFY_MIN_BROKER_ID_CHANGE as a ``frame.send``
+of the name server, with its header fields); the boot line, the route tables' notable events (a
 broker registered, fenced, expired, removed; a group or cluster gone) and the write-permission
 commands are ``log`` events (logger ``RocketmqNamesrv``), with RocketMQ's log wording.
 
@@ -35,15 +42,18 @@ the zone RPC hook and the periodic printing of tables and water marks.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from rmqlab.config.controller import ControllerConfig
 from rmqlab.config.namesrv import NamesrvConfig
-from rmqlab.config.netty import NAMESRV_LISTEN_PORT, NettyServerConfig
+from rmqlab.config.netty import NAMESRV_LISTEN_PORT, NettyClientConfig, NettyServerConfig
 from rmqlab.namesrv.processor.client_request_processor import ClientRequestProcessor
 from rmqlab.namesrv.processor.default_request_processor import DefaultRequestProcessor
 from rmqlab.namesrv.routeinfo.broker_housekeeping_service import BrokerHousekeepingService
 from rmqlab.namesrv.routeinfo.route_info_manager import LOG_LEVELS, NAMESRV_LOGGER_NAME, RouteInfoManager
+from rmqlab.remoting.remoting_client import RemotingClient
+from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.remoting_server import RemotingServer
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.runtime.component import Component
@@ -63,13 +73,17 @@ class NamesrvController(Component):
 
     def __init__(self, namesrv_config: NamesrvConfig | None = None,
                  netty_server_config: NettyServerConfig | None = None,
-                 controller_config: ControllerConfig | None = None, **controller_options):
+                 controller_config: ControllerConfig | None = None, *,
+                 netty_client_config: NettyClientConfig | None = None, **controller_options):
         self.namesrv_config = namesrv_config or NamesrvConfig()
+        self.netty_client_config = netty_client_config or NettyClientConfig()
         # NamesrvStartup sets 9876 before reading the file; NettyServerConfig's own default is 0
         # in Java (10911, the broker's, in rmqlab).
         self.netty_server_config = netty_server_config or NettyServerConfig(listenPort=NAMESRV_LISTEN_PORT)
         self.route_info_manager: RouteInfoManager | None = None
         self.remoting_server: RemotingServer | None = None
+        self.remoting_client: RemotingClient | None = None
+        self._notify_tasks: set[asyncio.Task] = set()
         self.broker_housekeeping_service = BrokerHousekeepingService(self)
         self._scan_timer: Timer | None = None
         self._next_scan_at = 0.0
@@ -87,7 +101,8 @@ class NamesrvController(Component):
     def from_startup_config(cls, config: NamesrvStartupConfig, **controller_options) -> NamesrvController:
         """A name server from ``load_namesrv_config(...)`` (what ``mqnamesrv -c file`` reads);
         `controller_options` go to its embedded controller (e.g. decision_points)."""
-        return cls(config.namesrvConfig, config.nettyServerConfig, config.controllerConfig, **controller_options)
+        return cls(config.namesrvConfig, config.nettyServerConfig, config.controllerConfig,
+                   netty_client_config=config.nettyClientConfig, **controller_options)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, node: Node) -> None:
@@ -100,6 +115,8 @@ class NamesrvController(Component):
         server.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, ClientRequestProcessor(self))
         server.register_default_processor(DefaultRequestProcessor(self))
         self.remoting_server = server
+        # Connects only when there is something to send (no timer, no connection before).
+        self.remoting_client = RemotingClient(node, self.netty_client_config.connectTimeoutMillis)
         await server.start()
         # scheduleAtFixedRate: the n-th scan is due at start + 5 s + n * interval, however long
         # the previous one took.
@@ -113,8 +130,11 @@ class NamesrvController(Component):
 
     async def shutdown(self) -> None:
         self._cancel_scan()
+        self._cancel_notify_tasks()
         if self.controller_manager is not None:
             await self.controller_manager.shutdown()
+        if self.remoting_client is not None:
+            await self.remoting_client.shutdown()
         if self.remoting_server is not None:
             await self.remoting_server.shutdown()
 
@@ -122,6 +142,7 @@ class NamesrvController(Component):
         # The tables were only in memory: they die with the process (brokers re-register); the
         # embedded controller's Raft journal stays on disk.
         self._cancel_scan()
+        self._cancel_notify_tasks()
         if self.controller_manager is not None:
             self.controller_manager.on_crash()
 
@@ -129,6 +150,11 @@ class NamesrvController(Component):
         if self._scan_timer is not None:
             self._scan_timer.cancel()
             self._scan_timer = None
+
+    def _cancel_notify_tasks(self) -> None:
+        for task in list(self._notify_tasks):
+            task.cancel()
+        self._notify_tasks.clear()
 
     # -- what the CLI and labs read -------------------------------------------------------------
     @property
@@ -149,11 +175,36 @@ class NamesrvController(Component):
             for live in self.route_info_manager.scan_not_active_broker():
                 if live.channel is not None:
                     live.channel.close("broker channel expired")  # RemotingHelper.closeChannel
+            self.send_min_broker_id_changes()
         except Exception:
             # Java's scan catches everything too: one bad entry must not stop future scans.
             node.log.exception("scanNotActiveBroker exception")
         self._next_scan_at += self.namesrv_config.scanNotActiveBrokerInterval
         self._scan_timer = node.call_later(max(0.0, self._next_scan_at - node.now_ms()), self._scan_not_active_broker)
+
+    # -- NOTIFY_MIN_BROKER_ID_CHANGE (RIP-32) ----------------------------------------------------
+    def send_min_broker_id_changes(self) -> None:
+        """Send every NOTIFY_MIN_BROKER_ID_CHANGE the route tables queued (module docstring): one
+        oneway request per target, each in a task of its own, so the caller does not wait."""
+        if self.route_info_manager is None:
+            return
+        for change in self.route_info_manager.take_min_broker_id_changes():
+            for broker_addr in change.broker_addrs:
+                # One command per target: sending sets the command's opaque for its connection.
+                request = RemotingCommand.create_request_command(RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE,
+                                                                 change.header.to_ext_fields())
+                task = self.node.spawn(self._notify_min_broker_id_change(broker_addr, request),
+                                       name=f"notify-min-broker-id {broker_addr}")
+                self._notify_tasks.add(task)
+                task.add_done_callback(self._notify_tasks.discard)
+
+    async def _notify_min_broker_id_change(self, broker_addr: str, request: RemotingCommand) -> None:
+        try:
+            await self.remoting_client.invoke_oneway(broker_addr, request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # RemotingConnectError, OSError: the member is gone; nothing to retry
+            self.node.log.warning("notify min broker id change to %s failed: %s", broker_addr, e)
 
     # -- logging ------------------------------------------------------------------------------
     def _trace_event(self, level: str, message: str) -> None:

@@ -10,6 +10,10 @@ Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/processor/ClientR
   producer then asks for ``TBW102`` (the auto-create template every broker with
   autoCreateTopicEnable registers) and sends with ``defaultTopic=TBW102``; the broker creates the
   topic and its next registration puts it in the route table;
+* ``supportActingMaster`` (RIP-32, off by default): in a group with ``enableActingMaster`` that has
+  lost its master and whose queues are read-only, the smallest-id member is listed as brokerId 0
+  on the answered copy (``RouteInfoManager.pickup_topic_route_data``), so clients use it as a
+  read-only master;
 * ``needWaitForService``: for ``waitSecondsForService`` after start-up the answer is SYSTEM_ERROR
   "name server not ready", giving brokers time to register after a name-server restart.
 

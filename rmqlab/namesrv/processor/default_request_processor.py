@@ -14,6 +14,10 @@ for the requests brokers and admin tools send:
 | 901 | GET_BROKER_MEMBER_GROUP | SUCCESS, GetBrokerMemberGroupResponseBody |
 | 904 | BROKER_HEARTBEAT | SUCCESS; refreshes the broker's heartbeat |
 
+With ``notifyMinBrokerIdChanged`` (RIP-32, off by default) a REGISTER_BROKER or UNREGISTER_BROKER
+that changes a group's smallest broker id makes the name server send NOTIFY_MIN_BROKER_ID_CHANGE
+(905) to the group's members (``NamesrvController.send_min_broker_id_changes``).
+
 REGISTER_BROKER fails with SYSTEM_ERROR "crc32 not match", "register broker failed" or the body's
 decoding error, and with INVALID_PARAMETER for a bad name or address (the deviation below).
 
@@ -182,6 +186,8 @@ class DefaultRequestProcessor:
             header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
             request.ext_str(ZONE_NAME, None), header.heartbeat_timeout_millis, header.enable_acting_master,
             wrapper, filter_server_list, channel)
+        # RIP-32: the group's members hear of a new smallest broker id (notifyMinBrokerIdChanged).
+        self.namesrv_controller.send_min_broker_id_changes()
         if result is None:
             return _system_error("register broker failed", {})
         # Java also returns the ORDER_TOPIC_CONFIG key-value table as the body
@@ -237,6 +243,7 @@ class DefaultRequestProcessor:
     def unregister_broker(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = UnRegisterBrokerRequestHeader.decode(request)
         self.route_info_manager.submit_un_register_broker_request(header)
+        self.namesrv_controller.send_min_broker_id_changes()
         return _success()
 
     def broker_heartbeat(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:

@@ -2,7 +2,7 @@
 
 from rmqlab.namesrv.routeinfo.broker_housekeeping_service import BrokerHousekeepingService
 from rmqlab.namesrv.routeinfo.route_info_manager import (DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, BrokerAddrInfo,
-                                                         BrokerLiveInfo, RouteInfoManager)
+                                                         BrokerLiveInfo, MinBrokerIdChange, RouteInfoManager)
 
 __all__ = ["BrokerHousekeepingService", "DEFAULT_BROKER_CHANNEL_EXPIRED_TIME", "BrokerAddrInfo", "BrokerLiveInfo",
-           "RouteInfoManager"]
+           "MinBrokerIdChange", "RouteInfoManager"]

@@ -32,3 +32,5 @@ class BrokerHousekeepingService:
 
     def on_channel_close(self, remote_addr: str, channel: RemotingChannel) -> None:
         self.namesrv_controller.route_info_manager.on_channel_destroy(channel)
+        # RIP-32: the remaining members hear that the smallest broker id left (notifyMinBrokerIdChanged).
+        self.namesrv_controller.send_min_broker_id_changes()

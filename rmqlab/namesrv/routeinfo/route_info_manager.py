@@ -3,8 +3,8 @@
 
 Implements ``namesrv/src/main/java/org/apache/rocketmq/namesrv/routeinfo/RouteInfoManager.java``.
 No I/O: the clock is injected, channels are opaque objects compared by identity, and what the
-caller must do on the network (close an expired broker's channel) is returned, so the tables can be
-unit-tested without a runtime and reused.
+caller must do on the network (close an expired broker's channel, send a NOTIFY_MIN_BROKER_ID_CHANGE)
+is handed back to it, so the tables can be unit-tested without a runtime and reused.
 
 The tables (Java's names):
 
@@ -27,8 +27,29 @@ How they change:
 * **UNREGISTER_BROKER**, a closed channel (``on_channel_destroy``) and **expiry**
   (``scan_not_active_broker``: ``lastUpdate + timeout < now``, timeout 120 s unless the broker sent
   one) remove the address; a group left empty disappears with its queues, and a cluster left empty
-  too.
+  too; a group with ``enableActingMaster`` left without id 0 has its queues lose PERM_WRITE.
 * **BROKER_HEARTBEAT** and **QUERY_DATA_VERSION** refresh the live entry's timestamp.
+
+RIP-32, slave acting master (RocketMQ's "RIP 32 Slave Acting Master Mode" design page;
+``RouteInfoManager.registerBroker``, ``unRegisterBroker``, ``pickupTopicRouteData``). The tables
+follow the brokers' ``enableActingMaster``; the notices and the route rewrite are behind the name
+server's two switches, both off by default:
+
+* registration: every member's ``enableActingMaster`` overwrites the group's flag (none sent: a
+  broker from before RIP-32); the smallest-id slave of a group without id 0 (the "prime slave",
+  RIP-32 brokers only) writes the topics, with PERM_WRITE cleared when the group's flag is set
+  (6 -> 4); a master registering again writes its own perm back (its first registration under id 0
+  rewrites every topic);
+* ``notifyMinBrokerIdChanged``: a registration whose id is below the group's smallest, and an
+  unregistration of the smallest id from a group with ``enableActingMaster`` that keeps members,
+  call for NOTIFY_MIN_BROKER_ID_CHANGE (905) to the members (``_notify_min_broker_id_changed``).
+  No I/O here: each is queued as a :class:`MinBrokerIdChange` (the header and its targets) that
+  the caller takes with ``take_min_broker_id_changes`` and sends, as it closes the channels the
+  expiry scan returns;
+* ``supportActingMaster``: GET_ROUTEINFO_BY_TOPIC shows, on a copy of the route, the smallest-id
+  member of a masterless acting-master group whose queues are not writeable as brokerId 0, so
+  clients use it as a read-only master (``pickup_topic_route_data``). The stored tables never
+  change by reading.
 
 Java iteration order: the bodies built from these tables (TopicRouteData, ClusterInfo,
 BrokerMemberGroup) list maps in the order Java's HashMap / ConcurrentHashMap iterate them. Every
@@ -41,11 +62,10 @@ on the event loop without awaiting, which gives the same atomicity.
 
 Deviations (each also commented where it happens):
 
-* RIP-32 (slave acting master) is only partly here: the registration and unregistration steps of
-  RocketMQ's RouteInfoManager are (the prime slave, the write-permission wipe for acting-master
-  groups), but the route rewrite of ``pickupTopicRouteData`` (``supportActingMaster``) and the
-  NOTIFY_MIN_BROKER_ID_CHANGE messages (``notifyMinBrokerIdChanged``) are not implemented; the
-  constructor refuses a configuration that enables either, rather than ignoring it.
+* NOTIFY_MIN_BROKER_ID_CHANGE: Java starts the oneway sends from inside the registration or
+  unregistration, under the tables' lock; here the notices are queued and sent by the
+  NamesrvController right after the request, channel close or scan that caused them
+  (``NamesrvController.send_min_broker_id_changes``): the tables stay free of I/O.
 * Unregistration is synchronous (Java queues it to a BatchUnregistrationService thread).
 * Static topics (RIP-21): a registration's topic-queue mappings are not kept, so
   ``topicQueueMappingByBroker`` is never set in a route.
@@ -64,6 +84,7 @@ from typing import Any
 
 from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
+from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.common.topic_config import TopicConfig
 from rmqlab.config.namesrv import NamesrvConfig
 from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
@@ -71,6 +92,8 @@ from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
 from rmqlab.remoting.protocol.body.register_broker_body import (TopicConfigAndMappingSerializeWrapper,
                                                                 TopicConfigSerializeWrapper)
 from rmqlab.remoting.protocol.header.namesrv.unregister_broker_request_header import UnRegisterBrokerRequestHeader
+from rmqlab.remoting.protocol.header.notify_min_broker_id_change_request_header import (
+    NotifyMinBrokerIdChangeRequestHeader)
 from rmqlab.remoting.protocol.namesrv.register_broker_result import RegisterBrokerResult
 from rmqlab.remoting.protocol.remoting_serializable import (copy_capacity, hash_map_order, hash_set_copy_capacity,
                                                             long_hash_map_order)
@@ -123,6 +146,15 @@ class BrokerLiveInfo:
     ha_server_addr: str | None
 
 
+@dataclass(frozen=True)
+class MinBrokerIdChange:
+    """One NOTIFY_MIN_BROKER_ID_CHANGE (905) to send, oneway, to each of ``broker_addrs`` (the
+    members ``chooseBrokerAddrsToNotify`` picks, in the group's map order)."""
+
+    header: NotifyMinBrokerIdChangeRequestHeader
+    broker_addrs: tuple[str, ...]
+
+
 def _queue_data_text(qd: QueueData) -> str:
     return (f"QueueData [brokerName={qd.broker_name}, readQueueNums={qd.read_queue_nums}, "
             f"writeQueueNums={qd.write_queue_nums}, perm={qd.perm}, topicSysFlag={qd.topic_sys_flag}]")
@@ -160,12 +192,6 @@ class RouteInfoManager:
     def __init__(self, namesrv_config: NamesrvConfig, clock: Callable[[], int], *,
                  logger: logging.Logger | None = None, on_event: EventListener | None = None,
                  on_trace: TraceListener | None = None):
-        if namesrv_config.supportActingMaster:
-            raise ValueError("supportActingMaster=true is not implemented yet: the RIP-32 route rewrite "
-                             "(a slave serving as read-only master) comes with the slave-acting-master issue")
-        if namesrv_config.notifyMinBrokerIdChanged:
-            raise ValueError("notifyMinBrokerIdChanged=true is not implemented yet: NOTIFY_MIN_BROKER_ID_CHANGE "
-                             "comes with the slave-acting-master issue")
         self.namesrv_config = namesrv_config
         self.clock = clock
         self.log = logger or logging.getLogger(NAMESRV_LOGGER_NAME)
@@ -177,6 +203,8 @@ class RouteInfoManager:
         self.cluster_addr_table: dict[str, dict[str, None]] = {}
         self.broker_live_table: dict[BrokerAddrInfo, BrokerLiveInfo] = {}
         self.filter_server_table: dict[BrokerAddrInfo, list[str]] = {}
+        # NOTIFY_MIN_BROKER_ID_CHANGE notices not yet taken by the caller (module docstring).
+        self._min_broker_id_changes: list[MinBrokerIdChange] = []
 
     # -- logging ------------------------------------------------------------------------------
     def _log(self, level: str, message: str, notable: bool = False) -> None:
@@ -226,6 +254,11 @@ class RouteInfoManager:
         broker_data.enable_acting_master = not is_old_version_broker and bool(enable_acting_master)
         broker_data.zone_name = zone_name
         addrs = broker_data.broker_addrs
+
+        # RIP-32: does this id become the group's smallest? An empty group counts as 0 (as Java's
+        # prevMinBrokerId), so the first member of a group never triggers a notice.
+        prev_min_broker_id = min(addrs) if addrs else MASTER_ID
+        is_min_broker_id_changed = broker_id < prev_min_broker_id
 
         # Switching slave to master: the same host:port keeps one record, under its new id.
         for stale_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
@@ -288,6 +321,11 @@ class RouteInfoManager:
                 if master_live is not None:
                     result.ha_server_addr = master_live.ha_server_addr
                     result.master_addr = master_addr
+
+        # RIP-32: the members learn their new smallest id. Unlike the unregistration path, this one
+        # does not look at the group's enableActingMaster (as in Java).
+        if is_min_broker_id_changed and self.namesrv_config.notifyMinBrokerIdChanged:
+            self._notify_min_broker_id_changed(addrs, None, self.broker_live_table[addr_info].ha_server_addr)
         return result
 
     def _undo_new_entries(self, cluster_name: str, broker_name: str, new_cluster: bool,
@@ -393,6 +431,8 @@ class RouteInfoManager:
         queues of dropped groups."""
         removed_broker: dict[str, None] = {}
         reduced_broker: dict[str, None] = {}
+        # brokerName -> the address that left, for the groups whose smallest id left (RIP-32).
+        need_notify_broker_map: dict[str, str] = {}
         for request in requests:
             broker_name, cluster_name, broker_addr = request.broker_name, request.cluster_name, request.broker_addr
             addr_info = BrokerAddrInfo(cluster_name, broker_addr)
@@ -405,6 +445,8 @@ class RouteInfoManager:
             broker_data = self.broker_addr_table.get(broker_name)
             if broker_data is not None:
                 addrs = broker_data.broker_addrs
+                # Java compares the request's brokerId (not the removed address's) with the minimum.
+                is_min_broker_id_changed = bool(addrs) and request.broker_id == min(addrs)
                 gone = [i for i, a in addrs.items() if a == broker_addr]
                 for broker_id in gone:
                     del addrs[broker_id]
@@ -414,6 +456,8 @@ class RouteInfoManager:
                     del self.broker_addr_table[broker_name]
                     self._log("INFO", f"unregisterBroker, remove name from brokerAddrTable OK, {broker_name}", True)
                     remove_broker_name = True
+                elif is_min_broker_id_changed:
+                    need_notify_broker_map[broker_name] = broker_addr
 
             if remove_broker_name:
                 name_set = self.cluster_addr_table.get(cluster_name)
@@ -430,6 +474,12 @@ class RouteInfoManager:
             else:
                 reduced_broker[broker_name] = None
         self._clean_topic_by_un_register_requests(removed_broker, reduced_broker)
+        if need_notify_broker_map and self.namesrv_config.notifyMinBrokerIdChanged:
+            for broker_name, offline_broker_addr in need_notify_broker_map.items():
+                # The group as it is after the whole batch; acting-master groups only.
+                broker_data = self.broker_addr_table.get(broker_name)
+                if broker_data is not None and broker_data.enable_acting_master:
+                    self._notify_min_broker_id_changed(broker_data.broker_addrs, offline_broker_addr, None)
 
     def _clean_topic_by_un_register_requests(self, removed_broker: dict[str, None],
                                              reduced_broker: dict[str, None]) -> None:
@@ -459,6 +509,38 @@ class RouteInfoManager:
         if broker_data is None or not broker_data.broker_addrs:
             return True
         return min(broker_data.broker_addrs) > 0
+
+    # -- NOTIFY_MIN_BROKER_ID_CHANGE ------------------------------------------------------------
+    def _notify_min_broker_id_changed(self, broker_addr_map: dict[int, str], offline_broker_addr: str | None,
+                                      ha_broker_addr: str | None) -> None:
+        """``notifyMinBrokerIdChanged``: queue the notice for the caller to send (module docstring)."""
+        if not broker_addr_map:
+            return
+        min_broker_id = min(broker_addr_map)
+        # Java fills four of the header's five fields: brokerName stays null (the broker does not read it).
+        header = NotifyMinBrokerIdChangeRequestHeader(min_broker_id=min_broker_id,
+                                                      min_broker_addr=broker_addr_map[min_broker_id],
+                                                      offline_broker_addr=offline_broker_addr,
+                                                      ha_broker_addr=ha_broker_addr)
+        targets = self._choose_broker_addrs_to_notify(broker_addr_map, offline_broker_addr)
+        self._log("INFO", f"min broker id changed to {min_broker_id}, notify [{', '.join(targets)}], "
+                          f"offline broker addr {offline_broker_addr}", True)
+        self._min_broker_id_changes.append(MinBrokerIdChange(header, tuple(targets)))
+
+    @staticmethod
+    def _choose_broker_addrs_to_notify(broker_addr_map: dict[int, str], offline_broker_addr: str | None) -> list[str]:
+        """``chooseBrokerAddrsToNotify``: after an unregistration (or for a group of one) every
+        member; after a registration every member but the new smallest id, which knows already."""
+        if offline_broker_addr is not None or len(broker_addr_map) == 1:
+            return list(broker_addr_map.values())
+        min_broker_id = min(broker_addr_map)
+        return [addr for broker_id, addr in broker_addr_map.items() if broker_id != min_broker_id]
+
+    def take_min_broker_id_changes(self) -> list[MinBrokerIdChange]:
+        """The NOTIFY_MIN_BROKER_ID_CHANGE notices queued since the last call, oldest first; the
+        caller sends them (``NamesrvController.send_min_broker_id_changes``)."""
+        changes, self._min_broker_id_changes = self._min_broker_id_changes, []
+        return changes
 
     # -- channels and expiry ------------------------------------------------------------------
     def scan_not_active_broker(self) -> list[BrokerLiveInfo]:
@@ -522,8 +604,8 @@ class RouteInfoManager:
     def pickup_topic_route_data(self, topic: str) -> TopicRouteData | None:
         """``pickupTopicRouteData``: the topic's route, or None when no live group serves it.
 
-        The route is a copy. RIP-32's rewrite (a masterless acting-master group's smallest-id
-        slave listed as id 0) would go at the end here; it is refused at construction until then.
+        The route is a copy: with ``supportActingMaster`` its acting-master rewrite
+        (``_rewrite_acting_master``) never reaches the stored tables.
         """
         queue_data_map = self.topic_queue_table.get(topic)
         if queue_data_map is None:
@@ -547,7 +629,41 @@ class RouteInfoManager:
                     _java_put(filter_servers, broker_addr, list(servers), _str_order(_HASH_MAP_CAPACITY))
         if not broker_datas:
             return None
-        return TopicRouteData(queue_datas, broker_datas, filter_servers)
+        route = TopicRouteData(queue_datas, broker_datas, filter_servers)
+        if self.namesrv_config.supportActingMaster:
+            self._rewrite_acting_master(topic, route)
+        return route
+
+    @staticmethod
+    def _rewrite_acting_master(topic: str, route: TopicRouteData) -> None:
+        """RIP-32 (``pickupTopicRouteData`` under ``supportActingMaster``): in each group of the
+        route that has members but no id 0, has ``enableActingMaster``, and whose queues for this
+        topic are not writeable, the smallest-id member is listed as brokerId 0. Its queues keep
+        their stored perm (read-only), so clients see a read-only master: consumers pull from it,
+        producers send elsewhere. Changes ``route`` (a copy) only."""
+        # The compatibility topic of the member-group sync (compatibleWithOldNameSrv) must show
+        # the real ids: it is how a broker learns who is alive.
+        if topic.startswith(TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX):
+            return
+        if not route.broker_datas or not route.queue_datas:
+            return
+        if not any(bd.broker_addrs and MASTER_ID not in bd.broker_addrs for bd in route.broker_datas):
+            return
+        for broker_data in route.broker_datas:
+            addrs = broker_data.broker_addrs
+            if not addrs or MASTER_ID in addrs or not broker_data.enable_acting_master:
+                continue
+            for queue_data in route.queue_datas:
+                if queue_data.broker_name == broker_data.broker_name:
+                    if not PermName.is_writeable(queue_data.perm):
+                        # HashMap.remove then put(0, addr) on the copy: its table stays sized
+                        # for the copy, where 0 lands in the first bucket.
+                        capacity = copy_capacity(len(addrs))
+                        acting_master_addr = addrs.pop(min(addrs))
+                        addrs[MASTER_ID] = acting_master_addr
+                        order = long_hash_map_order(list(addrs), capacity)
+                        broker_data.broker_addrs = {i: addrs[i] for i in order}
+                    break
 
     def get_all_cluster_info(self) -> ClusterInfo:
         """``getAllClusterInfo``: a snapshot of the broker and cluster tables."""
