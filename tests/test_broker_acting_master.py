@@ -74,8 +74,10 @@ def test_the_smallest_slave_takes_the_special_services_while_the_master_is_away_
     master, s1, s2 = b(sim, "broker-a"), b(sim, "broker-a-s1"), b(sim, "broker-a-s2")
     assert (special_services(master), special_services(s1), special_services(s2)) == (RUNNING, STOPPED, STOPPED)
     c = CppClient(sim, "client")
-    # Due 10 s after the send (level 3): it falls due while the master is away.
+    # Due 10 s after the send (level 3, and a timer message): they fall due while the master is away.
     assert c.send("TopicD", b"delayed", props(DELAY="3")).code == 0
+    deliver_ms = sim.nodes["client"].now_ms() + 10_000
+    assert c.send("TopicT", b"timer", props(TIMER_DELIVER_MS=str(deliver_ms))).code == 0
     sim.run_until(lambda: s1.message_store.get_max_phy_offset() == master.message_store.get_max_phy_offset()
                   and s2.message_store.get_max_phy_offset() == master.message_store.get_max_phy_offset(), 30_000)
     sim.run_for(3_000)  # several member-group syncs: the smallest id is the master's, nothing moves
@@ -95,11 +97,13 @@ def test_the_smallest_slave_takes_the_special_services_while_the_master_is_away_
     assert states(sim, "broker-a-s1", MIN_MACHINE) == [("0", "1")]
     assert states(sim, "broker-a-s1", SERVICE_MACHINE) == [("STOPPED", "RUNNING")]
     assert states(sim, "broker-a-s2", MIN_MACHINE) == [("0", "1")] and states(sim, "broker-a-s2", SERVICE_MACHINE) == []
-    # The delayed message falls due on the acting slave, which has no remote escape yet: it is not
-    # written into the slave's own store (a slave's log is the master's), and its level waits.
+    # The delayed and timer messages fall due on the acting slave, which has no remote escape yet:
+    # they are not written into the slave's own store (a slave's log is the master's), and the
+    # delay level waits.
     sim.run_for(12_000)
     assert s1.message_store.get_max_phy_offset() == s1_end
     assert s1.message_store.get_max_offset_in_queue("TopicD", 0) == 0
+    assert s1.message_store.get_max_offset_in_queue("TopicT", 0) == 0
     assert s1.schedule_message_service.offset_table.get(3, 0) == 0
 
     sim.nemesis.restart("broker-a")
@@ -116,7 +120,8 @@ def test_the_smallest_slave_takes_the_special_services_while_the_master_is_away_
     assert RequestCode.EXCHANGE_BROKER_HA_INFO in sent_codes(sim, "broker-a-s1", MASTER)
     assert s1.ha_service.ha_client.get_ha_master_address() == MASTER_HA
     # The returning master delivers what fell due meanwhile.
-    sim.run_until(lambda: master.message_store.get_max_offset_in_queue("TopicD", 0) == 1, timeout_ms=5_000)
+    sim.run_until(lambda: master.message_store.get_max_offset_in_queue("TopicD", 0) == 1
+                  and master.message_store.get_max_offset_in_queue("TopicT", 0) == 1, timeout_ms=5_000)
     close(sim)
 
 
@@ -147,7 +152,9 @@ def test_heartbeats_and_member_sync_keep_the_name_server_entry_fresh(compatible)
     expired = [e for e in sim.tracer.events if e.kind == "namesrv.channel_expired"]
     assert expired == []
     assert {info.broker_addr for info in rim.broker_live_table} == {MASTER, S1}
+    # Registration carries the switch and the timeout (only with slave acting master).
     assert {live.heartbeat_timeout_millis for live in rim.broker_live_table.values()} == {3000}
+    assert rim.broker_addr_table["broker-a"].enable_acting_master is True
     codes = sent_codes(sim, "broker-a-s1", NS)
     heartbeat = RequestCode.QUERY_DATA_VERSION if compatible else RequestCode.BROKER_HEARTBEAT
     sync = RequestCode.GET_ROUTEINFO_BY_TOPIC if compatible else RequestCode.GET_BROKER_MEMBER_GROUP
