@@ -69,14 +69,14 @@ learns its HA address (EXCHANGE_BROKER_HA_INFO, 906) and replicates again. Each 
 smallest id and each start or stop of the special services is a ``state`` trace event (machines
 ``BrokerController.minBrokerIdInGroup`` and ``BrokerController.specialService``). An acting slave's
 due delayed and timer messages go through ``rmqlab.broker.pop.escape_bridge.put_message``, which
-has no remote escape yet (see there).
+has no remote escape (see there).
 
 Deviations: RocketMQ starts a broker of a group with ``totalReplicas > 1`` isolated until its
 pre-online (BrokerPreOnlineService) is done; rmqlab has no pre-online yet, so that combination is
 refused unless ``skipPreOnline=true`` (then, as in RocketMQ, the broker serves at once). Remote
 escape (``enableRemoteEscape``) is refused with slave acting master for the same reason.
 
-Not part of this broker: transactions, static topics and the proxy are other issues.
+Not part of this broker: transactions and static topics; the proxy is ``rmqlab.proxy``.
 """
 
 from __future__ import annotations
