@@ -12,6 +12,8 @@ updateBrokerHaInfo) in broker/src/main/java/org/apache/rocketmq/broker/.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from rmqlab.common.topic.topic_validator import TopicValidator
@@ -298,4 +300,34 @@ def test_skip_pre_online_serves_at_once_in_a_group_of_three_replicas():
     assert special_services(master) == RUNNING and special_services(s1) == STOPPED
     rim = b(sim, "namesrv").route_info_manager
     assert {info.broker_addr for info in rim.broker_live_table} == {MASTER, S1}
+    close(sim)
+
+
+def test_pulls_held_by_an_acting_slave_go_back_to_the_master_when_it_returns():
+    """While broker 2 acts as master it holds a pull that finds nothing (long polling, as a master
+    does); the notice that the master is back answers it at once with "retry at the master"
+    (onMinBrokerChange: notifyMasterOnline), instead of at the end of its 15 s suspension."""
+    sim = group(syncBrokerMemberGroupPeriod="600000")
+    s2 = b(sim, "broker-a-s2")
+    sim.run_for(2_000)
+    assert notify(sim, S2, minBrokerId=2, minBrokerAddr=S2, offlineBrokerAddr=MASTER).code == ResponseCode.SUCCESS
+    c = CppClient(sim, "client", S2)
+    node = sim.nodes["client"]
+
+    async def scenario():
+        # "broker-a", the topic every broker of the group has (one queue).
+        pull = asyncio.ensure_future(c.request(RequestCode.PULL_MESSAGE,
+                                               c.pull_ext("broker-a", 0, sys_flag=6, suspend_ms=15_000)))
+        await node.sleep(1_000)
+        held = (pull.done(), s2.pull_request_hold_service.held_count())
+        answer = await RemotingClient(node).invoke_sync(S2, RemotingCommand.create_request_command(
+            RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE,
+            {"brokerName": "broker-a", "minBrokerId": "0", "minBrokerAddr": MASTER, "haBrokerAddr": MASTER_HA}), 3000)
+        released = s2.pull_request_hold_service.held_count() == 0  # by the notice, not by its timeout
+        r = await pull
+        return held, answer.code, released, r
+
+    held, code, released, r = sim.run(scenario())
+    assert held == (False, 1) and code == ResponseCode.SUCCESS and released
+    assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.PULL_RETRY_IMMEDIATELY, "0")
     close(sim)
