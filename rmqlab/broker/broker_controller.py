@@ -512,10 +512,6 @@ class BrokerController(Component):
                 self._deliver_tasks.append(task)
                 self.node.spawn(task.run(), name=f"ScheduleMessageTimerThread_{level}")
 
-    def is_special_service_running(self) -> bool:
-        """``isSpecialServiceRunning`` (rmqlab has no transaction check service to count)."""
-        return bool(self._deliver_tasks) or self.pop_revive_service.should_run_pop_revive
-
     def peek_master_broker(self) -> BrokerController | None:
         """``peekMasterBroker``: this broker when it is its group's master (brokerId 0). (RocketMQ's
         broker container would name the master of the same process; rmqlab has no container.)"""
@@ -569,7 +565,12 @@ class BrokerController(Component):
     async def update_min_broker(self, min_broker_id: int, min_broker_addr: str | None) -> None:
         """``updateMinBroker(minBrokerId, minBrokerAddr)``, from the periodic sync: a slave of an
         acting-master group acts on a new smallest id; a larger one means the previous smallest
-        went offline. Skipped while another update runs (RocketMQ's ``lock.tryLock()``)."""
+        went offline. Skipped while another update runs (RocketMQ's ``lock.tryLock()``).
+
+        Quirk kept from RocketMQ: the previous smallest's address is known only once a change (or
+        pre-online's ``startService``) recorded it, so the first loss of the master seen by this
+        path alone names no offline address, and ``onMasterOffline`` does not run (the name
+        server's notice names it); replication and SlaveSynchronize then fail until it is back."""
         bc = self.broker_config
         if not bc.enableSlaveActingMaster or bc.brokerId == MASTER_ID or self._min_broker_lock.locked():
             return
@@ -634,8 +635,10 @@ class BrokerController(Component):
     async def on_master_online(self, master_addr: str, master_ha_addr: str | None) -> None:
         """``onMasterOnline``: the master's HA address (asked with EXCHANGE_BROKER_HA_INFO when the
         notification had none), and its flushed offset when ``syncMasterFlushOffsetWhenStartup``
-        and none is known; then replicate from it. Setting the address wakes the HA client
-        (RocketMQ's ``wakeupHAClient``): see ``HAClient.update_ha_master_address``."""
+        and none is known; then replicate from it. RocketMQ then wakes the HA client
+        (``wakeupHAClient``) so that it connects at once; rmqlab's classic HA client has no such
+        wakeup (``HAClient.update_ha_master_address`` wakes only the modes that have one), so it
+        connects at its next retry, within RETRY_WAIT_MS (5 s)."""
         checkpoint = self.message_store.store_checkpoint
         need_sync_master_flush_offset = (checkpoint.master_flushed_offset == 0
                                          and self.message_store_config.syncMasterFlushOffsetWhenStartup)
