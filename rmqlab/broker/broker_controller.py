@@ -56,8 +56,27 @@ POP consumption (RocketMQ 5: POP_MESSAGE 200050, ACK_MESSAGE 200051, CHANGE_MESS
 ``config/consumerOrderInfo.json`` (persisted with the consumer offsets), and on the master the
 revive service (``rmqlab.broker.pop``), every ``reviveInterval``.
 
-Not part of this broker: slave acting master (RIP-32) is refused at start;
-transactions, static topics and the proxy are other issues.
+Slave acting master (RIP-32, ``enableSlaveActingMaster``, off by default; with it off none of
+this runs): every ``brokerHeartbeatInterval`` a lightweight heartbeat to each name server
+(QUERY_DATA_VERSION with ``compatibleWithOldNameSrv``, the default, else BROKER_HEARTBEAT), and every
+``syncBrokerMemberGroupPeriod`` the group's members from a name server (the route of
+``rmq_sys_SYNC_BROKER_MEMBER_<brokerName>``, else GET_BROKER_MEMBER_GROUP); a slave that learns the
+group's smallest live broker id, from that sync or from the name server's
+NOTIFY_MIN_BROKER_ID_CHANGE (905), runs ``updateMinBroker``: the smallest-id slave runs the special
+services (``changeSpecialServiceStatus``) while the master is away and gives them back when it
+returns; a slave whose master went away stops replicating from it, and when a master is back it
+learns its HA address (EXCHANGE_BROKER_HA_INFO, 906) and replicates again. Each change of the
+smallest id and each start or stop of the special services is a ``state`` trace event (machines
+``BrokerController.minBrokerIdInGroup`` and ``BrokerController.specialService``). An acting slave's
+due delayed and timer messages go through ``rmqlab.broker.pop.escape_bridge.put_message``, which
+has no remote escape (see there).
+
+Deviations: RocketMQ starts a broker of a group with ``totalReplicas > 1`` isolated until its
+pre-online (BrokerPreOnlineService) is done; rmqlab has no pre-online yet, so that combination is
+refused unless ``skipPreOnline=true`` (then, as in RocketMQ, the broker serves at once). Remote
+escape (``enableRemoteEscape``) is refused with slave acting master for the same reason.
+
+Not part of this broker: transactions and static topics; the proxy is ``rmqlab.proxy``.
 """
 
 from __future__ import annotations
@@ -70,7 +89,6 @@ from typing import Any
 
 from rmqlab.broker.broker_outer_api import BrokerOuterAPI
 from rmqlab.broker.broker_stats import BrokerStats
-from rmqlab.broker.broker_util import wait_completable
 from rmqlab.broker.client.client_housekeeping_service import (Broker2Client, ClientHousekeepingService,
                                                               DefaultConsumerIdsChangeListener)
 from rmqlab.broker.client.consumer_manager import ConsumerManager
@@ -79,6 +97,7 @@ from rmqlab.broker.controller.replicas_manager import ReplicasManager
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.offset.consumer_order_info_manager import ConsumerOrderInfoManager
+from rmqlab.broker.pop import escape_bridge
 from rmqlab.broker.pop.pop_revive_service import PopReviveService
 from rmqlab.broker.pop.queue_lock_manager import CLEAN_INTERVAL_MS as POP_LOCK_CLEAN_INTERVAL_MS
 from rmqlab.broker.processor.ack_message_processor import AckMessageProcessor
@@ -105,6 +124,8 @@ from rmqlab.config.errors import ConfigError
 from rmqlab.config.loader import BrokerStartupConfig
 from rmqlab.ha import DefaultHAService
 from rmqlab.ha.autoswitch import AutoSwitchHAService
+from rmqlab.remoting.exceptions import RemotingError
+from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
 from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMappingSerializeWrapper
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.remoting_server import RemotingServer
@@ -125,6 +146,8 @@ DEFAULT_SLAVE_SYNCHRONIZE_PERIOD_MS = 60_000
 SLAVE_SYNCHRONIZE_CHECK_MS = 3_000
 FIRST_SCHEDULE_DELAY_MS = 10_000   # the 10 s initial delay of the registration and sync tasks
 HA_ADDRESS_MIN_LENGTH = 6          # BrokerController.HA_ADDRESS_MIN_LENGTH
+ACTING_MASTER_FIRST_DELAY_MS = 1_000  # the 1 s initial delay of the RIP-32 heartbeat and member sync
+UPDATE_MIN_BROKER_LOCK_WAIT_MS = 3_000  # updateMinBroker from a notification: lock.tryLock(3000 ms)
 
 
 class BrokerController(Component):
@@ -146,7 +169,14 @@ class BrokerController(Component):
         self.total_physical_memory_size = total_physical_memory_size
         # RIP-32 state; without slave-acting-master it stays 0 (the group has a master).
         self.min_broker_id_in_group = MASTER_ID
+        self.min_broker_addr_in_group: str | None = None
         self.special_service_running = False
+        self.broker_member_group: BrokerMemberGroup | None = None  # the last one synced (start: self)
+        # DefaultMessageStore.aliveReplicaNumInGroup: kept here, as rmqlab's store does not use it
+        # (RocketMQ's CommitLog caps the acks a put waits for with it under slave acting master).
+        self.alive_replica_num_in_group = 1
+        self.broker_init_max_offset = -1  # DefaultMessageStore.brokerInitMaxOffset: max offset after load
+        self._min_broker_lock: asyncio.Lock | None = None
         self.update_master_ha_server_addr_periodically = False
         self.remoting_version = MQVersion.CURRENT_VERSION
         self.broker_stats = BrokerStats()
@@ -203,15 +233,24 @@ class BrokerController(Component):
         if bc.enableControllerMode:
             # The controller gives the role; until then the store refuses writes (see the docstring).
             msc.brokerRole = BrokerRole.SLAVE
-        if bc.enableSlaveActingMaster:
-            raise ConfigError("enableSlaveActingMaster = true: slave acting master (RIP-32) is not implemented "
-                              "by this BrokerController")
+        if bc.enableSlaveActingMaster and msc.totalReplicas > 1 and not bc.skipPreOnline:
+            raise ConfigError("enableSlaveActingMaster = true with totalReplicas > 1 starts the broker isolated until "
+                              "its pre-online (BrokerPreOnlineService), which rmqlab does not implement yet: set "
+                              "skipPreOnline = true (or totalReplicas = 1)")
+        if bc.enableSlaveActingMaster and bc.enableRemoteEscape:
+            raise ConfigError("enableRemoteEscape = true: remote escape (EscapeBridge.putMessageToRemoteBroker) is "
+                              "not implemented yet")
         self.boot_timestamp = node.now_ms()
         self._register_lock = asyncio.Lock()
+        self._min_broker_lock = asyncio.Lock()
+        if bc.enableSlaveActingMaster and msc.totalReplicas > 1:
+            self.is_isolated = True  # until pre-online; with skipPreOnline, startServiceWithoutCondition below
         # initialize()
         self.initialize_metadata()
         self.initialize_resources()
         await self.initialize_remoting_server()
+        self.broker_member_group = BrokerMemberGroup(bc.brokerClusterName, bc.brokerName,
+                                                     {bc.brokerId: self.broker_addr})
         self.initialize_message_store()
         # start()
         self.start_message_store()
@@ -226,6 +265,15 @@ class BrokerController(Component):
             await self.register_broker_all(True, False, True)
         self.schedule_at_fixed_rate("RegisterBrokerAll", FIRST_SCHEDULE_DELAY_MS,
                                     bc.get_register_name_server_period(), self._register_broker_all_periodically)
+        if bc.enableSlaveActingMaster:
+            self.schedule_at_fixed_rate("BrokerHeartbeat", ACTING_MASTER_FIRST_DELAY_MS, bc.brokerHeartbeatInterval,
+                                        self._send_heartbeat_periodically)
+            self.schedule_at_fixed_rate("SyncBrokerMemberGroup", ACTING_MASTER_FIRST_DELAY_MS,
+                                        bc.syncBrokerMemberGroupPeriod, self.sync_broker_member_group)
+        if bc.skipPreOnline and self.is_isolated:
+            # RocketMQ calls it whenever skipPreOnline is set; a broker that is not isolated has
+            # just done the same (special services, registration), so only the isolated one does.
+            await self.start_service_without_condition()
         tip = self.boot_success_message()
         log.info(tip)
         node.trace("log", level="INFO", message=tip, logger="rmqlab.broker")
@@ -311,6 +359,7 @@ class BrokerController(Component):
         msc, clock = self.message_store_config, self.node.now_ms
         self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host)
         self.message_store.load()
+        self.broker_init_max_offset = self.message_store.get_max_phy_offset()
         correct_delay_offset(self)  # ScheduleMessageService.load: offsets within their queues
         # The delay levels' tasks sleep while their queues hold nothing (DeliverDelayedMessageTimerTask).
         self.message_store.reput_message_service.message_arriving_listeners.append(self._schedule_message_arriving)
@@ -318,7 +367,7 @@ class BrokerController(Component):
             self.timer_message_store = TimerMessageStore(
                 self.message_store, msc,
                 TimerCheckpoint(msc.get_timer_check_path(), self.message_store.page_cache), clock=clock,
-                put_message=lambda msg: wait_completable(self.message_store.async_put_message(msg)),
+                put_message=lambda msg: escape_bridge.put_message(self, msg),  # registerEscapeBridgeHook
                 state_machine_version=self._state_machine_version)
             self.timer_message_store.load()
 
@@ -429,15 +478,23 @@ class BrokerController(Component):
         return process
 
     def change_special_service_status(self, should_start: bool) -> None:
-        """``changeSpecialServiceStatus``: the services only the group's master runs. Of RocketMQ's
+        """``changeSpecialServiceStatus``: the services only the group's master runs (with slave
+        acting master, the smallest-id live slave while there is no master). Of RocketMQ's
         (delayed-message delivery, transaction checks, POP revive, timer wheel) rmqlab has the
         delayed-message delivery: one DeliverDelayedMessageTimerTask per delay level; and the
         timer messages' dequeue (``TimerMessageStore.set_should_running_dequeue``); and the POP
-        revive service (``rmqlab.broker.pop.pop_revive_service``)."""
+        revive service (``rmqlab.broker.pop.pop_revive_service``). With slave acting master each
+        start and stop is a ``state`` event (machine ``BrokerController.specialService``); without
+        it the trace stays as it was (the group's master always runs them)."""
         if self.special_service_running == should_start:
             return
         log.info("change special service status to %s", should_start)
         self.special_service_running = should_start
+        if self.broker_config.enableSlaveActingMaster:
+            self._trace_state("BrokerController.specialService", "STOPPED" if should_start else "RUNNING",
+                              "RUNNING" if should_start else "STOPPED",
+                              f"change special service status to {str(should_start).lower()}",
+                              broker_id=self.broker_config.brokerId, min_broker_id=self.min_broker_id_in_group)
         for task in self._deliver_tasks:
             task.stop()
         self._deliver_tasks = []
@@ -454,6 +511,173 @@ class BrokerController(Component):
                 task = DeliverDelayedMessageTimerTask(self, level, sms.offset_table.get(level, 0))
                 self._deliver_tasks.append(task)
                 self.node.spawn(task.run(), name=f"ScheduleMessageTimerThread_{level}")
+
+    def peek_master_broker(self) -> BrokerController | None:
+        """``peekMasterBroker``: this broker when it is its group's master (brokerId 0). (RocketMQ's
+        broker container would name the master of the same process; rmqlab has no container.)"""
+        return self if self.broker_config.brokerId == MASTER_ID else None
+
+    def _trace_state(self, machine: str, old: str | None, new: str, message: str, **fields: Any) -> None:
+        """The log line people read, then the typed event readers use (tests/test_trace_contract.py)."""
+        self.node.trace("log", level="INFO", message=message, logger="rmqlab.broker")
+        self.node.trace("state", machine=machine, from_=old, to=new, broker_set=self.broker_config.brokerName,
+                        **fields)
+
+    # -- slave acting master (RIP-32) ------------------------------------------------------------
+    def _send_heartbeat_periodically(self) -> None:
+        if self.is_isolated:
+            return
+        self.send_heartbeat()
+
+    def send_heartbeat(self) -> None:
+        """``sendHeartbeat`` (the name server part; the controller's is the ReplicasManager's)."""
+        bc = self.broker_config
+        if not bc.enableSlaveActingMaster:
+            return
+        if bc.compatibleWithOldNameSrv:
+            self.broker_outer_api.send_heartbeat_via_data_version(
+                bc.brokerClusterName, self.broker_addr, bc.brokerName, bc.brokerId,
+                self.topic_config_manager.data_version.copy())
+        else:
+            self.broker_outer_api.send_heartbeat(bc.brokerClusterName, self.broker_addr, bc.brokerName)
+
+    async def sync_broker_member_group(self) -> None:
+        """``syncBrokerMemberGroup``: the group's members from a name server; the number alive
+        (``aliveReplicaNumInGroup``, self counted when the name server does not list it) and,
+        when not isolated, ``updateMinBroker`` with the smallest id."""
+        bc = self.broker_config
+        try:
+            group = await self.broker_outer_api.sync_broker_member_group(bc.brokerClusterName, bc.brokerName,
+                                                                         bc.compatibleWithOldNameSrv)
+        except (RemotingError, ValueError, OSError) as e:
+            log.error("syncBrokerMemberGroup from namesrv failed, %s", e)
+            return
+        if group is None or not group.broker_addrs:
+            log.warning("Couldn't find any broker member from namesrv in %s/%s", bc.brokerClusterName, bc.brokerName)
+            return
+        self.broker_member_group = group
+        addrs = group.broker_addrs
+        self.alive_replica_num_in_group = len(addrs) if bc.brokerId in addrs else len(addrs) + 1
+        if not self.is_isolated:
+            min_broker_id = group.minimum_broker_id()
+            await self.update_min_broker(min_broker_id, addrs.get(min_broker_id))
+
+    async def update_min_broker(self, min_broker_id: int, min_broker_addr: str | None) -> None:
+        """``updateMinBroker(minBrokerId, minBrokerAddr)``, from the periodic sync: a slave of an
+        acting-master group acts on a new smallest id; a larger one means the previous smallest
+        went offline. Skipped while another update runs (RocketMQ's ``lock.tryLock()``).
+
+        Quirk kept from RocketMQ: the previous smallest's address is known only once a change (or
+        pre-online's ``startService``) recorded it, so the first loss of the master seen by this
+        path alone names no offline address, and ``onMasterOffline`` does not run (the name
+        server's notice names it); replication and SlaveSynchronize then fail until it is back."""
+        bc = self.broker_config
+        if not bc.enableSlaveActingMaster or bc.brokerId == MASTER_ID or self._min_broker_lock.locked():
+            return
+        async with self._min_broker_lock:
+            if min_broker_id != self.min_broker_id_in_group:
+                offline_broker_addr = None
+                if min_broker_id > self.min_broker_id_in_group:
+                    offline_broker_addr = self.min_broker_addr_in_group
+                await self.on_min_broker_change(min_broker_id, min_broker_addr, offline_broker_addr, None, "sync")
+
+    async def update_min_broker_notified(self, min_broker_id: int, min_broker_addr: str | None,
+                                         offline_broker_addr: str | None, master_ha_addr: str | None) -> None:
+        """``updateMinBroker(minBrokerId, minBrokerAddr, offlineBrokerAddr, masterHaAddr)``, from the
+        name server's NOTIFY_MIN_BROKER_ID_CHANGE: waits up to 3 s for a running update
+        (``lock.tryLock(3000 ms)``), else gives up as RocketMQ does."""
+        bc = self.broker_config
+        if not bc.enableSlaveActingMaster or bc.brokerId == MASTER_ID:
+            return
+        try:
+            await asyncio.wait_for(self._min_broker_lock.acquire(), UPDATE_MIN_BROKER_LOCK_WAIT_MS / 1000)
+        except asyncio.TimeoutError:
+            log.error("Update min broker error, the lock is held")
+            return
+        try:
+            if min_broker_id != self.min_broker_id_in_group:
+                await self.on_min_broker_change(min_broker_id, min_broker_addr, offline_broker_addr, master_ha_addr,
+                                                "notify")
+        finally:
+            self._min_broker_lock.release()
+
+    async def on_min_broker_change(self, min_broker_id: int, min_broker_addr: str | None,
+                                   offline_broker_addr: str | None, master_ha_addr: str | None, source: str) -> None:
+        """``onMinBrokerChange``: record the new smallest id; the special services run here iff it is
+        this broker's; the master's going (its address is the offline one) or coming back (id 0)."""
+        old_id, old_addr = self.min_broker_id_in_group, self.min_broker_addr_in_group
+        message = f"Min broker changed, old: {old_id}-{old_addr}, new {min_broker_id}-{min_broker_addr}"
+        log.info(message)
+        self._trace_state("BrokerController.minBrokerIdInGroup", str(old_id), str(min_broker_id), message,
+                          broker_id=self.broker_config.brokerId, min_broker_id=min_broker_id,
+                          min_broker_addr=min_broker_addr, offline_broker_addr=offline_broker_addr, source=source)
+        self.min_broker_id_in_group = min_broker_id
+        self.min_broker_addr_in_group = min_broker_addr
+        self.change_special_service_status(self.broker_config.brokerId == self.min_broker_id_in_group)
+        if offline_broker_addr is not None and offline_broker_addr == self.slave_synchronize.master_addr:
+            self.on_master_offline()
+        if min_broker_id == MASTER_ID and min_broker_addr is not None:
+            await self.on_master_online(min_broker_addr, master_ha_addr)
+        if self.min_broker_id_in_group == MASTER_ID:
+            # Held pulls go back to the client, which pulls from the master again.
+            self.pull_request_hold_service.notify_master_online()
+
+    def on_master_offline(self) -> None:
+        """``onMasterOffline``: close the channels to the master, stop syncing its metadata, stop
+        replicating (no HA master address). (RocketMQ also closes the master's VIP channel;
+        rmqlab's broker has none.)"""
+        master_addr = self.slave_synchronize.master_addr
+        if master_addr is not None:
+            self.broker_outer_api.remoting_client.close_channel(master_addr)
+        self.slave_synchronize.set_master_addr(None)
+        self.ha_service.update_ha_master_address(None)
+
+    async def on_master_online(self, master_addr: str, master_ha_addr: str | None) -> None:
+        """``onMasterOnline``: the master's HA address (asked with EXCHANGE_BROKER_HA_INFO when the
+        notification had none), and its flushed offset when ``syncMasterFlushOffsetWhenStartup``
+        and none is known; then replicate from it. RocketMQ then wakes the HA client
+        (``wakeupHAClient``) so that it connects at once; rmqlab's classic HA client has no such
+        wakeup (``HAClient.update_ha_master_address`` wakes only the modes that have one), so it
+        connects at its next retry, within RETRY_WAIT_MS (5 s)."""
+        checkpoint = self.message_store.store_checkpoint
+        need_sync_master_flush_offset = (checkpoint.master_flushed_offset == 0
+                                         and self.message_store_config.syncMasterFlushOffsetWhenStartup)
+        if master_ha_addr is None or need_sync_master_flush_offset:
+            try:
+                info = await self.broker_outer_api.retrieve_broker_ha_info(master_addr)
+                if need_sync_master_flush_offset and info.master_flush_offset is not None:
+                    log.info("Set master flush offset in slave to %s", info.master_flush_offset)
+                    checkpoint.master_flushed_offset = info.master_flush_offset
+                if master_ha_addr is None:
+                    self.ha_service.update_ha_master_address(info.master_ha_address)
+            except (RemotingError, ValueError, OSError) as e:
+                log.error("retrieve master ha info exception, %s", e)
+        if master_ha_addr is not None:
+            self.ha_service.update_ha_master_address(master_ha_addr)
+
+    async def start_service(self, min_broker_id: int, min_broker_addr: str | None) -> None:
+        """``startService``: the end of pre-online; record the smallest id, run the special
+        services iff it is this broker's, register, serve."""
+        log.info("%s start service, min broker id is %s, min broker addr: %s", self.broker_config.brokerName,
+                 min_broker_id, min_broker_addr)
+        self.min_broker_id_in_group = min_broker_id
+        self.min_broker_addr_in_group = min_broker_addr
+        self.change_special_service_status(self.broker_config.brokerId == min_broker_id)
+        await self.register_broker_all(True, False, self.broker_config.forceRegister)
+        self.is_isolated = False
+
+    async def start_service_without_condition(self) -> None:
+        """``startServiceWithoutCondition`` (``skipPreOnline``): serve as the configured role."""
+        log.info("%s start service", self.broker_config.brokerName)
+        self.change_special_service_status(self.broker_config.brokerId == MASTER_ID)
+        await self.register_broker_all(True, False, self.broker_config.forceRegister)
+        self.is_isolated = False
+
+    def stop_service(self) -> None:
+        """``stopService``: isolated again, the special services off."""
+        log.info("%s stop service", self.broker_config.brokerName)
+        self.is_isolated = True
+        self.change_special_service_status(False)
 
     def _schedule_message_arriving(self, req) -> None:
         if req.topic == TopicValidator.RMQ_SYS_SCHEDULE_TOPIC:

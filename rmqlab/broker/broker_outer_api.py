@@ -8,6 +8,13 @@ RemotingClient:
   ``registerBrokerTimeoutMills``; the results name a slave's master and the master's HA address.
   UNREGISTER_BROKER (104) on a clean shutdown. QUERY_DATA_VERSION (322) when ``forceRegister`` is
   off, to skip a registration whose topic table the name servers already hold;
+* slave acting master (RIP-32, ``enableSlaveActingMaster``): the lightweight heartbeat to every name
+  server, oneway (``sendHeartbeatViaDataVersion``: QUERY_DATA_VERSION carrying the topic
+  DataVersion, for ``compatibleWithOldNameSrv``; ``sendHeartbeat``: BROKER_HEARTBEAT, 904), and the
+  member group from one name server (``syncBrokerMemberGroup``: GET_ROUTEINFO_BY_TOPIC on
+  ``rmq_sys_SYNC_BROKER_MEMBER_<brokerName>`` for an old name server, else GET_BROKER_MEMBER_GROUP,
+  901); EXCHANGE_BROKER_HA_INFO (906) to a member of the group (``retrieveBrokerHaInfo``,
+  ``sendBrokerHaInfo``);
 * to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
   GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
 * to the controllers, in controller mode (the ReplicasManager's calls):
@@ -21,6 +28,10 @@ RemotingClient:
 Every request carries ``version`` = MQVersion.CURRENT_VERSION, as a Java broker's do (the name
 server reads a registration's body format from it). A failed request raises; the callers log and
 carry on (the next period tries again), as RocketMQ's do.
+
+Deviation: a request RocketMQ sends to "a name server" (``invokeSync(null, ...)``: the chosen one,
+else the next of the list that connects) goes to the first name server of the list that connects;
+the others are tried in order only when that one cannot be reached.
 
 Deviation: RocketMQ sends GET_ALL_TOPIC_CONFIG to the master's "VIP channel" (listenPort - 2, its
 fast remoting server); rmqlab's broker has one remoting server, so everything goes to listenPort.
@@ -36,8 +47,10 @@ from typing import TYPE_CHECKING
 
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.java_compat import crc32
-from rmqlab.remoting.exceptions import RemotingError
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError
 from rmqlab.remoting.protocol import remoting_serializable
+from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup, GetBrokerMemberGroupResponseBody
 from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
 from rmqlab.remoting.protocol.body.register_broker_body import RegisterBrokerBody, TopicConfigAndMappingSerializeWrapper
@@ -50,11 +63,16 @@ from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequest
                                                         GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader,
                                                         RegisterBrokerToControllerRequestHeader,
                                                         RegisterBrokerToControllerResponseHeader)
+from rmqlab.remoting.protocol.header.exchange_ha_info_header import (ExchangeHAInfoRequestHeader,
+                                                                    ExchangeHAInfoResponseHeader)
+from rmqlab.remoting.protocol.header.get_broker_member_group_request_header import GetBrokerMemberGroupRequestHeader
 from rmqlab.remoting.protocol.header.namesrv import (BrokerHeartbeatRequestHeader, QueryDataVersionRequestHeader,
                                                     QueryDataVersionResponseHeader, RegisterBrokerRequestHeader,
                                                     RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader)
+from rmqlab.remoting.protocol.header.namesrv.get_route_info_request_header import GetRouteInfoRequestHeader
 from rmqlab.remoting.protocol.mq_version import MQVersion
 from rmqlab.remoting.protocol.namesrv.register_broker_result import RegisterBrokerResult
+from rmqlab.remoting.protocol.route import TopicRouteData
 from rmqlab.remoting.remoting_client import RemotingClient
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.request_code import RequestCode
@@ -69,6 +87,8 @@ GET_ALL_TIMEOUT_MS = 30_000    # getAllTopicConfig / getAllSubscriptionGroupConf
 GET_OFFSETS_TIMEOUT_MS = 3_000  # getAllConsumerOffset / getAllDelayOffset
 UNREGISTER_TIMEOUT_MS = 3_000
 CONTROLLER_TIMEOUT_MS = 3_000  # every controller request of BrokerOuterAPI
+MEMBER_GROUP_TIMEOUT_MS = 3_000  # getBrokerMemberGroup / getBrokerMemberGroupCompatible
+HA_INFO_TIMEOUT_MS = 3_000       # retrieveBrokerHaInfo / sendBrokerHaInfo
 
 
 class MQBrokerException(RemotingError):
@@ -190,6 +210,104 @@ class BrokerOuterAPI:
         if tasks:
             await asyncio.wait(tasks)
         return changed_list
+
+    # -- slave acting master (RIP-32): heartbeats and the member group --------------------------
+    def _oneway_to_name_servers(self, what: str, build) -> None:
+        """One oneway request to every name server, each from a task of its own (Java: the
+        brokerOuterExecutor); a failure is logged."""
+        for namesrv_addr in self.name_server_address_list:
+            async def send(addr: str = namesrv_addr) -> None:
+                request = build()
+                request.version = MQVersion.CURRENT_VERSION
+                try:
+                    await self.remoting_client.invoke_oneway(addr, request)
+                except (RemotingError, OSError) as e:
+                    log.error("sendHeartbeat Exception %s: %s", addr, e)
+
+            self.node.spawn(send(), name=f"{what} {namesrv_addr}")
+
+    def send_heartbeat_via_data_version(self, cluster_name: str, broker_addr: str, broker_name: str,
+                                        broker_id: int, data_version: DataVersion) -> None:
+        """``sendHeartbeatViaDataVersion``: the heartbeat an old name server understands
+        (QUERY_DATA_VERSION refreshes the broker's live entry), oneway. Its DataVersion is the one
+        of the moment the heartbeat is built. (``sendHeartbeatTimeoutMillis`` bounds RocketMQ's
+        oneway send; here a oneway send does not wait.)"""
+        header = QueryDataVersionRequestHeader(broker_name=broker_name, broker_addr=broker_addr,
+                                               cluster_name=cluster_name, broker_id=broker_id)
+        body = data_version.to_json().encode("utf-8")
+        self._oneway_to_name_servers("heartbeat-via-data-version", lambda: RemotingCommand.create_request_command(
+            RequestCode.QUERY_DATA_VERSION, header.to_ext_fields(), body))
+
+    def send_heartbeat(self, cluster_name: str, broker_addr: str, broker_name: str) -> None:
+        """``sendHeartbeat``: BROKER_HEARTBEAT (904), oneway; RocketMQ's header carries cluster,
+        address and name only (no broker id)."""
+        header = BrokerHeartbeatRequestHeader(cluster_name=cluster_name, broker_addr=broker_addr,
+                                              broker_name=broker_name)
+        self._oneway_to_name_servers("heartbeat", lambda: RemotingCommand.create_request_command(
+            RequestCode.BROKER_HEARTBEAT, header.to_ext_fields()))
+
+    async def _invoke_name_server(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
+        """``invokeSync(null, ...)``: to a name server (see the module docstring's deviation)."""
+        error: RemotingError | None = None
+        for namesrv_addr in self.name_server_address_list:
+            try:
+                return await self._invoke(namesrv_addr, request, timeout_ms)
+            except RemotingConnectError as e:
+                error = e
+        raise error if error is not None else RemotingConnectError("", "no name server address")
+
+    async def sync_broker_member_group(self, cluster_name: str, broker_name: str,
+                                       compatible_with_old_name_srv: bool) -> BrokerMemberGroup:
+        """``syncBrokerMemberGroup``: the members of the group the name server holds."""
+        if compatible_with_old_name_srv:
+            return await self.get_broker_member_group_compatible(cluster_name, broker_name)
+        return await self.get_broker_member_group(cluster_name, broker_name)
+
+    async def get_broker_member_group(self, cluster_name: str, broker_name: str) -> BrokerMemberGroup:
+        """GET_BROKER_MEMBER_GROUP (901); an answer other than SUCCESS with a body is an empty group."""
+        header = GetBrokerMemberGroupRequestHeader(cluster_name=cluster_name, broker_name=broker_name)
+        request = RemotingCommand.create_request_command(RequestCode.GET_BROKER_MEMBER_GROUP, header.to_ext_fields())
+        response = await self._invoke_name_server(request, MEMBER_GROUP_TIMEOUT_MS)
+        if response.code == ResponseCode.SUCCESS and response.body is not None:
+            group = GetBrokerMemberGroupResponseBody.decode(response.body).broker_member_group
+            if group is not None:
+                return group
+        return BrokerMemberGroup(cluster_name, broker_name)
+
+    async def get_broker_member_group_compatible(self, cluster_name: str, broker_name: str) -> BrokerMemberGroup:
+        """The member group from the route of ``rmq_sys_SYNC_BROKER_MEMBER_<brokerName>`` (every
+        broker creates that topic, so any name server knows its route): the members of the
+        route's BrokerData of this name and cluster. No route is an empty group."""
+        header = GetRouteInfoRequestHeader(topic=TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX + broker_name)
+        request = RemotingCommand.create_request_command(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields())
+        response = await self._invoke_name_server(request, MEMBER_GROUP_TIMEOUT_MS)
+        group = BrokerMemberGroup(cluster_name, broker_name)
+        if response.code == ResponseCode.SUCCESS and response.body is not None:
+            for broker_data in TopicRouteData.decode(response.body).broker_datas:
+                if broker_data.broker_name == broker_name and broker_data.cluster == cluster_name:
+                    group.broker_addrs.update(broker_data.broker_addrs)
+                    break
+        return group
+
+    async def retrieve_broker_ha_info(self, master_broker_addr: str) -> ExchangeHAInfoResponseHeader:
+        """``retrieveBrokerHaInfo``: EXCHANGE_BROKER_HA_INFO without an HA address asks the master
+        for its HA address, initial max offset (masterFlushOffset) and address."""
+        request = RemotingCommand.create_request_command(RequestCode.EXCHANGE_BROKER_HA_INFO,
+                                                         ExchangeHAInfoRequestHeader().to_ext_fields())
+        response = await self._invoke(master_broker_addr, request, HA_INFO_TIMEOUT_MS)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, master_broker_addr)
+        return ExchangeHAInfoResponseHeader.decode(response)
+
+    async def send_broker_ha_info(self, broker_addr: str, master_ha_addr: str, broker_init_max_offset: int,
+                                  master_addr: str) -> None:
+        """``sendBrokerHaInfo``: a master tells a member of its group where to replicate from."""
+        header = ExchangeHAInfoRequestHeader(master_ha_address=master_ha_addr,
+                                             master_flush_offset=broker_init_max_offset, master_address=master_addr)
+        request = RemotingCommand.create_request_command(RequestCode.EXCHANGE_BROKER_HA_INFO, header.to_ext_fields())
+        response = await self._invoke(broker_addr, request, HA_INFO_TIMEOUT_MS)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, broker_addr)
 
     # -- the master (SlaveSynchronize) ---------------------------------------------------------
     async def _get_all(self, addr: str, code: int, timeout_ms: int) -> RemotingCommand:

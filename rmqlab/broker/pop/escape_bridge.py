@@ -1,5 +1,14 @@
-"""The two EscapeBridge calls POP uses (RocketMQ 5
-``broker/src/main/java/org/apache/rocketmq/broker/failover/EscapeBridge.java``), local only.
+"""EscapeBridge (RocketMQ 5 ``broker/src/main/java/org/apache/rocketmq/broker/failover/EscapeBridge.java``),
+local only: ``putMessage`` for the special services, and the two calls POP uses.
+
+``putMessage`` (``put_message``): how the special services (delay-level delivery, the timer
+messages' dequeue) store a message that falls due. On the group's master (``peekMasterBroker``:
+brokerId 0) it goes into the local store. On a slave acting as master (RIP-32) RocketMQ escapes it
+to another group's master when ``enableRemoteEscape`` is on (``putMessageToRemoteBroker``); rmqlab
+has no remote escape (the broker refuses ``enableRemoteEscape``), so an acting slave's put answers
+SERVICE_NOT_AVAILABLE, as RocketMQ's does with ``enableRemoteEscape=false``: the delay level retries
+it every 100 ms, the timer dequeue three times and then drops it (RocketMQ's rules; the returning
+master delivers it again from its own checkpoint), and nothing is written into the slave's own store.
 
 ``putMessageToSpecificQueue``: the broker writes its own records (checkpoints, acks, revived
 messages) straight into the store, to the queue the message names. RocketMQ's goes through the
@@ -15,6 +24,7 @@ Without slave-acting-master (RIP-32) a slave has nothing to escape to: its puts 
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from rmqlab.broker.broker_util import wait_completable
@@ -25,6 +35,23 @@ from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from rmqlab.broker.broker_controller import BrokerController
+
+log = logging.getLogger("rmqlab.broker")
+
+
+async def put_message(broker: BrokerController, msg: MessageExtBrokerInner) -> PutMessageResult | None:
+    """``EscapeBridge.putMessage``: into the store of the group's master when this broker is it,
+    else (an acting slave) SERVICE_NOT_AVAILABLE, there being no remote escape (module docstring).
+    The local put's result is the store's, unchanged (None when the store answered nothing)."""
+    if broker.peek_master_broker() is not None:
+        return await wait_completable(broker.message_store.async_put_message(msg))
+    # Remote escape plugs in here: with enableSlaveActingMaster and enableRemoteEscape, RocketMQ
+    # sends the message to the master of another group (putMessageToRemoteBroker) and maps the
+    # SendResult to a PutMessageResult (transformSendResult2PutResult).
+    bc = broker.broker_config
+    log.warning("Put message failed, enableSlaveActingMaster=%s, enableRemoteEscape=%s.",
+                bc.enableSlaveActingMaster, bc.enableRemoteEscape)
+    return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
 
 
 async def put_message_to_specific_queue(broker: BrokerController, msg: MessageExtBrokerInner) -> PutMessageResult:

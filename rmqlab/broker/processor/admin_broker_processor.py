@@ -31,6 +31,18 @@ Served here (what the rmqlab Admin client and SlaveSynchronize use):
   (1007, ``mqadmin getBrokerEpoch``) answers the epoch file as an EpochEntryCache with the
   broker's current ``brokerId`` — 0 while master, the controller id while slave, as RocketMQ
   sends it — or SYSTEM_ERROR "this request only for controllerMode " outside controller mode.
+* slave acting master (RIP-32): NOTIFY_MIN_BROKER_ID_CHANGE (905, oneway from a name server) hands
+  the group's new smallest broker id to ``BrokerController.update_min_broker_notified`` (a master,
+  or a broker without ``enableSlaveActingMaster``, ignores it, as in RocketMQ);
+  EXCHANGE_BROKER_HA_INFO (906): a request carrying ``masterHaAddress`` tells this broker where to
+  replicate from (and, with ``syncMasterFlushOffsetWhenStartup``, the master's flushed offset when
+  it knows none); one without it asks, and a master answers its HA address, its initial max
+  offset as ``masterFlushOffset`` and its address (anyone else answers SUCCESS with no fields).
+
+Deviations on 905's bad input, where RocketMQ applies what it gets: a notice naming another broker
+group is refused with INVALID_PARAMETER and changes nothing (RocketMQ does not look at the name; a
+misrouted notice would move this group's services); one without ``minBrokerId`` answers
+SYSTEM_ERROR with a remark saying so (RocketMQ fails the same way, on a null unboxing).
 
 Deviation: topic attributes are stored without RocketMQ's validation against the known attribute
 names (``AttributeUtil.alterCurrentAttributes``): "+key=value" sets, "-key" removes.
@@ -47,6 +59,7 @@ from rmqlab.common.boundary_type import BoundaryType
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.config.broker import MASTER_ID
 from rmqlab.common.topic_config import TopicConfig, TopicFilterType
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
@@ -67,6 +80,10 @@ from rmqlab.remoting.protocol.header.broker.offset_query import (GetBrokerConfig
                                                                  GetEarliestMsgStoretimeResponseHeader,
                                                                  SearchOffsetRequestHeader, SearchOffsetResponseHeader)
 from rmqlab.remoting.protocol.header.controller import NotifyBrokerRoleChangedRequestHeader
+from rmqlab.remoting.protocol.header.exchange_ha_info_header import (ExchangeHAInfoRequestHeader,
+                                                                    ExchangeHAInfoResponseHeader)
+from rmqlab.remoting.protocol.header.notify_min_broker_id_change_request_header import \
+    NotifyMinBrokerIdChangeRequestHeader
 from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.request_code import RequestCode
@@ -132,6 +149,8 @@ class AdminBrokerProcessor:
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
             RequestCode.GET_BROKER_EPOCH_CACHE: self.get_broker_epoch_cache,
             RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self.notify_broker_role_changed,
+            RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE: self.notify_min_broker_id_change,
+            RequestCode.EXCHANGE_BROKER_HA_INFO: self.update_broker_ha_info,
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
             RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
@@ -283,6 +302,46 @@ class AdminBrokerProcessor:
                                                       header.master_epoch, header.sync_state_set_epoch,
                                                       sync_state_set.sync_state_set)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+
+    # -- slave acting master (RIP-32) ----------------------------------------------------------
+    async def notify_min_broker_id_change(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``notifyMinBrokerIdChange`` (see the module docstring for the bad-input deviations)."""
+        header = NotifyMinBrokerIdChangeRequestHeader.decode(request)
+        broker = self.broker
+        own_name = broker.broker_config.brokerName
+        if header.broker_name is not None and header.broker_name != own_name:
+            log.warning("min broker id change of broker group %s ignored: this broker is in %s", header.broker_name,
+                        own_name)
+            return RemotingCommand.create_response_command(
+                ResponseCode.INVALID_PARAMETER,
+                f"NOTIFY_MIN_BROKER_ID_CHANGE for broker group {header.broker_name}, but this broker is in "
+                f"{own_name}: ignored")
+        if header.min_broker_id is None:
+            return RemotingCommand.create_response_command(
+                ResponseCode.SYSTEM_ERROR, "NOTIFY_MIN_BROKER_ID_CHANGE without minBrokerId: ignored")
+        log.warning("min broker id changed, prev %s, new %s", broker.min_broker_id_in_group, header.min_broker_id)
+        await broker.update_min_broker_notified(header.min_broker_id, header.min_broker_addr,
+                                                header.offline_broker_addr, header.ha_broker_addr)
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+
+    def update_broker_ha_info(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``updateBrokerHaInfo``: EXCHANGE_BROKER_HA_INFO, both directions (module docstring)."""
+        header = ExchangeHAInfoRequestHeader.decode(request)
+        broker = self.broker
+        response = RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+        if header.master_ha_address is not None:
+            # (RocketMQ's store also records masterAddress; rmqlab's HA client needs only the HA one.)
+            broker.ha_service.update_ha_master_address(header.master_ha_address)
+            checkpoint = broker.message_store.store_checkpoint
+            if (checkpoint.master_flushed_offset == 0 and broker.message_store_config.syncMasterFlushOffsetWhenStartup
+                    and header.master_flush_offset is not None):
+                log.info("Set master flush offset in slave to %s", header.master_flush_offset)
+                checkpoint.master_flushed_offset = header.master_flush_offset
+        elif broker.broker_config.brokerId == MASTER_ID:
+            write_header(response, ExchangeHAInfoResponseHeader(master_ha_address=broker.ha_server_addr,
+                                                                master_flush_offset=broker.broker_init_max_offset,
+                                                                master_address=broker.broker_addr))
+        return response
 
     # -- statistics ----------------------------------------------------------------------------
     def get_broker_runtime_info(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:

@@ -88,7 +88,7 @@ from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.common.mix_all import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.common.topic_config import TopicConfig, TopicFilterType
-from rmqlab.config.broker import MASTER_ID, BrokerRole
+from rmqlab.config.broker import BrokerRole
 from rmqlab.remoting.protocol.header.broker.consumer_send_msg_back import ConsumerSendMsgBackRequestHeader
 from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader
 from rmqlab.remoting.remoting_command import RemotingCommand
@@ -327,9 +327,9 @@ class SendMessageProcessor:
             response.code, response.remark = code, remark
             return response
 
-        # peekMasterBroker: without slave-acting-master only the master (brokerId 0) takes it back;
-        # a SLAVE is already refused by reject_request.
-        if bc.brokerId != MASTER_ID:
+        # peekMasterBroker: only the group's master (brokerId 0) takes it back. A SLAVE is refused
+        # by reject_request already, unless slave acting master is on: then it answers here.
+        if broker.peek_master_broker() is None:
             return answer(ResponseCode.SYSTEM_ERROR, f"no master available along with {bc.brokerIP1}")
         group_config = broker.subscription_group_manager.find_subscription_group_config(header.group)
         if group_config is None:

@@ -10,9 +10,11 @@ RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/util/HookUtils.java``
    SCHEDULE_TOPIC_XXXX instead of its topic, with ``REAL_TOPIC`` / ``REAL_QID`` remembering where it
    belongs (a level above the highest is clamped to it). The store's dispatcher writes its deliver
    time (store time + the level's delay) as the consume-queue tags code.
-2. On the group's master (the special services), one task per level walks its queue from the
+2. On the group's master (the special services; with slave acting master, the smallest-id live
+   slave while the group has no master), one task per level walks its queue from the
    level's offset: a unit whose deliver time has come is read back, turned into the original
-   message (``messageTimeUp``: topic and queue restored, ``WAIT=false``), and put again; the level's
+   message (``messageTimeUp``: topic and queue restored, ``WAIT=false``), and put again through
+   the EscapeBridge (``rmqlab.broker.pop.escape_bridge.put_message``); the level's
    offset advances past it (``updateOffset``, persisted every ``flushDelayOffsetInterval``). A unit
    not yet due stops the walk until 100 ms later; a failed put retries 100 ms later. The first run
    is 1 s after start.
@@ -35,7 +37,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.broker_util import wait_completable
+from rmqlab.broker.pop import escape_bridge
 from rmqlab.common.java_compat import java_parse_int
 from rmqlab.common.message.message import MessageExt, MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
@@ -244,12 +246,13 @@ class DeliverDelayedMessageTimerTask:
         return DELAY_FOR_A_WHILE
 
     async def _sync_deliver(self, inner: MessageExtBrokerInner, offset: int) -> bool:
-        """``syncDeliver``: put it (EscapeBridge: the local store of the master) and move on only
-        when it is stored."""
+        """``syncDeliver``: put it through the EscapeBridge (``escape_bridge.put_message``: the local
+        store on the group's master; on a slave acting as master, the escape to another group's
+        master) and move on only when it is stored."""
         store = self.broker.message_store
         if not store.running:
             return False
-        result = await wait_completable(store.async_put_message(inner))
+        result = await escape_bridge.put_message(self.broker, inner)
         ok = result is not None and result.put_message_status is PutMessageStatus.PUT_OK
         if ok:
             self.broker.schedule_message_service.update_offset(self.delay_level, offset + 1)

@@ -15,7 +15,9 @@ The data version advances on every ``delayOffsetUpdateVersionStep``-th offset up
 
 Delivering delayed messages (the per-level timer tasks that read SCHEDULE_TOPIC_XXXX and put the
 messages back on their real topics) and ``correctDelayOffset`` (clamping the offsets into the
-consume queue's range at load) need the message store and come with the broker issue.
+consume queue's range at load) need the message store: they are in
+``rmqlab.broker.schedule.deliver_delayed_message_timer_task``, started and stopped by
+``BrokerController.change_special_service_status``.
 """
 
 from __future__ import annotations
