@@ -526,3 +526,38 @@ def test_acting_master_mode_master_killed_consumer_continues_producer_sends_to_b
         c.run_for(11_000)  # persistConsumerOffsetInterval
         offsets = c.sim.components["broker-a-s1"].consumer_offset_manager
         assert [offsets.query_offset("CG-late", TOPIC, q) for q in range(2)] == [5, 5]
+
+
+# -- real processes ---------------------------------------------------------------------------------------
+def admin_command(*argv: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "rmqlab.cli", "admin", *argv], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+
+
+@pytest.mark.real
+def test_rmqlab_admin_broker_config_and_topic_route_against_real_processes():
+    """`rmqlab admin getBrokerConfig / updateBrokerConfig / topicRoute` as OS processes against an
+    `rmqlab namesrv` and an `rmqlab broker` (single-master): brokerPermission=4 takes the write bit
+    off the route at once; an unknown key exits 1 naming it."""
+    from rmqlab.cluster import Cluster
+    from rmqlab.config.properties import read_properties_file
+
+    with Cluster("single-master", runtime="real", relay=False) as c:
+        c.start()
+        c.create_topic(TOPIC)
+        conf = {e.key: e.value for e in read_properties_file(os.path.join(c.root_dir, "conf", "broker-a.properties"))}
+        addr, ns = f"127.0.0.1:{conf['listenPort']}", c.namesrv_addr
+        got = admin_command("getBrokerConfig", "-n", ns, "-b", addr)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout.startswith(f"============{addr}============\n")
+        assert f"{'brokerPermission':<50}=  6\n" in got.stdout
+        updated = admin_command("updateBrokerConfig", "-n", ns, "-b", addr, "-k", "brokerPermission", "-v", "4")
+        assert updated.returncode == 0 and updated.stdout == f"update broker config success, {addr}\n", updated.stderr
+        assert f"{'brokerPermission':<50}=  4\n" in admin_command("getBrokerConfig", "-n", ns, "-b", addr).stdout
+        route = admin_command("topicRoute", "-n", ns, "-t", TOPIC)
+        assert route.returncode == 0 and '"perm":4' in route.stdout.replace(" ", ""), route.stdout
+        unknown = admin_command("updateBrokerConfig", "-n", ns, "-b", addr, "-k", "brokerPermision", "-v", "6")
+        assert unknown.returncode == 1 and "brokerPermision" in unknown.stderr and "brokerPermission" in unknown.stderr
