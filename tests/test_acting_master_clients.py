@@ -561,3 +561,18 @@ def test_rmqlab_admin_broker_config_and_topic_route_against_real_processes():
         assert route.returncode == 0 and '"perm":4' in route.stdout.replace(" ", ""), route.stdout
         unknown = admin_command("updateBrokerConfig", "-n", ns, "-b", addr, "-k", "brokerPermision", "-v", "6")
         assert unknown.returncode == 1 and "brokerPermision" in unknown.stderr and "brokerPermission" in unknown.stderr
+
+
+def test_pull_consumer_searches_offsets_on_the_acting_master(lab):
+    """DefaultMQPullConsumer's searchOffset / earliestMsgStoreTime / maxOffset / minOffset go to
+    the route's brokerId 0: with broker-a's master dead, the acting master broker-a-s1 answers."""
+    from rmqlab.client.consumer.default_mq_pull_consumer import DefaultMQPullConsumer
+
+    acting_lab_with_messages(lab, per_queue=4)
+    mq = MessageQueue(TOPIC, "broker-a", 0)
+    units = store_times(lab.broker("broker-a"), TOPIC, 0)
+    kill_master_of_a(lab)
+    consumer = lab.add_client("puller", lambda: {"consumer": DefaultMQPullConsumer("CG-pull", NS)})["consumer"]
+    assert lab.run(consumer.search_offset(mq, units[2][1])) == expected_offset(units, units[2][1], BoundaryType.LOWER)
+    assert lab.run(consumer.earliest_msg_store_time(mq)) == units[0][1]
+    assert (lab.run(consumer.min_offset(mq)), lab.run(consumer.max_offset(mq))) == (0, 4)
