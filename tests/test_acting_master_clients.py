@@ -34,12 +34,11 @@ from rmqlab.config.errors import ConfigError
 from rmqlab.config.loader import load_broker_config, load_namesrv_config
 from rmqlab.namesrv import NamesrvController
 from rmqlab.remoting import RemotingCommand, RequestCode, ResponseCode
-from rmqlab.remoting.protocol.header.broker.header_util import write_header
 from rmqlab.remoting.protocol.header.broker.offset_query import (GetBrokerConfigResponseHeader,
                                                                  SearchOffsetRequestHeader, SearchOffsetResponseHeader)
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere
 from rmqlab.runtime.sim import Simulation
-from tests.client_helpers import Recorder, push_consumer, uniq
+from tests.client_helpers import Recorder, push_consumer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NS = "127.0.0.1:9876"
