@@ -419,7 +419,6 @@ class AdminBrokerProcessor:
             return -1
         return decode(data, read_body=False, check_crc=False).store_timestamp
 
-
     # -- master-only queries (RIP-32: served by whichever broker the route shows as id 0) ----------
     def search_offset_by_timestamp(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         header = SearchOffsetRequestHeader.decode(request)
