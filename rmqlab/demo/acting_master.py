@@ -1,0 +1,211 @@
+"""Lab 05's experiments: slave acting master (RIP-32) on the simulator, every number from the trace.
+
+One schedule, on the `acting-master` deployment (conf/acting-master: two groups of three replicas,
+a name server with supportActingMaster and notifyMinBrokerIdChanged):
+
+    warm-up     the cluster starts, the topic is created on every broker, WARMUP_MS pass
+    workload    a producer sends a message every SEND_EVERY_MS; a second one sends DELAYED
+                messages at delay level DELAY_LEVEL (10 s) early on, so they fall due while
+                broker-a's master is down; a push consumer group consumes everything; a
+                RouteWatcher asks the name server for the topic's route every ROUTE_EVERY_MS
+    kill        KILL_AT_MS into the workload broker-a's master is killed (kill -9)
+    restart     OUTAGE_MS later it is started again; the workload goes on AFTER_MS
+
+`run_outage` runs it with RIP-32 on or off (every broker's enableSlaveActingMaster, and with it
+enableRemoteEscape) and with or without pre-online (skipPreOnline). The readers below take their
+facts from the trace only: the routes the watcher was given, the name server's
+NOTIFY_MIN_BROKER_ID_CHANGE frames, the brokers' `state` events (machines
+BrokerController.minBrokerIdInGroup and BrokerController.specialService), and the clients' send
+and consume operations.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rmqlab.client import ClientProcess, DefaultMQProducer
+from rmqlab.client.client_config import ClientConfig
+from rmqlab.cluster import Cluster
+from rmqlab.common.message.message import Message
+from rmqlab.demo.mode_comparison import LAB_BROKER_SETTINGS, LAB_POLL_NAME_SERVER_INTERVAL_MS, _create_topic_everywhere
+from rmqlab.demo.route_watcher import RouteView, RouteWatcher, routes
+from rmqlab.example.benchmark import ProducerSpec
+from rmqlab.remoting.request_code import RequestCode
+from rmqlab.trace import TraceEvent, client_ops
+from rmqlab.viz.sends import broker_nodes_by_addr
+
+MODE = "acting-master"
+TOPIC = "ActingDemo"
+GROUP = "acting_consumer"
+PRODUCER, DELAYED, CONSUMER, WATCHER = "producer", "delayed-producer", "consumer", "route-watcher"
+SEND_EVERY_MS = 500
+DELAY_LEVEL = 3          # messageDelayLevel "1s 5s 10s ...": level 3 is 10 s
+DELAY_MS = 10_000
+DELAYED_SENDS = 8        # one every DELAYED_EVERY_MS from DELAYED_FROM_MS: due from 11 s, in the outage
+DELAYED_FROM_MS = 1_000
+DELAYED_EVERY_MS = 500
+WARMUP_MS = 5_000
+KILL_AT_MS = 6_000
+OUTAGE_MS = 16_000
+AFTER_MS = 14_000
+ROUTE_EVERY_MS = 250
+VICTIM = "broker-a"
+SPECIAL_MACHINE, MIN_MACHINE = "BrokerController.specialService", "BrokerController.minBrokerIdInGroup"
+
+
+@dataclass
+class OutageRun:
+    """One run of the schedule: its settings, its trace and when the fault struck (virtual ms)."""
+
+    acting: bool
+    pre_online: bool
+    seed: int
+    events: list[TraceEvent] = field(repr=False)
+    start_ms: float
+    kill_ms: float
+    restart_ms: float
+    end_ms: float
+
+
+class DelayedSender:
+    """A client of a ClientProcess: DELAYED_SENDS messages at delay level DELAY_LEVEL, keys
+    "delayed-<i>" (the trace's send operations carry the keys, which is how readers tell them)."""
+
+    def __init__(self, namesrv_addr: str):
+        config = ClientConfig(namesrv_addr=namesrv_addr, poll_name_server_interval=LAB_POLL_NAME_SERVER_INTERVAL_MS)
+        self.producer = DefaultMQProducer("delayed_producer", client_config=config)
+        self._task = None
+
+    async def start(self, node) -> None:
+        self.node = node
+        await self.producer.start(node)
+        self._task = node.spawn(self._run(), name="delayed-sends")
+
+    async def _run(self) -> None:
+        await self.node.sleep(DELAYED_FROM_MS)
+        for i in range(DELAYED_SENDS):
+            msg = Message(TOPIC, f"delayed message {i}".encode())
+            msg.keys = f"delayed-{i}"
+            msg.delay_time_level = DELAY_LEVEL
+            try:
+                await self.producer.send(msg)
+            except Exception:  # noqa: BLE001 -- the trace has the failed send; the next one goes on
+                pass
+            await self.node.sleep(DELAYED_EVERY_MS)
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        await self.producer.shutdown()
+
+    def on_crash(self) -> None:
+        self.producer.on_crash()
+
+
+def build(seed: int, *, acting: bool = True, pre_online: bool = True) -> Cluster:
+    settings = {**LAB_BROKER_SETTINGS, "enableSlaveActingMaster": acting, "enableRemoteEscape": acting,
+                "skipPreOnline": not pre_online}
+    return Cluster(MODE, seed=seed, overrides={"*": settings})
+
+
+def run_outage(seed: int = 5, *, acting: bool = True, pre_online: bool = True) -> OutageRun:
+    """The module docstring's schedule; the cluster is closed before it returns."""
+    cluster = build(seed, acting=acting, pre_online=pre_online)
+    try:
+        cluster.start(60_000)
+        _create_topic_everywhere(cluster, TOPIC)
+        cluster.run_for(WARMUP_MS)
+        addr = cluster.namesrv_addr
+        cluster.add_client(WATCHER, lambda: ClientProcess(watcher=RouteWatcher(addr, TOPIC, ROUTE_EVERY_MS)))
+        cluster.add_consumer(CONSUMER, topic=TOPIC, group=GROUP, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.add_producer(PRODUCER, ProducerSpec(topic=TOPIC, group="acting_producer", interval_ms=SEND_EVERY_MS,
+                                                    body_size=64))
+        cluster.add_client(DELAYED, lambda: ClientProcess(delayed=DelayedSender(addr)))
+        start = cluster.now_ms()
+        cluster.run_for(KILL_AT_MS)
+        kill = cluster.now_ms()
+        cluster.nemesis.kill(VICTIM)
+        cluster.run_for(OUTAGE_MS)
+        restart = cluster.now_ms()
+        cluster.nemesis.restart(VICTIM)
+        cluster.run_for(AFTER_MS)
+        return OutageRun(acting, pre_online, seed, list(cluster.events()), start, kill, restart, cluster.now_ms())
+    finally:
+        cluster.close()
+
+
+# --- readers: facts from a trace --------------------------------------------------------------------------------
+def node_names(events: list[TraceEvent]) -> dict[str, str]:
+    """broker address -> node name (from the brokers' REGISTER_BROKER frames)."""
+    return broker_nodes_by_addr(events)
+
+
+def route_changes(events: list[TraceEvent], broker_name: str = "broker-a") -> list[tuple[float, str | None, int | None]]:
+    """(time, node listed as brokerId 0 or None, queue perm) each time the watcher's answer for
+    `broker_name` changed."""
+    names = node_names(events)
+    out: list[tuple[float, str | None, int | None]] = []
+    last = object()
+    for view in routes(events):
+        if view.broker_name != broker_name:
+            continue
+        key = (view.master_addr, view.perm)
+        if key != last:
+            out.append((view.t_ms, names.get(view.master_addr, view.master_addr), view.perm))
+            last = key
+    return out
+
+
+def notices(events: list[TraceEvent]) -> list[tuple[float, str, dict]]:
+    """The name server's NOTIFY_MIN_BROKER_ID_CHANGE frames: (time, target node, header fields)."""
+    names = node_names(events)
+    return [(e.time_ms, names.get(e.fields["peer"], e.fields["peer"]), e.fields.get("ext_fields", {}))
+            for e in events if e.kind == "frame.send" and e.fields.get("code") == RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE
+            and not e.fields.get("flag", 0) & 1]
+
+
+def service_changes(events: list[TraceEvent]) -> list[tuple[float, str, str]]:
+    """(time, broker node, RUNNING or STOPPED) for each start or stop of the special services
+    (delay-level delivery, timer dequeue, POP revive) that slave acting master moved."""
+    return [(e.time_ms, e.node, e.fields["to"]) for e in events
+            if e.kind == "state" and e.fields.get("machine") == SPECIAL_MACHINE]
+
+
+@dataclass(frozen=True)
+class DelayedDelivery:
+    keys: str
+    acked_ms: float            # the send's acknowledgement
+    due_ms: float              # acked_ms + DELAY_MS
+    consumed_ms: float | None  # the first consumption, or None
+
+
+def delayed_deliveries(events: list[TraceEvent]) -> list[DelayedDelivery]:
+    """Each acknowledged delayed message (keys "delayed-<i>"): when it was due and when the
+    consumer first got it."""
+    ops = client_ops(events)
+    first: dict[str, float] = {}
+    for op in ops:
+        if op.f == "consume" and op.type == "ok":
+            keys = (op.invoke_value or {}).get("keys") or ""
+            if keys.startswith("delayed-") and keys not in first:
+                first[keys] = op.invoke_time_ms
+    out = []
+    for op in ops:
+        if op.f == "send" and op.type == "ok" and ((op.invoke_value or {}).get("keys") or "").startswith("delayed-"):
+            keys = op.invoke_value["keys"]
+            out.append(DelayedDelivery(keys, op.complete_time_ms, op.complete_time_ms + DELAY_MS, first.get(keys)))
+    return sorted(out, key=lambda d: d.keys)
+
+
+def consumed_twice(events: list[TraceEvent]) -> int:
+    """Messages (by UNIQ_KEY) the consumer group consumed more than once: what a rolled-back
+    consumer offset costs."""
+    counts = Counter((op.invoke_value or {}).get("uniq_key") for op in client_ops(events)
+                     if op.f == "consume" and op.type == "ok")
+    counts.pop(None, None)
+    return sum(1 for n in counts.values() if n > 1)
+
+
+__all__ = ["OutageRun", "run_outage", "build", "route_changes", "notices", "service_changes", "delayed_deliveries",
+           "consumed_twice", "RouteView"]
