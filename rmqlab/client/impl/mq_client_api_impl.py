@@ -26,6 +26,7 @@ Requests to brokers:
     ACK_MESSAGE (200051)             ack_message             AckMessageRequestHeader -> AckResult
     CHANGE_MESSAGE_INVISIBLETIME (200053)  change_invisible_time  -> AckResult with the new handle
     GET_MAX_OFFSET (30), GET_MIN_OFFSET (31)
+    LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)  lock_batch_mq, unlock_batch_mq  (orderly consumption)
     UPDATE_AND_CREATE_TOPIC (17), GET_BROKER_RUNTIME_INFO (28), GET_CONSUME_STATS (208)  (admin)
 
 and to name servers GET_ROUTEINFO_BY_TOPIC (105) and GET_BROKER_CLUSTER_INFO (106). An error code
@@ -68,6 +69,8 @@ from rmqlab.remoting.protocol.body.broker_replicas_info import BrokerReplicasInf
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
 from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
+from rmqlab.remoting.protocol.body.lock_batch_body import (LockBatchRequestBody, LockBatchResponseBody,
+                                                          UnlockBatchRequestBody)
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
                                                           GetConsumeStatsRequestHeader, KVTable, MessageQueue)
 from rmqlab.remoting.protocol.header.broker.client import (GetConsumerListByGroupRequestHeader,
@@ -626,3 +629,27 @@ class MQClientAPIImpl:
             controller_addr, _request(RequestCode.CLEAN_BROKER_DATA, header), timeout_ms)
         if response.code != ResponseCode.SUCCESS:
             raise MQBrokerException(response.code, response.remark, leader)
+
+    # -- queue locks (orderly consumption) ---------------------------------------------------------
+    async def lock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout_ms: float) -> list[MessageQueue]:
+        """LOCK_BATCH_MQ (41, ``lockBatchMQ``) to the master (or the acting master) of a group:
+        the queues of ``body`` the broker granted; MQBrokerException unless SUCCESS."""
+        request = _request(RequestCode.LOCK_BATCH_MQ, body=body.encode())
+        request.ext_fields = {}  # LockBatchMqRequestHeader: no field set, an empty map on the wire
+        response = await self._invoke_broker(addr, request, timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return LockBatchResponseBody.decode(response.body).lock_ok_mq_set
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def unlock_batch_mq(self, addr: str, body: UnlockBatchRequestBody, timeout_ms: float,
+                              oneway: bool = False) -> None:
+        """UNLOCK_BATCH_MQ (42, ``unlockBatchMQ``): oneway, or waiting for SUCCESS
+        (MQBrokerException otherwise)."""
+        request = _request(RequestCode.UNLOCK_BATCH_MQ, body=body.encode())
+        request.ext_fields = {}  # UnlockBatchMqRequestHeader, as above
+        if oneway:
+            await self.remoting_client.invoke_oneway(addr, request)
+            return
+        response = await self._invoke_broker(addr, request, timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
