@@ -150,7 +150,8 @@ def test_retries_of_a_group_holding_a_live_lock_go_straight_to_the_dlq():
     close(sim)
 
 
-def test_a_lock_without_group_or_client_is_refused_and_locks_nothing():
+def test_a_bad_lock_request_is_refused_and_locks_nothing(caplog):
+    """No group, no client, or a body that is not one: SYSTEM_ERROR naming it, and no traceback logged."""
     sim = world(clients=("c1",))
     client = RemotingClient(sim.nodes["c1"])
     for body, missing in ((b'{"clientId":"c1","mqSet":[]}', "consumerGroup"),
@@ -163,6 +164,7 @@ def test_a_lock_without_group_or_client_is_refused_and_locks_nothing():
                                                                                   b'{"mqSet":7}'), 3_000))
     assert r.code == ResponseCode.SYSTEM_ERROR and "mqSet" in r.remark
     assert sim.components["broker-a"].admin_broker_processor.rebalance_lock_manager.mq_lock_table == {}
+    assert [rec.getMessage() for rec in caplog.records if rec.exc_info] == []
     close(sim)
 
 

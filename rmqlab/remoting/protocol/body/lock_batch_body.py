@@ -29,6 +29,7 @@ from typing import Any
 
 from rmqlab.common.config_manager import check_object
 from rmqlab.common.java_compat import java_string_hash_code, to_int32
+from rmqlab.remoting.exceptions import RemotingCommandError
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 
@@ -113,6 +114,17 @@ class LockBatchRequestBody:
 
     @classmethod
     def decode(cls, body: bytes | None):
+        """RemotingCommandError (a ValueError) naming what is wrong: a bad request, answered
+        SYSTEM_ERROR without a traceback."""
+        try:
+            return cls._decode(body)
+        except RemotingCommandError:
+            raise
+        except ValueError as e:
+            raise RemotingCommandError(str(e)) from None
+
+    @classmethod
+    def _decode(cls, body: bytes | None):
         name = cls._NAME
         obj = check_object(remoting_serializable.decode_json(body, name), name)
         return cls(_check_opt_str(obj.get("consumerGroup"), f"{name}.consumerGroup"),
@@ -139,5 +151,11 @@ class LockBatchResponseBody:
 
     @classmethod
     def decode(cls, body: bytes | None) -> LockBatchResponseBody:
-        obj = check_object(remoting_serializable.decode_json(body, "LockBatchResponseBody"), "LockBatchResponseBody")
-        return cls(_read_mq_set(obj.get("lockOKMQSet"), "LockBatchResponseBody.lockOKMQSet"))
+        try:
+            obj = check_object(remoting_serializable.decode_json(body, "LockBatchResponseBody"),
+                               "LockBatchResponseBody")
+            return cls(_read_mq_set(obj.get("lockOKMQSet"), "LockBatchResponseBody.lockOKMQSet"))
+        except RemotingCommandError:
+            raise
+        except ValueError as e:
+            raise RemotingCommandError(str(e)) from None
