@@ -265,6 +265,22 @@ def test_strict_mode_a_member_that_does_not_answer_in_time_counts_as_not_locked(
     close(sim)
 
 
+def test_strict_mode_without_slave_acting_master_grants_nothing():
+    """The member group is refreshed only by the member-group sync of enableSlaveActingMaster; without
+    it a broker knows only itself, so with totalReplicas=3 no lock reaches its quorum (RocketMQ's
+    behaviour: lockInStrictMode is meant for RIP-32 groups)."""
+    sim = Simulation(seed=11)
+    sim.add_node("namesrv", NamesrvController)
+    sim.add_node("broker-a", broker_factory(sim, "broker-a", namesrv=NS, totalReplicas="3", lockInStrictMode="true"))
+    sim.add_node("c1", Idle)
+    sim.start_all()
+    sim.run_for(3_000)
+    assert members(sim, "broker-a") == {0}
+    assert lock(sim, "c1", MASTER) == []
+    assert locks(sim, "broker-a") == ["c1"] * 4
+    close(sim)
+
+
 @pytest.mark.parametrize("overrides", [{"lockInStrictMode": "false"}, {"totalReplicas": "1"}],
                          ids=["not-strict", "quorum-1"])
 def test_without_a_quorum_to_reach_the_local_lock_is_the_answer(overrides):
@@ -302,6 +318,10 @@ def test_a_broker_error_is_an_mq_broker_exception():
 LOCK_REQUEST = (b'{"clientId":"127.0.0.1@c1","consumerGroup":"G","mqSet":[{"brokerName":"b","queueId":2,"topic":"T"},'
                 b'{"brokerName":"b","queueId":0,"topic":"T"},{"brokerName":"b","queueId":1,"topic":"T"},'
                 b'{"brokerName":"broker-b","queueId":7,"topic":"TopicOrder"}],"onlyThisBroker":false}')
+LOCK_REQUEST_8_BUCKETS = (b'{"clientId":"127.0.0.1@c1","consumerGroup":"G","mqSet":[{"brokerName":"b","queueId":2,'
+                          b'"topic":"T"},{"brokerName":"broker-b","queueId":7,"topic":"TopicOrder"},'
+                          b'{"brokerName":"b","queueId":0,"topic":"T"},{"brokerName":"b","queueId":1,"topic":"T"}],'
+                          b'"onlyThisBroker":false}')
 UNLOCK_REQUEST_NO_CLIENT = (b'{"consumerGroup":"G","mqSet":[{"brokerName":"b","queueId":0,"topic":"T"}],'
                             b'"onlyThisBroker":true}')
 
@@ -312,18 +332,20 @@ def test_bodies_are_written_as_fastjson_writes_them_and_read_back():
     assert body.encode() == LOCK_REQUEST
     assert LockBatchRequestBody.decode(LOCK_REQUEST) == LockBatchRequestBody("G", "127.0.0.1@c1", False,
                                                                              java_hash_set_order(mqs))
+    # The same set as a new HashSet<>(4) (what a broker forwards: tryLockBatch's set) grows to 8 buckets.
+    assert LockBatchRequestBody("G", "127.0.0.1@c1", False, mqs, mq_set_capacity=4).encode() == LOCK_REQUEST_8_BUCKETS
     unlock_body = UnlockBatchRequestBody("G", None, True, mqs[:1])
     assert unlock_body.encode() == UNLOCK_REQUEST_NO_CLIENT
     assert UnlockBatchRequestBody.decode(UNLOCK_REQUEST_NO_CLIENT) == unlock_body
     # lockOKMQSet: 20 queues of a HashSet made with new HashSet<>(20) (tryLockBatch's, 32 buckets)
     # start at queue 12; with 4 queues (4 buckets) the order is the queue ids'.
     many = [MessageQueue("TopicOrder", "broker-a", q) for q in range(20)]
-    written = LockBatchResponseBody(many).encode(20)
+    written = LockBatchResponseBody(many, 20).encode()
     assert written.startswith(b'{"lockOKMQSet":[{"brokerName":"broker-a","queueId":12,"topic":"TopicOrder"},'
                               b'{"brokerName":"broker-a","queueId":13,')
     assert written.endswith(b'{"brokerName":"broker-a","queueId":11,"topic":"TopicOrder"}]}')
     assert set(LockBatchResponseBody.decode(written).lock_ok_mq_set) == set(many)
-    assert LockBatchResponseBody(QUEUES).encode(4) == (
+    assert LockBatchResponseBody(QUEUES, 4).encode() == (
         b'{"lockOKMQSet":[' + b",".join(b'{"brokerName":"broker-a","queueId":%d,"topic":"TopicOrder"}' % q
                                         for q in range(4)) + b"]}")
     # The empty answer, and a set written twice over is one set.

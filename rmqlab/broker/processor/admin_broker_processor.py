@@ -439,21 +439,22 @@ class AdminBrokerProcessor:
         broker = self.broker
         bc = broker.broker_config
         self_lock_ok = self.rebalance_lock_manager.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
-        # The HashSet RocketMQ answers with: new HashSet<>(mqs.size()) from tryLockBatch, or a
-        # new HashSet<>() filled from the quorum count.
+        # The HashSets of RocketMQ's tryLockBatch are new HashSet<>(mqs.size()); the quorum's answer
+        # is a new HashSet<>() (the capacity decides the order the queues are written in).
         lock_ok, capacity = self_lock_ok, len(body.mq_set)
         quorum = broker.message_store_config.totalReplicas // 2 + 1
         if not body.only_this_broker and bc.lockInStrictMode and quorum > 1:
             lock_count = {mq: 1 for mq in self_lock_ok}
             member_group = broker.broker_member_group
             if member_group is not None:
-                forward = LockBatchRequestBody(body.consumer_group, body.client_id, True, list(self_lock_ok))
+                forward = LockBatchRequestBody(body.consumer_group, body.client_id, True, list(self_lock_ok),
+                                               mq_set_capacity=len(body.mq_set))
                 others = [addr for broker_id, addr in member_group.broker_addrs.items() if broker_id != bc.brokerId]
                 await self._forward_locks(others, forward, lock_count)
             lock_ok = [mq for mq, count in lock_count.items() if count >= quorum]
             capacity = DEFAULT_HASH_SET_CAPACITY
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS,
-                                                       body=LockBatchResponseBody(lock_ok).encode(capacity))
+                                                       body=LockBatchResponseBody(lock_ok, capacity).encode())
 
     async def _forward_locks(self, addrs: list[str], forward: LockBatchRequestBody,
                              lock_count: dict[MessageQueue, int]) -> None:

@@ -16,8 +16,9 @@ again.
 A HashSet iterates its table bucket by bucket (bucket = ``MessageQueue.hashCode()`` with its high half
 folded in, masked by the table size) and each bucket in insertion order; the table size depends on how
 the set was built (``new HashSet<>()``: 16; ``new HashSet<>(n)``: n rounded up to a power of two),
-doubling while more than 3/4 full. Here a set is a list of distinct queues in insertion order, and
-:func:`java_hash_set_order` gives the order Java would write it in. Not modelled: a bucket of 8 or
+doubling while more than 3/4 full. Here a set is a list of distinct queues in insertion order with
+the initial capacity of the Java set it stands for (16 unless said otherwise: what fastjson reads a
+set into), and :func:`java_hash_set_order` gives the order Java would write it in. Not modelled: a bucket of 8 or
 more colliding queues turning into a tree.
 """
 
@@ -101,16 +102,17 @@ class LockBatchRequestBody:
     client_id: str | None = None
     only_this_broker: bool = False
     mq_set: list[MessageQueue] = field(default_factory=list)  # a set, in insertion order
+    # The initial capacity of the Java set ``mq_set`` stands for: it decides the order it is written in.
+    mq_set_capacity: int = field(default=DEFAULT_HASH_SET_CAPACITY, compare=False, repr=False)
 
     _NAME = "LockBatchRequestBody"
 
-    def to_json_dict(self, initial_capacity: int = DEFAULT_HASH_SET_CAPACITY) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, Any]:
         return {"clientId": self.client_id, "consumerGroup": self.consumer_group,
-                "mqSet": _write_mq_set(self.mq_set, initial_capacity), "onlyThisBroker": self.only_this_broker}
+                "mqSet": _write_mq_set(self.mq_set, self.mq_set_capacity), "onlyThisBroker": self.only_this_broker}
 
-    def encode(self, initial_capacity: int = DEFAULT_HASH_SET_CAPACITY) -> bytes:
-        """The JSON bytes; ``initial_capacity`` is the one the Java set of queues was built with."""
-        return remoting_serializable.encode(self.to_json_dict(initial_capacity))
+    def encode(self) -> bytes:
+        return remoting_serializable.encode(self.to_json_dict())
 
     @classmethod
     def decode(cls, body: bytes | None):
@@ -145,9 +147,11 @@ class LockBatchResponseBody:
     """``LockBatchResponseBody``: the queues the lock was granted for (``lockOKMQSet``)."""
 
     lock_ok_mq_set: list[MessageQueue] = field(default_factory=list)  # a set, in insertion order
+    lock_ok_mq_set_capacity: int = field(default=DEFAULT_HASH_SET_CAPACITY, compare=False, repr=False)
 
-    def encode(self, initial_capacity: int = DEFAULT_HASH_SET_CAPACITY) -> bytes:
-        return remoting_serializable.encode({"lockOKMQSet": _write_mq_set(self.lock_ok_mq_set, initial_capacity)})
+    def encode(self) -> bytes:
+        return remoting_serializable.encode({"lockOKMQSet": _write_mq_set(self.lock_ok_mq_set,
+                                                                          self.lock_ok_mq_set_capacity)})
 
     @classmethod
     def decode(cls, body: bytes | None) -> LockBatchResponseBody:
