@@ -163,6 +163,14 @@ def test_a_bad_lock_request_is_refused_and_locks_nothing(caplog):
     r = sim.run(client.invoke_sync(BROKER, RemotingCommand.create_request_command(RequestCode.LOCK_BATCH_MQ, {},
                                                                                   b'{"mqSet":7}'), 3_000))
     assert r.code == ResponseCode.SYSTEM_ERROR and "mqSet" in r.remark
+
+    def unlock_raw(body: bytes) -> RemotingCommand:
+        return sim.run(client.invoke_sync(BROKER, RemotingCommand.create_request_command(
+            RequestCode.UNLOCK_BATCH_MQ, {}, body), 3_000))
+
+    r = unlock_raw(b'{"clientId":"c1","mqSet":[]}')
+    assert r.code == ResponseCode.SYSTEM_ERROR and "consumerGroup" in r.remark
+    assert unlock_raw(b'{"consumerGroup":"G","mqSet":[]}').code == ResponseCode.SUCCESS  # unlocks nobody's
     assert sim.components["broker-a"].admin_broker_processor.rebalance_lock_manager.mq_lock_table == {}
     assert [rec.getMessage() for rec in caplog.records if rec.exc_info] == []
     close(sim)

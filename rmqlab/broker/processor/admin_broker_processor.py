@@ -48,8 +48,10 @@ sync of ``enableSlaveActingMaster``); after at most 2000 ms the answer is the qu
 least ``quorum`` members, this one included. A member that fails or is late counts as not locked.
 The local lock stays even when the quorum fails, and remote locks are not rolled back, as in
 RocketMQ. A strict-mode unlock is sent to every member, this broker included, without waiting.
-Both are answered SUCCESS; a body without ``consumerGroup`` (or a lock without ``clientId``)
-answers SYSTEM_ERROR naming it, where RocketMQ's lock manager fails on the null.
+Both are answered SUCCESS. Deviation on bad input: a body without ``consumerGroup`` (or a lock
+without ``clientId``) answers SYSTEM_ERROR naming it and changes nothing; RocketMQ's lock manager
+fails on the null pointer (SYSTEM_ERROR too), except in a strict-mode unlock, which it answers
+SUCCESS while every member fails.
 
 Deviation: topic attributes are stored without RocketMQ's validation against the known attribute
 names (``AttributeUtil.alterCurrentAttributes``): "+key=value" sets, "-key" removes.
@@ -163,8 +165,8 @@ class AdminBrokerProcessor:
             RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
             RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
         }
-        # RocketMQ keeps it in BrokerController (getRebalanceLockManager); its only users are this
-        # processor's LOCK/UNLOCK_BATCH_MQ and SendMessageProcessor's retry path.
+        # Deviation: RocketMQ keeps it in BrokerController (getRebalanceLockManager); here the
+        # processor serving the locks owns it, and SendMessageProcessor's retry path reads it here.
         self.rebalance_lock_manager = RebalanceLockManager(broker.node.now_ms)
 
     async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
@@ -427,13 +429,12 @@ class AdminBrokerProcessor:
             return -1
         return decode(data, read_body=False, check_crc=False).store_timestamp
 
-
     # -- queue locks (orderly consumption) and RIP-32's lock quorum ------------------------------
     async def lock_batch_mq(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         """``lockBatchMQ``: lock the queues here; in strict mode (module docstring) also on the
         other members of the group, and grant only the queues a quorum of members locked."""
         body = LockBatchRequestBody.decode(request.body)
-        missing = self._lock_body_missing(body, "LOCK_BATCH_MQ")
+        missing = self._lock_body_missing(body, "LOCK_BATCH_MQ", need_client=True)
         if missing is not None:
             return missing
         broker = self.broker
@@ -496,7 +497,7 @@ class AdminBrokerProcessor:
         """``unlockBatchMQ``: unlock here; in strict mode, instead, send the unlock (onlyThisBroker)
         to every member of the group, this broker included, and answer at once."""
         body = UnlockBatchRequestBody.decode(request.body)
-        missing = self._lock_body_missing(body, "UNLOCK_BATCH_MQ")
+        missing = self._lock_body_missing(body, "UNLOCK_BATCH_MQ", need_client=False)
         if missing is not None:
             return missing
         broker = self.broker
@@ -517,12 +518,10 @@ class AdminBrokerProcessor:
             log.warning("unlockBatchMQ exception on %s, %s", addr, e)
 
     @staticmethod
-    def _lock_body_missing(body: LockBatchRequestBody, what: str) -> RemotingCommand | None:
-        """SYSTEM_ERROR naming the missing property: no consumerGroup, or a lock without clientId
-        (RocketMQ's lock manager fails on the null)."""
-        required = [(body.consumer_group, "consumerGroup")]
-        if isinstance(body, LockBatchRequestBody) and not isinstance(body, UnlockBatchRequestBody):
-            required.append((body.client_id, "clientId"))
+    def _lock_body_missing(body: LockBatchRequestBody, what: str, need_client: bool) -> RemotingCommand | None:
+        """SYSTEM_ERROR naming the missing property: no consumerGroup, or (a lock) no clientId
+        (module docstring)."""
+        required = [(body.consumer_group, "consumerGroup")] + ([(body.client_id, "clientId")] if need_client else [])
         for value, name in required:
             if value is None:
                 return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR,
