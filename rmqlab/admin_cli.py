@@ -5,6 +5,15 @@
     rmqlab admin updateTopic      -n 127.0.0.1:9876 (-b 127.0.0.1:10911 | -c DefaultCluster) -t TopicTest [-r 4 -w 4]
     rmqlab admin brokerStatus     -n 127.0.0.1:9876 -b 127.0.0.1:10911
     rmqlab admin consumerProgress -n 127.0.0.1:9876 -g GroupName [-t TopicTest]
+    rmqlab admin getBrokerConfig    -n 127.0.0.1:9876 -b 127.0.0.1:10911
+    rmqlab admin updateBrokerConfig -n 127.0.0.1:9876 -b 127.0.0.1:10911 -k brokerPermission -v 4
+
+topicRoute prints the route exactly as the name server answers it: with supportActingMaster, a
+group whose master is down shows its smallest-id slave as brokerId 0 and its queues read-only
+(perm 4), RIP-32's acting master. getBrokerConfig prints every setting as mqadmin does
+("%-50s=  %s") but sorted by key (mqadmin prints a Properties' hash order); updateBrokerConfig sets
+one key on a running broker: what RocketMQ lets it change, except that an unknown key or a
+malformed value is refused (exit 1, naming the key) where RocketMQ ignores it.
 
 Controller mode (RocketMQ's tools/command/controller, ha/GetSyncStateSetSubCommand and
 broker/GetBrokerEpochSubCommand; `-a` takes one controller or a list "a;b;c"):
@@ -43,6 +52,7 @@ import tempfile
 
 NAMESRV_ADDR_ENV = "NAMESRV_ADDR"  # what mqadmin reads when -n is not given
 SUBCOMMANDS = ("clusterList", "topicRoute", "updateTopic", "brokerStatus", "consumerProgress",
+               "getBrokerConfig", "updateBrokerConfig",
                "getControllerMetaData", "getSyncStateSet", "getBrokerEpoch", "electMaster", "cleanBrokerMetadata")
 
 
@@ -89,6 +99,12 @@ def add_parser(sub) -> None:
     c = command("consumerProgress", "print a consumer group's progress per queue")
     c.add_argument("-g", "--consumerGroup", dest="group")
     c.add_argument("-t", "--topic")
+    c = command("getBrokerConfig", "print a broker's settings")
+    c.add_argument("-b", "--brokerAddr", dest="broker_addr")
+    c = command("updateBrokerConfig", "change one setting of a running broker")
+    c.add_argument("-b", "--brokerAddr", dest="broker_addr")
+    c.add_argument("-k", "--key", dest="key", required=True)
+    c.add_argument("-v", "--value", dest="value", required=True)
 
     c = command("getControllerMetaData", "get the controller group's metadata", namesrv_required=False)
     c.add_argument("-a", "--controllerAddress", dest="controller_address", required=True,
@@ -181,7 +197,7 @@ def explain(e: Exception, args: argparse.Namespace) -> str:
 def _need(args: argparse.Namespace, *names: str) -> None:
     missing = [n for n in names if not getattr(args, n)]
     if missing:
-        flags = {"topic": "-t", "broker_addr": "-b", "cluster_name": "-c", "group": "-g"}
+        flags = {"topic": "-t", "broker_addr": "-b", "cluster_name": "-c", "group": "-g", "key": "-k"}
         raise ValueError(f"missing {', '.join(flags[n] for n in missing)}")
 
 
@@ -255,6 +271,26 @@ async def _consumer_progress(admin, args) -> int:
         print(f"{mq.topic:<32}{mq.broker_name:<22}{mq.queue_id:<6}{w.broker_offset:<16}{w.consumer_offset:<18}"
               f"{w.broker_offset - w.consumer_offset:<8}")
     print(f"\nDiff Total: {stats.compute_total_diff()}")
+    return 0
+
+
+async def _get_broker_config(admin, args) -> int:
+    _need(args, "broker_addr")
+    properties = await admin.get_broker_config(args.broker_addr)
+    print(f"============{args.broker_addr}============")
+    if not properties:
+        print(f"Broker[{args.broker_addr}] has no config property!")
+        return 0
+    for key in sorted(properties):
+        print(f"{key:<50}=  {properties[key]}")
+    print()
+    return 0
+
+
+async def _update_broker_config(admin, args) -> int:
+    _need(args, "broker_addr", "key")
+    await admin.update_broker_config(args.broker_addr, {args.key.strip(): args.value.strip()})
+    print(f"update broker config success, {args.broker_addr}")
     return 0
 
 
@@ -395,6 +431,7 @@ async def _clean_broker_metadata(admin, args) -> int:
 
 COMMANDS = {"clusterList": _cluster_list, "topicRoute": _topic_route, "updateTopic": _update_topic,
             "brokerStatus": _broker_status, "consumerProgress": _consumer_progress,
+            "getBrokerConfig": _get_broker_config, "updateBrokerConfig": _update_broker_config,
             "getControllerMetaData": _get_controller_meta_data, "getSyncStateSet": _get_sync_state_set,
             "getBrokerEpoch": _get_broker_epoch, "electMaster": _elect_master,
             "cleanBrokerMetadata": _clean_broker_metadata}

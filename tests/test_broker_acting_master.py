@@ -170,7 +170,7 @@ def test_heartbeats_and_member_sync_keep_the_name_server_entry_fresh(compatible)
         hb = next(e for e in sim.tracer.events if e.kind == "frame.send" and e.node == "broker-a-s1"
                   and e.fields.get("code") == RequestCode.QUERY_DATA_VERSION)
         assert hb.fields["flag"] == 2 and hb.fields["body_size"] > 0  # oneway, with the DataVersion
-    assert s1.alive_replica_num_in_group == 2
+    assert s1.message_store.get_alive_replica_num_in_group() == 2
     assert s1.broker_member_group.broker_addrs == {0: MASTER, 1: S1}
     # The check: without the slave's heartbeats its entry expires (timeout + one 5 s scan).
     s1._timers.pop("BrokerHeartbeat").cancel()
@@ -330,4 +330,40 @@ def test_pulls_held_by_an_acting_slave_go_back_to_the_master_when_it_returns():
     held, code, released, r = sim.run(scenario())
     assert held == (False, 1) and code == ResponseCode.SUCCESS and released
     assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.PULL_RETRY_IMMEDIATELY, "0")
+    close(sim)
+
+
+@pytest.mark.parametrize("settings, outcome", [
+    ({"enableSlaveActingMaster": "false"}, "FLUSH_SLAVE_TIMEOUT"),
+    ({}, "IN_SYNC_REPLICAS_NOT_ENOUGH"),
+    ({"enableAutoInSyncReplicas": "true"}, "SUCCESS"),
+    ({"enableAutoInSyncReplicas": "true", "minInSyncReplicas": "2"}, "IN_SYNC_REPLICAS_NOT_ENOUGH"),
+])
+def test_a_sync_master_whose_slave_died_counts_acks_from_the_replicas_alive(settings, outcome):
+    # SYNC_MASTER with inSyncReplicas=2 (one slave must ack); the slave dies. Classic: every put is
+    # written and waits slaveTimeout (3 s) for an ack that never comes: FLUSH_SLAVE_TIMEOUT. With
+    # slave acting master, CommitLog counts the replicas both alive in the group (the member-group
+    # sync) and in sync: 1 of the 2 asked -> refused before anything is written, unless
+    # enableAutoInSyncReplicas lowers the ask to what is there (not below minInSyncReplicas).
+    sim = group(slaves=1, inSyncReplicas="2", master_overrides={"brokerRole": "SYNC_MASTER"}, **settings)
+    master = b(sim, "broker-a")
+    c = CppClient(sim, "client")
+    sim.run_until(lambda: master.ha_service.in_sync_replicas_nums(master.message_store.get_max_phy_offset()) == 2,
+                  10_000)
+    assert c.send("TopicS", b"both alive").code == ResponseCode.SUCCESS
+    sim.nemesis.kill("broker-a-s1")
+    sim.run_for(15_000)  # the name server drops the slave's channel; the master's next syncs see it
+    if master.broker_config.enableSlaveActingMaster:
+        assert master.message_store.get_alive_replica_num_in_group() == 1
+    end, started = master.message_store.get_max_phy_offset(), sim.now_ms()
+    r = c.send("TopicS", b"slave gone")
+    waited = sim.now_ms() - started
+    if outcome == "FLUSH_SLAVE_TIMEOUT":
+        assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT and waited >= 3_000
+        assert master.message_store.get_max_phy_offset() > end
+    elif outcome == "SUCCESS":
+        assert r.code == ResponseCode.SUCCESS and waited < 100
+    else:
+        assert r.code == ResponseCode.SYSTEM_ERROR and "in-sync replicas not enough" in (r.remark or "")
+        assert master.message_store.get_max_phy_offset() == end
     close(sim)

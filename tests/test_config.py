@@ -72,6 +72,8 @@ def test_template_set_is_complete():
         "2m-noslave/broker-a.properties", "2m-noslave/broker-b.properties",
         *(f"{mode}/broker-{b}.properties" for mode in ("2m-2s-async", "2m-2s-sync") for b in ("a", "b", "a-s", "b-s")),
         *(f"controller/{kind}-n{i}.conf" for kind in ("namesrv", "controller", "broker") for i in range(3)),
+        "acting-master/namesrv.conf",
+        *(f"acting-master/broker-{g}{m}.properties" for g in "ab" for m in ("", "-s1", "-s2")),
     }
     assert names == expected
 

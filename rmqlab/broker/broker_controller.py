@@ -172,9 +172,6 @@ class BrokerController(Component):
         self.min_broker_addr_in_group: str | None = None
         self.special_service_running = False
         self.broker_member_group: BrokerMemberGroup | None = None  # the last one synced (start: self)
-        # DefaultMessageStore.aliveReplicaNumInGroup: kept here, as rmqlab's store does not use it
-        # (RocketMQ's CommitLog caps the acks a put waits for with it under slave acting master).
-        self.alive_replica_num_in_group = 1
         self.broker_init_max_offset = -1  # DefaultMessageStore.brokerInitMaxOffset: max offset after load
         self._min_broker_lock: asyncio.Lock | None = None
         self.update_master_ha_server_addr_periodically = False
@@ -359,6 +356,7 @@ class BrokerController(Component):
         msc, clock = self.message_store_config, self.node.now_ms
         self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host)
         self.message_store.load()
+        self.message_store.set_slave_acting_master(self.broker_config.enableSlaveActingMaster)
         self.broker_init_max_offset = self.message_store.get_max_phy_offset()
         correct_delay_offset(self)  # ScheduleMessageService.load: offsets within their queues
         # The delay levels' tasks sleep while their queues hold nothing (DeliverDelayedMessageTimerTask).
@@ -557,7 +555,7 @@ class BrokerController(Component):
             return
         self.broker_member_group = group
         addrs = group.broker_addrs
-        self.alive_replica_num_in_group = len(addrs) if bc.brokerId in addrs else len(addrs) + 1
+        self.message_store.set_alive_replica_num_in_group(len(addrs) if bc.brokerId in addrs else len(addrs) + 1)
         if not self.is_isolated:
             min_broker_id = group.minimum_broker_id()
             await self.update_min_broker(min_broker_id, addrs.get(min_broker_id))
@@ -591,7 +589,7 @@ class BrokerController(Component):
             return
         try:
             await asyncio.wait_for(self._min_broker_lock.acquire(), UPDATE_MIN_BROKER_LOCK_WAIT_MS / 1000)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.error("Update min broker error, the lock is held")
             return
         try:

@@ -119,6 +119,9 @@ def controller_template(name: str) -> str:
 
 _FOUR = ("broker-a", "broker-a-s", "broker-b", "broker-b-s")
 _CONTROLLER_BROKERS = {f"broker-n{i}": f"controller/broker-n{i}.conf" for i in range(3)}
+# Slave acting master (RIP-32): two groups of three replicas (id 0, 1, 2), conf/acting-master/.
+_ACTING_MASTER_BROKERS = {f"broker-{g}{m}": f"acting-master/broker-{g}{m}.properties"
+                          for g in ("a", "b") for m in ("", "-s1", "-s2")}
 
 MODES: dict[str, DeploymentMode] = {m.name: m for m in (
     DeploymentMode("single-master", {"broker-a": "broker.conf"}),
@@ -128,6 +131,10 @@ MODES: dict[str, DeploymentMode] = {m.name: m for m in (
     # Controller mode ("主备自动切换模式部署"): broker set broker-a of three replicas, conf/controller/.
     DeploymentMode("controller-embedded", _CONTROLLER_BROKERS, controllers=EMBEDDED),
     DeploymentMode("controller-standalone", _CONTROLLER_BROKERS, controllers=STANDALONE),
+    # Its name server rewrites routes (supportActingMaster) and notifies members of a group's
+    # minimum id (notifyMinBrokerIdChanged); the brokers enable slave acting master. Three replicas
+    # per group, so that a group keeps an acting master and a quorum after losing its master.
+    DeploymentMode("acting-master", _ACTING_MASTER_BROKERS, namesrvs={NAMESRV: "acting-master/namesrv.conf"}),
 )}
 
 

@@ -84,6 +84,7 @@ class NamesrvController(Component):
         self.remoting_server: RemotingServer | None = None
         self.remoting_client: RemotingClient | None = None
         self._notify_tasks: set[asyncio.Task] = set()
+        self._shutting_down = False  # no more notices: the channels closing now are this server's own
         self.broker_housekeeping_service = BrokerHousekeepingService(self)
         self._scan_timer: Timer | None = None
         self._next_scan_at = 0.0
@@ -107,6 +108,7 @@ class NamesrvController(Component):
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, node: Node) -> None:
         self.node = node
+        self._shutting_down = False
         self.route_info_manager = RouteInfoManager(self.namesrv_config, node.now_ms, logger=node.log,
                                                    on_event=self._trace_event, on_trace=node.trace)
         server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
@@ -129,6 +131,7 @@ class NamesrvController(Component):
         self._trace_event("INFO", self.boot_success_message())
 
     async def shutdown(self) -> None:
+        self._shutting_down = True
         self._cancel_scan()
         self._cancel_notify_tasks()
         if self.controller_manager is not None:
@@ -141,6 +144,7 @@ class NamesrvController(Component):
     def on_crash(self) -> None:
         # The tables were only in memory: they die with the process (brokers re-register); the
         # embedded controller's Raft journal stays on disk.
+        self._shutting_down = True
         self._cancel_scan()
         self._cancel_notify_tasks()
         if self.controller_manager is not None:
@@ -188,7 +192,10 @@ class NamesrvController(Component):
         oneway request per target, each in a task of its own, so the caller does not wait."""
         if self.route_info_manager is None:
             return
-        for change in self.route_info_manager.take_min_broker_id_changes():
+        changes = self.route_info_manager.take_min_broker_id_changes()
+        if self._shutting_down:
+            return  # the server's own channels closing as it stops: nobody left to tell
+        for change in changes:
             for broker_addr in change.broker_addrs:
                 # One command per target: sending sets the command's opaque for its connection.
                 request = RemotingCommand.create_request_command(RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE,

@@ -80,6 +80,11 @@ class CommitLog:
         # (None: a bare commitlog, never SYNC_MASTER); the HA service attaches itself
         # (DefaultMessageStore.set_ha_service).
         self.store_config = store_config
+        # Slave acting master (RIP-32; DefaultMessageStore.set_slave_acting_master): a SYNC_MASTER
+        # waits for at most as many replicas as the group has alive (the broker's member-group sync
+        # counts them), so a group that lost its slaves keeps taking writes.
+        self.enable_slave_acting_master = False
+        self.alive_replica_num_in_group = 1
         # The broker's messageDelayLevel: a SCHEDULE_TOPIC_XXXX unit's tags code is its deliver time,
         # computed from this table when the record is dispatched (None: RocketMQ's default levels).
         self.delay_level_table = store_config.get_delay_level_table() if store_config is not None else None
@@ -97,7 +102,9 @@ class CommitLog:
         classic rule: inSyncReplicas. Controller mode, which the AutoSwitchHAService brings
         (``decide_write_ack``): refused before anything is written when fewer than
         minInSyncReplicas replicas are in sync, else inSyncReplicas or, with allAckInSyncStateSet,
-        every SyncStateSet member. (slave-acting-master's enableAutoInSyncReplicas is not modelled.)
+        every SyncStateSet member. Slave acting master (RIP-32): ``calcNeedAckNums`` of the replicas
+        that are both alive in the group and in sync; refused (IN_SYNC_REPLICAS_NOT_ENOUGH) before
+        anything is written when that asks for more than there are.
         """
         need_handle_ha = self._need_handle_ha(msg)
         need_ack_nums = 1
@@ -109,6 +116,13 @@ class CommitLog:
                 if decision.refuse is not None:
                     return CompletableFuture.completed(PutMessageResult(decision.refuse))
                 need_ack_nums = decision.need_ack_nums
+            elif self.enable_slave_acting_master:
+                in_sync_replicas = min(self.alive_replica_num_in_group,
+                                       self.ha_service.in_sync_replicas_nums(self.get_max_offset()))
+                need_ack_nums = self.calc_need_ack_nums(in_sync_replicas)
+                if need_ack_nums > in_sync_replicas:
+                    # RocketMQ: "Tell the producer, don't have enough slaves to handle the send request"
+                    return CompletableFuture.completed(PutMessageResult(PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH))
         msg.store_timestamp = self.clock()
         msg.store_host = self.store_host
         key = f"{msg.topic}-{msg.queue_id}"
@@ -123,6 +137,15 @@ class CommitLog:
         if not need_handle_ha and not self.sync_flush:  # the common case: nothing to wait for
             return CompletableFuture.completed(PutMessageResult(PutMessageStatus.PUT_OK, result))
         return self._handle_disk_flush_and_ha(result, msg, need_ack_nums, need_handle_ha)
+
+    def calc_need_ack_nums(self, in_sync_replicas: int) -> int:
+        """``calcNeedAckNums``: inSyncReplicas; with enableAutoInSyncReplicas, no more than the
+        replicas in sync but at least minInSyncReplicas."""
+        cfg = self.store_config
+        need_ack_nums = cfg.inSyncReplicas
+        if cfg.enableAutoInSyncReplicas:
+            need_ack_nums = max(min(need_ack_nums, in_sync_replicas), cfg.minInSyncReplicas)
+        return need_ack_nums
 
     def _append(self, msg: MessageExtBrokerInner, queue_offset: int) -> AppendMessageResult:
         mfq = self.mapped_file_queue

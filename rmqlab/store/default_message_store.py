@@ -91,6 +91,19 @@ class DefaultMessageStore:
         self.ha_service = ha_service
         self.commit_log.ha_service = ha_service
 
+    def set_slave_acting_master(self, enabled: bool) -> None:
+        """The broker's enableSlaveActingMaster, which changes how many acks a SYNC_MASTER put
+        waits for (``CommitLog.async_put_message``). RocketMQ's store reads it from the BrokerConfig
+        it holds; rmqlab's store has none."""
+        self.commit_log.enable_slave_acting_master = enabled
+
+    def set_alive_replica_num_in_group(self, alive_replica_nums: int) -> None:
+        """``setAliveReplicaNumInGroup``: what the broker's member-group sync counted."""
+        self.commit_log.alive_replica_num_in_group = alive_replica_nums
+
+    def get_alive_replica_num_in_group(self) -> int:
+        return self.commit_log.alive_replica_num_in_group
+
     @property
     def flush_commit_log_service(self):
         """FlushRealTimeService (ASYNC_FLUSH) or GroupCommitService (SYNC_FLUSH)."""

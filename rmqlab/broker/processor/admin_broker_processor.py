@@ -15,7 +15,13 @@ Served here (what the rmqlab Admin client and SlaveSynchronize use):
 * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201);
 * GET_ALL_CONSUMER_OFFSET (43) — consumerOffset.json's text; GET_ALL_DELAY_OFFSET (45) —
   delayOffset.json's text (empty content answers SYSTEM_ERROR, as in RocketMQ);
-* GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) — a queue's offsets;
+* GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) — a queue's offsets; SEARCH_OFFSET_BY_TIMESTAMP (29) —
+  the queue offset of a store time (``getOffsetInQueueByTime``, see ``get_offset_in_queue_by_time``);
+  GET_EARLIEST_MSG_STORETIME (32) — the store time of a queue's first message. RIP-32: none of
+  them checks the broker's role, so a slave the name server shows as brokerId 0 (acting master)
+  answers them from its own store, as RocketMQ's slave does;
+* GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG (25) — ``mqadmin getBrokerConfig`` /
+  ``updateBrokerConfig``: the broker's settings as properties text (see ``update_broker_config``);
 * GET_BROKER_RUNTIME_INFO (28) — ``mqadmin brokerStatus``, a KVTable;
 * GET_CONSUME_STATS (208) — ``mqadmin consumerProgress``, a ConsumeStats;
 * controller mode: NOTIFY_BROKER_ROLE_CHANGED (1008, oneway from
@@ -66,6 +72,8 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from rmqlab.broker.client.rebalance_lock_manager import RebalanceLockManager
+from rmqlab.common.boundary_type import BoundaryType
+from rmqlab.common.data_version import DataVersion
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.config.broker import MASTER_ID
@@ -87,6 +95,10 @@ from rmqlab.remoting.protocol.header.broker.consumer_offset import (GetMaxOffset
                                                                     GetMinOffsetRequestHeader,
                                                                     GetMinOffsetResponseHeader)
 from rmqlab.remoting.protocol.header.broker.header_util import write_header
+from rmqlab.remoting.protocol.header.broker.offset_query import (GetBrokerConfigResponseHeader,
+                                                                 GetEarliestMsgStoretimeRequestHeader,
+                                                                 GetEarliestMsgStoretimeResponseHeader,
+                                                                 SearchOffsetRequestHeader, SearchOffsetResponseHeader)
 from rmqlab.remoting.protocol.header.controller import NotifyBrokerRoleChangedRequestHeader
 from rmqlab.remoting.protocol.header.exchange_ha_info_header import (ExchangeHAInfoRequestHeader,
                                                                     ExchangeHAInfoResponseHeader)
@@ -162,9 +174,15 @@ class AdminBrokerProcessor:
             RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self.notify_broker_role_changed,
             RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE: self.notify_min_broker_id_change,
             RequestCode.EXCHANGE_BROKER_HA_INFO: self.update_broker_ha_info,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
+            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
             RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
         }
+        # Configuration.dataVersion: bumped by every UPDATE_BROKER_CONFIG, answered by GET_BROKER_CONFIG.
+        self.configuration_data_version: DataVersion | None = None
         # Deviation: RocketMQ keeps it in BrokerController (getRebalanceLockManager); here the
         # processor serving the locks owns it, and SendMessageProcessor's retry path reads it here.
         self.rebalance_lock_manager = RebalanceLockManager(broker.node.now_ms)
@@ -429,6 +447,84 @@ class AdminBrokerProcessor:
             return -1
         return decode(data, read_body=False, check_crc=False).store_timestamp
 
+    # -- master-only queries (RIP-32: served by whichever broker the route shows as id 0) ----------
+    def search_offset_by_timestamp(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        header = SearchOffsetRequestHeader.decode(request)
+        offset = get_offset_in_queue_by_time(self.broker.message_store, header.topic, header.queue_id,
+                                             header.timestamp, header.get_boundary_type())
+        response = RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+        return write_header(response, SearchOffsetResponseHeader(offset))
+
+    def get_earliest_msg_storetime(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        header = GetEarliestMsgStoretimeRequestHeader.decode(request)
+        timestamp = get_earliest_message_time(self.broker.message_store, header.topic, header.queue_id)
+        response = RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+        return write_header(response, GetEarliestMsgStoretimeResponseHeader(timestamp))
+
+    # -- the broker's configuration ------------------------------------------------------------------
+    def _configuration_version(self) -> DataVersion:
+        if self.configuration_data_version is None:
+            self.configuration_data_version = DataVersion(timestamp=self.broker.node.now_ms())
+        return self.configuration_data_version
+
+    def get_broker_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``getBrokerConfig``: ``Configuration.getAllConfigsFormatString`` (every field of
+        BrokerConfig, the Netty configs and MessageStoreConfig as sorted ``key=value`` lines, null
+        ones left out) and the configuration's DataVersion in the header."""
+        response = RemotingCommand.create_response_command(ResponseCode.SUCCESS,
+                                                           body=broker_config_text(self.broker).encode("utf-8"))
+        return write_header(response, GetBrokerConfigResponseHeader(self._configuration_version().to_json()))
+
+    async def update_broker_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``updateBrokerConfig``: the body's properties set the fields of that name on the live
+        config objects (``Configuration.update``); a key of the black list (BrokerConfig's
+        ``configBlackList``, default "configBlackList;brokerConfigPath") is NO_PERMISSION; a change
+        of ``brokerPermission`` bumps the topic DataVersion and re-registers at once.
+
+        As in RocketMQ every other key may be changed; one the broker reads only at start-up (ports,
+        paths, brokerRole) changes the value shown, not the running broker, until it restarts.
+        Deviations: RocketMQ ignores an unknown key and a value that does not parse (MixAll.properties2Object
+        swallows the error) and answers SUCCESS; here either is INVALID_PARAMETER naming the key and
+        nothing is changed. The new values live in memory only (RocketMQ also writes them to
+        brokerConfigPath, which its start-up does not read back)."""
+        from rmqlab.config.errors import ConfigError
+        from rmqlab.config.fields import BadValue, parse_text
+        from rmqlab.config.properties import parse_properties
+
+        log.info("Broker receive request to update config, caller address=%s", channel.remote_addr)
+        if not request.body:
+            return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+        try:
+            entries = parse_properties(request.body.decode("utf-8"), "updateBrokerConfig")
+        except (ConfigError, UnicodeDecodeError):
+            log.error("string2Properties error")
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "string2Properties error")
+        if any(e.key in CONFIG_BLACK_LIST for e in entries):
+            return RemotingCommand.create_response_command(ResponseCode.NO_PERMISSION,
+                                                           "Can not update config in black list.")
+        targets = _config_targets(self.broker)
+        changes: list[tuple[object, str, object]] = []
+        for entry in entries:
+            fields = targets.get(entry.key)
+            if not fields:
+                return RemotingCommand.create_response_command(ResponseCode.INVALID_PARAMETER,
+                                                               _unknown_key(self.broker, entry.key))
+            for obj, spec in fields:
+                try:
+                    changes.append((obj, entry.key, parse_text(spec, entry.value)))
+                except BadValue as e:
+                    return RemotingCommand.create_response_command(
+                        ResponseCode.INVALID_PARAMETER, f"{entry.key} = '{entry.value}': expected {e.expected}")
+        log.info("updateBrokerConfig, new config: [%s] client: %s ",
+                 ", ".join(f"{e.key}={e.value}" for e in entries), channel.remote_addr)
+        for obj, key, value in changes:
+            setattr(obj, key, value)
+        self._configuration_version().next_version(self.broker.node.now_ms())
+        if any(e.key == "brokerPermission" for e in entries):
+            self.broker.topic_config_manager.update_data_version()
+            await self.broker.register_broker_all(False, False, True)
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+
     # -- queue locks (orderly consumption) and RIP-32's lock quorum ------------------------------
     async def lock_batch_mq(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         """``lockBatchMQ``: lock the queues here; in strict mode (module docstring) also on the
@@ -527,3 +623,128 @@ class AdminBrokerProcessor:
                 return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR,
                                                                f"{what} without {name}: nothing locked or unlocked")
         return None
+
+
+# BrokerConfig.configBlackList's default: keys UPDATE_BROKER_CONFIG refuses (rmqlab has neither field).
+CONFIG_BLACK_LIST = frozenset({"configBlackList", "brokerConfigPath"})
+
+
+def _config_targets(broker: BrokerController) -> dict[str, list[tuple[object, Any]]]:
+    """key -> (config object, FieldSpec) of every object that has a field of that name."""
+    from rmqlab.config.fields import config_fields, spec_of
+
+    targets: dict[str, list[tuple[object, Any]]] = {}
+    for _, obj in broker.startup_config.config_objects():
+        for f in config_fields(obj):
+            targets.setdefault(f.name, []).append((obj, spec_of(f)))
+    return targets
+
+
+def _unknown_key(broker: BrokerController, key: str) -> str:
+    """Why ``key`` cannot be set, as the loader words it for a file (a typo and its closest key, a
+    RocketMQ setting rmqlab does not implement, a key of another component)."""
+    from rmqlab.config.loader import _Applier
+
+    applier = _Applier(broker.startup_config, [obj for _, obj in broker.startup_config.config_objects()])
+    return "updateBrokerConfig: " + applier._not_applied(key, "").removeprefix(": ").removesuffix("; ignored")
+
+
+def broker_config_text(broker: BrokerController) -> str:
+    """``Configuration.getAllConfigsFormatString``: the objects' fields merged in registration order
+    (a later object's field of the same name wins), sorted by key, null values left out."""
+    from rmqlab.config.fields import config_fields, format_value
+
+    merged: dict[str, str] = {}
+    for _, obj in broker.startup_config.config_objects():
+        for f in config_fields(obj):
+            value = getattr(obj, f.name)
+            if value is not None:
+                merged[f.name] = format_value(value)
+    return "".join(f"{key}={merged[key]}\n" for key in sorted(merged))
+
+
+def pickup_store_timestamp(store, offset: int, size: int) -> int:
+    """``CommitLog.pickupStoreTimestamp``: the store time of the message at ``offset``, -1 when it
+    is outside the commit log."""
+    commit_log = store.commit_log
+    if offset < commit_log.get_min_offset() or offset + size > commit_log.get_max_offset():
+        return -1
+    data = commit_log.get_message(offset, size)
+    if len(data) != size:
+        return -1
+    return decode(data, read_body=False, check_crc=False).store_timestamp
+
+
+def get_earliest_message_time(store, topic: str, queue_id: int) -> int:
+    """``DefaultMessageStore.getEarliestMessageTime(topic, queueId)``: the store time of the queue's
+    first unit (at its min offset), -1 when the queue is empty or the message is gone."""
+    cq = store.consume_queue_table.get((topic, queue_id))
+    if cq is None:
+        return -1
+    units = cq.get_units(cq.get_min_offset_in_queue(), 1)
+    if not units:
+        return -1
+    phy, size, _ = units[0]
+    return pickup_store_timestamp(store, phy, size)
+
+
+def get_offset_in_queue_by_time(store, topic: str, queue_id: int, timestamp: int, boundary: BoundaryType) -> int:
+    """``DefaultMessageStore.getOffsetInQueueByTime`` with ``ConsumeQueue.binarySearchInQueueByTime``:
+    a binary search of the queue's units by the store time of their messages.
+
+    LOWER: the first offset whose message was stored at or after ``timestamp``; UPPER: the last
+    one stored at or before it. A time after the last message: LOWER the max offset, UPPER the last
+    offset; before the first message: the min offset. With no message at exactly ``timestamp`` the
+    two bracket it (UPPER < LOWER, RocketMQ's "range query" reading). The result is clamped to
+    [min offset, max offset]; an empty or unknown queue answers 0; a unit whose message left the
+    commit log counts as older than any time. Deviation: RocketMQ first picks the consume-queue file
+    by time (``getConsumeQueueMappedFileByTime``) and searches in it; rmqlab searches the whole
+    queue, which gives the same offset."""
+    cq = store.consume_queue_table.get((topic, queue_id))
+    if cq is None:
+        return 0
+    floor, end = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
+    result = _binary_search_in_queue_by_time(store, cq, floor, end - 1, timestamp, boundary) if end > floor else 0
+    return min(max(result, floor), end)
+
+
+def _binary_search_in_queue_by_time(store, cq, floor: int, ceiling: int, timestamp: int,
+                                    boundary: BoundaryType) -> int:
+    def unit(index: int) -> tuple[int, int]:
+        phy, size, _ = cq.get_units(index, 1)[0]
+        return phy, size
+
+    def store_time(index: int) -> int:
+        return pickup_store_timestamp(store, *unit(index))
+
+    if store_time(ceiling) < timestamp:  # every message is older
+        return ceiling + 1 if boundary is BoundaryType.LOWER else ceiling
+    if store_time(floor) > timestamp:  # every message is newer
+        return floor
+    min_phy = store.get_min_phy_offset()
+    low, high = floor, ceiling
+    target = left = right = -1
+    while high >= low:
+        mid = (low + high) // 2
+        phy, size = unit(mid)
+        if phy < min_phy:
+            low, left = mid + 1, mid
+            continue
+        t = pickup_store_timestamp(store, phy, size)
+        if t < 0:
+            log.warning("Failed to query store timestamp for commit log offset: %d", phy)
+            return 0
+        if t == timestamp:
+            target = mid
+            break
+        if t > timestamp:
+            high, right = mid - 1, mid
+        else:
+            low, left = mid + 1, mid
+    if target == -1:
+        return right if boundary is BoundaryType.LOWER else left
+    # Neighbours may share the store time: walk to the first (LOWER) or last (UPPER) of them.
+    step, limit = (-1, floor) if boundary is BoundaryType.LOWER else (1, ceiling)
+    while target != limit and store_time(target + step) == timestamp:
+        target += step
+    return target

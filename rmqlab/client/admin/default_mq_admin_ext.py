@@ -9,6 +9,9 @@
     route = await admin.examine_topic_route_info("TopicTest")         # topicRoute
     await admin.create_and_update_topic_config_by_cluster("DefaultCluster", TopicConfig("T", 8, 8))
     kv = await admin.fetch_broker_runtime_stats("127.0.0.1:10911")    # brokerStatus
+    props = await admin.get_broker_config("127.0.0.1:10911")          # getBrokerConfig
+    await admin.update_broker_config("127.0.0.1:10911", {"brokerPermission": "4"})  # updateBrokerConfig
+    offset = await admin.search_offset(MessageQueue("TopicTest", "broker-a", 0), 1_700_000_000_000)
     stats = await admin.examine_consume_stats("CG", "TopicTest")      # consumerProgress
     meta = await admin.get_controller_meta_data("127.0.0.1:9878")     # getControllerMetaData
     info = await admin.get_in_sync_state_data("127.0.0.1:9878;127.0.0.1:9868", ["broker-a"])  # getSyncStateSet
@@ -23,6 +26,12 @@
   registers the topic with the name servers at once); ``..._by_cluster`` sends it to the master of
   every group of a cluster, as ``mqadmin updateTopic -c`` does;
 * ``fetch_broker_runtime_stats`` - GET_BROKER_RUNTIME_INFO (28), the broker's key/value table;
+* ``get_broker_config`` / ``update_broker_config`` - GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG
+  (25) to one broker: its settings as properties; a refused key or value is MQBrokerException with
+  the broker's reason;
+* ``search_offset``, ``max_offset``, ``min_offset``, ``earliest_msg_store_time`` - the queue
+  queries of MQAdminImpl (29, 30, 31, 32), sent to the route's brokerId 0 (a RIP-32 acting
+  master while the group's master is down);
 * ``examine_consume_stats`` - GET_CONSUME_STATS (208) from every group that holds the consumer
   group's retry topic (or the topic): per queue the broker's max offset, the group's committed
   offset and the last consumed store time; ``compute_total_diff`` is the backlog;
@@ -51,6 +60,7 @@ from rmqlab.client.client_config import DEFAULT_INSTANCE_NAME, ClientConfig
 from rmqlab.client.exceptions import MQClientException
 from rmqlab.client.impl.mq_client_api_impl import controller_address_list
 from rmqlab.client.impl.mq_client_manager import MQClientManager
+from rmqlab.common.boundary_type import BoundaryType
 from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.common.topic_config import TopicConfig
@@ -59,7 +69,7 @@ from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup
 from rmqlab.remoting.protocol.body.broker_replicas_info import BrokerReplicasInfo
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
-from rmqlab.remoting.protocol.header.broker.admin import ConsumeStats, KVTable
+from rmqlab.remoting.protocol.header.broker.admin import ConsumeStats, KVTable, MessageQueue
 from rmqlab.remoting.protocol.header.controller import ElectMasterResponseHeader, GetMetaDataResponseHeader
 from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID, TopicRouteData
 from rmqlab.remoting.response_code import ResponseCode
@@ -115,6 +125,11 @@ class DefaultMQAdminExt:
             raise MQClientException(-1, "The admin client is not started")
         return self.client_factory.mq_client_api_impl
 
+    @property
+    def _admin_impl(self):
+        self._api  # noqa: B018 - the same refusal when not started
+        return self.client_factory.mq_admin_impl
+
     # -- clusterList, topicRoute -----------------------------------------------------------------
     async def examine_broker_cluster_info(self) -> ClusterInfo:
         return await self._api.get_broker_cluster_info(self.timeout_millis)
@@ -155,6 +170,29 @@ class DefaultMQAdminExt:
     # -- brokerStatus ----------------------------------------------------------------------------
     async def fetch_broker_runtime_stats(self, broker_addr: str) -> KVTable:
         return await self._api.get_broker_runtime_info(broker_addr, self.timeout_millis)
+
+    # -- getBrokerConfig, updateBrokerConfig ----------------------------------------------------------
+    async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
+        return await self._api.get_broker_config(broker_addr, self.timeout_millis)
+
+    async def update_broker_config(self, broker_addr: str, properties: dict[str, str]) -> None:
+        await self._api.update_broker_config(broker_addr, properties, self.timeout_millis)
+
+    # -- queue offsets (MQAdminImpl: asked of the route's brokerId 0) --------------------------------
+    async def search_offset(self, mq: MessageQueue, timestamp: int,
+                            boundary_type: BoundaryType = BoundaryType.LOWER) -> int:
+        """``searchOffset`` (LOWER); ``searchLowerBoundaryOffset`` / ``searchUpperBoundaryOffset``
+        are this with the boundary given."""
+        return await self._admin_impl.search_offset(mq, timestamp, boundary_type)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self._admin_impl.max_offset(mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self._admin_impl.min_offset(mq)
+
+    async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
+        return await self._admin_impl.earliest_msg_store_time(mq)
 
     # -- consumerProgress ------------------------------------------------------------------------
     async def examine_consume_stats(self, consumer_group: str, topic: str | None = None) -> ConsumeStats:

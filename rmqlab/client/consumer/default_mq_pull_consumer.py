@@ -19,6 +19,9 @@ A pull (``pullSyncImpl``) sends sysFlag 4 (subscription, no suspend, no commit) 
 broker holds the request up to ``broker_suspend_max_time_millis`` (20 s) until a message arrives.
 The subscription expression ("*", "TagA || TagB") filters by tag on the broker and again here.
 
+``max_offset``, ``min_offset``, ``search_offset`` (by store time) and ``earliest_msg_store_time``
+ask the route's brokerId 0 (MQAdminImpl) - the acting master while a RIP-32 group's master is down.
+
 Offsets: ``update_consume_offset`` records one in memory; ``fetch_consume_offset(mq, True)`` asks the
 broker (QUERY_CONSUMER_OFFSET). Deviation: Java persists (every 5 s and on shutdown) only the
 queues of topics registered for rebalancing, so a plain pull consumer's offsets are never written;
@@ -142,6 +145,17 @@ class DefaultMQPullConsumer:
     async def min_offset(self, mq: MessageQueue) -> int:
         self._is_running()
         return await self.client_factory.mq_admin_impl.min_offset(mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
+        """``searchOffset``: the first offset of ``mq`` stored at or after ``timestamp`` (ms),
+        SEARCH_OFFSET_BY_TIMESTAMP to the route's brokerId 0."""
+        self._is_running()
+        return await self.client_factory.mq_admin_impl.search_offset(mq, timestamp)
+
+    async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
+        """``earliestMsgStoreTime``: the store time of the first message of ``mq``, -1 if none."""
+        self._is_running()
+        return await self.client_factory.mq_admin_impl.earliest_msg_store_time(mq)
 
     def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
         self.offset_store.update_offset(mq, offset, False)

@@ -59,6 +59,7 @@ and every send-back (``f="send_back"``); the push consumer's own pulls are not c
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 from typing import TYPE_CHECKING
 
@@ -96,6 +97,27 @@ SEND_MESSAGE_BACK_TIMEOUT_MILLIS = 5000  # the timeout of sendMessageBack's requ
 DEFAULT_MAX_RECONSUME_TIMES = 16  # what maxReconsumeTimes -1 means for a concurrent consumer
 
 
+DEFAULT_CONSUME_TIMESTAMP_BEFORE_MS = 30 * 60 * 1000  # consumeTimestamp's default: half an hour ago
+CONSUME_TIMESTAMP_FORMAT = "%Y%m%d%H%M%S"  # UtilAll.YYYYMMDDHHMMSS
+
+
+def format_consume_timestamp(millis: int) -> str:
+    """``UtilAll.timeMillisToHumanString3``: local time, to the second."""
+    return datetime.datetime.fromtimestamp(millis / 1000).strftime(CONSUME_TIMESTAMP_FORMAT)
+
+
+def parse_consume_timestamp(text: str) -> int:
+    """``UtilAll.parseDate(consumeTimestamp, YYYYMMDDHHMMSS).getTime()``: epoch ms of a local time;
+    MQClientException with checkConfig's message when it does not parse."""
+    try:
+        if len(text) != 14 or not text.isdigit():
+            raise ValueError(text)
+        return int(datetime.datetime.strptime(text, CONSUME_TIMESTAMP_FORMAT).timestamp() * 1000)
+    except (TypeError, ValueError):
+        raise MQClientException(-1, "consumeTimestamp is invalid, the valid format is yyyyMMddHHmmss,but "
+                                    f"received {text}") from None
+
+
 class DefaultMQPushConsumer:
     def __init__(self, consumer_group: str, namesrv_addr: str | None = None, *,
                  client_config: ClientConfig | None = None,
@@ -104,17 +126,19 @@ class DefaultMQPushConsumer:
                  consume_thread_max: int = 20, consume_message_batch_max_size: int = 1, pull_batch_size: int = 32,
                  pull_interval: int = 0, pull_threshold_for_queue: int = 1000,
                  consume_concurrently_max_span: int = 2000, post_subscription_when_pull: bool = False,
-                 pull_time_delay_mills_when_exception: int = 3000, max_reconsume_times: int = -1):
-        if consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            # It needs SEARCH_OFFSET_BY_TIMESTAMP, which rmqlab's broker does not serve.
-            raise MQClientException(-1, "CONSUME_FROM_TIMESTAMP is not supported: rmqlab's broker has no "
-                                        "SEARCH_OFFSET_BY_TIMESTAMP")
+                 pull_time_delay_mills_when_exception: int = 3000, max_reconsume_times: int = -1,
+                 consume_timestamp: str | None = None):
+        if consume_timestamp is not None:
+            parse_consume_timestamp(consume_timestamp)  # checkConfig: refuse a malformed one now
         self.consumer_group = consumer_group
         self.client_config = client_config or ClientConfig()
         if namesrv_addr is not None:
             self.client_config.namesrv_addr = namesrv_addr
         self.message_model = MessageModel.CLUSTERING
         self.consume_from_where = consume_from_where
+        # consumeTimestamp, "yyyyMMddHHmmss" in local time: where a new group starts with
+        # CONSUME_FROM_TIMESTAMP. None: half an hour before start (Java: before construction).
+        self.consume_timestamp = consume_timestamp
         self.allocate_message_queue_strategy = allocate_message_queue_strategy
         self.consume_thread_max = consume_thread_max
         self.consume_message_batch_max_size = consume_message_batch_max_size
@@ -170,6 +194,8 @@ class DefaultMQPushConsumer:
         if self.message_listener is None:
             raise MQClientException(-1, "messageListener is null")
         self.node = node
+        if self.consume_timestamp is None:
+            self.consume_timestamp = format_consume_timestamp(node.now_ms() - DEFAULT_CONSUME_TIMESTAMP_BEFORE_MS)
         # copySubscription: the subscriptions, plus the group's retry topic in clustering mode.
         for topic, expression in sorted(self.subscription.items()):
             data = build_subscription_data(topic, expression)

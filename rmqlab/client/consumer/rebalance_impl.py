@@ -12,7 +12,9 @@ For every subscribed topic (the retry topic ``%RETRY%<group>`` included), ``reba
    stalled for 2 minutes;
 3. for each new queue computes where to start (``computePullFromWhere``): the group's offset on the
    broker; with none (a new group) CONSUME_FROM_LAST_OFFSET takes the queue's max offset (0 for a
-   retry topic), CONSUME_FROM_FIRST_OFFSET 0. (A broker answers offset 0 rather than "none" for
+   retry topic), CONSUME_FROM_FIRST_OFFSET 0, CONSUME_FROM_TIMESTAMP the offset of the consumer's
+   ``consume_timestamp`` (SEARCH_OFFSET_BY_TIMESTAMP, LOWER; the max offset for a retry topic),
+   asked of the route's brokerId 0 - the acting master while a RIP-32 group's master is down. (A broker answers offset 0 rather than "none" for
    a fresh queue whose first message is still in memory, ConsumerManageProcessor, so a new group reads a
    young topic from its start either way.) Then a pull request is dispatched 500 ms later;
 4. when the share changed, the subscription's version is bumped and a heartbeat sent to every
@@ -193,6 +195,19 @@ class RebalanceImpl:
                 return await self.client_factory.mq_admin_impl.max_offset(mq)
             except Exception as e:
                 raise MQClientException(ResponseCode.SYSTEM_ERROR, f"Compute consume offset from last offset "
+                                                                    f"exception, mq={mq}", e) from e
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            from rmqlab.client.consumer.default_mq_push_consumer import parse_consume_timestamp
+
+            admin = self.client_factory.mq_admin_impl
+            try:
+                if mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                    return await admin.max_offset(mq)
+                return await admin.search_offset(mq, parse_consume_timestamp(self.consumer.consume_timestamp))
+            except MQClientException:
+                raise
+            except Exception as e:
+                raise MQClientException(ResponseCode.SYSTEM_ERROR, f"Compute consume offset from timestamp "
                                                                     f"exception, mq={mq}", e) from e
         return 0  # CONSUME_FROM_FIRST_OFFSET: an offset below the queue's start is fixed by OFFSET_ILLEGAL
 

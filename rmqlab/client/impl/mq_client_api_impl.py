@@ -26,6 +26,9 @@ Requests to brokers:
     ACK_MESSAGE (200051)             ack_message             AckMessageRequestHeader -> AckResult
     CHANGE_MESSAGE_INVISIBLETIME (200053)  change_invisible_time  -> AckResult with the new handle
     GET_MAX_OFFSET (30), GET_MIN_OFFSET (31)
+    SEARCH_OFFSET_BY_TIMESTAMP (29)  search_offset           SearchOffsetRequestHeader (LOWER/UPPER)
+    GET_EARLIEST_MSG_STORETIME (32)  get_earliest_msg_storetime
+    GET_BROKER_CONFIG (26), UPDATE_BROKER_CONFIG (25)  get_broker_config / update_broker_config (admin)
     LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)  lock_batch_mq, unlock_batch_mq  (orderly consumption)
     UPDATE_AND_CREATE_TOPIC (17), GET_BROKER_RUNTIME_INFO (28), GET_CONSUME_STATS (208)  (admin)
 
@@ -57,6 +60,7 @@ from typing import TYPE_CHECKING
 from rmqlab.client.consumer.pull_result import PullResult, PullStatus, client_msg_id
 from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClientException, request_never_sent
 from rmqlab.client.producer.send_result import STATUS_BY_CODE, SendResult
+from rmqlab.common.boundary_type import BoundaryType
 from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.topic.topic_validator import TopicValidator
@@ -85,6 +89,9 @@ from rmqlab.remoting.protocol.header.broker.consumer_offset import (GetMaxOffset
                                                                     UpdateConsumerOffsetRequestHeader)
 from rmqlab.remoting.protocol.header.broker.consumer_send_msg_back import ConsumerSendMsgBackRequestHeader
 from rmqlab.remoting.protocol.header.broker.heartbeat import HeartbeatData
+from rmqlab.remoting.protocol.header.broker.offset_query import (GetEarliestMsgStoretimeRequestHeader,
+                                                                 GetEarliestMsgStoretimeResponseHeader,
+                                                                 SearchOffsetRequestHeader, SearchOffsetResponseHeader)
 from rmqlab.remoting.protocol.header.broker.pull_message import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqlab.remoting.protocol.header.broker.send_message import (SendMessageRequestHeader,
                                                                  SendMessageRequestHeaderV2,
@@ -347,6 +354,47 @@ class MQClientAPIImpl:
         if response.code == ResponseCode.SUCCESS:
             return GetMinOffsetResponseHeader.decode(response).offset
         raise MQBrokerException(response.code, response.remark, addr)
+
+    async def search_offset(self, addr: str, mq: MessageQueue, timestamp: int, boundary_type: BoundaryType,
+                            timeout_ms: float) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: the queue offset of the message stored at ``timestamp`` (ms),
+        the first (LOWER) or last (UPPER) of those stored then; see the broker's
+        ``get_offset_in_queue_by_time`` for the edges."""
+        header = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp, boundary_type.name)
+        response = await self._invoke_broker(addr, _request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header),
+                                             timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return SearchOffsetResponseHeader.decode(response).offset
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_earliest_msg_storetime(self, addr: str, mq: MessageQueue, timeout_ms: float) -> int:
+        """GET_EARLIEST_MSG_STORETIME: the store time of the queue's first message, -1 if none."""
+        header = GetEarliestMsgStoretimeRequestHeader(mq.topic, mq.queue_id)
+        response = await self._invoke_broker(addr, _request(RequestCode.GET_EARLIEST_MSG_STORETIME, header),
+                                             timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return GetEarliestMsgStoretimeResponseHeader.decode(response).timestamp
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def get_broker_config(self, addr: str, timeout_ms: float) -> dict[str, str]:
+        """GET_BROKER_CONFIG: the broker's settings (``MixAll.string2Properties`` of the body)."""
+        from rmqlab.config.properties import parse_properties
+
+        response = await self._invoke_broker(addr, _request(RequestCode.GET_BROKER_CONFIG), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return {e.key: e.value for e in parse_properties((response.body or b"").decode("utf-8"), addr)}
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def update_broker_config(self, addr: str, properties: dict[str, str], timeout_ms: float) -> None:
+        """UPDATE_BROKER_CONFIG: ``key=value`` lines (``MixAll.properties2String``); nothing is sent
+        for no properties, as in Java. MQBrokerException with the broker's reason unless SUCCESS."""
+        text = "".join(f"{k}={v}\n" for k, v in properties.items())
+        if not text:
+            return
+        response = await self._invoke_broker(addr, _request(RequestCode.UPDATE_BROKER_CONFIG, body=text.encode("utf-8")),
+                                             timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
 
     # -- POP (RocketMQ 5) ----------------------------------------------------------------------------
     # PullAPIWrapper.popAsync: a long-polling pop waits pollTime on the broker; the client gives the
