@@ -197,6 +197,7 @@ class BrokerPreOnlineService:
             ckpt.master_timer_queue_offset = timer_checkpoint.master_timer_queue_offset
             ckpt.data_version.assign_new_one(timer_checkpoint.data_version)
             ckpt.flush()
+            tms.sync_last_read_time_ms()  # (RocketMQ's idle dequeue loop re-reads it by itself)
         return True
 
     async def prepare_for_slave_online(self, group: BrokerMemberGroup) -> bool:
