@@ -25,7 +25,7 @@ from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, Respon
 from rmqlab.runtime.sim import Simulation
 from rmqlab.store.timer.timer_checkpoint import DecodedTimerCheckpoint
 from tests.broker_helpers import NS, CppClient, Idle, broker_factory, close, props
-from tests.client_helpers import NS as LAB_NS, TOPIC, Recorder, history, push_consumer, send_all
+from tests.client_helpers import NS as LAB_NS, Recorder, history, push_consumer, send_all
 
 MASTER, S1, S2 = "127.0.0.1:10911", "127.0.0.1:10921", "127.0.0.1:10931"
 MASTER_HA = "127.0.0.1:10912"

@@ -597,7 +597,7 @@ class BrokerController(Component):
             return
         try:
             await asyncio.wait_for(self._min_broker_lock.acquire(), UPDATE_MIN_BROKER_LOCK_WAIT_MS / 1000)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.error("Update min broker error, the lock is held")
             return
         try:

@@ -274,8 +274,11 @@ class BrokerPreOnlineService:
     async def _start_service(self, min_broker_id: int, min_broker_addr: str | None) -> None:
         broker = self.broker
         await broker.start_service(min_broker_id, min_broker_addr)
-        broker._trace_state(MACHINE, "PREPARING", "ONLINE",
-                            f"{broker.broker_config.brokerName} pre-online done after {self.attempts} attempt(s), "
-                            f"min broker id is {min_broker_id}",
-                            broker_id=broker.broker_config.brokerId, min_broker_id=min_broker_id,
-                            min_broker_addr=min_broker_addr, attempts=self.attempts)
+        bc, node = broker.broker_config, broker.node
+        # The log line people read, then the typed event readers use (as BrokerController's states).
+        node.trace("log", level="INFO", logger="rmqlab.broker",
+                   message=f"{bc.brokerName} pre-online done after {self.attempts} attempt(s), "
+                           f"min broker id is {min_broker_id}")
+        node.trace("state", machine=MACHINE, from_="PREPARING", to="ONLINE", broker_set=bc.brokerName,
+                   broker_id=bc.brokerId, min_broker_id=min_broker_id, min_broker_addr=min_broker_addr,
+                   attempts=self.attempts)
