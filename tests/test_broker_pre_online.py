@@ -398,3 +398,20 @@ def test_pre_online_prevents_the_consumer_offset_rollback(lab, skip_pre_online):
         assert reconsumed == 12 and consumptions == 36
     else:
         assert reconsumed == 0 and consumptions == 24
+
+
+def test_offset_versions_carry_the_store_s_state_machine_version():
+    """ConsumerOffsetManager.commitOffset and ScheduleMessageService.updateOffset step their
+    DataVersion with ``nextVersion(messageStore.getStateMachineVersion())``: in controller mode the
+    master epoch, so a newer epoch's tables compare newer whatever their counters."""
+    from tests.replicas_helpers import br, rm, start_and_wait_running, world
+    sim = world(5, brokers=("A",), A={"consumerOffsetUpdateVersionStep": "1", "delayOffsetUpdateVersionStep": "1"})
+    start_and_wait_running(sim, "A")
+    broker = br(sim, "A")
+    epoch = rm(sim, "A").master_epoch
+    assert epoch >= 1
+    broker.consumer_offset_manager.commit_offset("c", "G", "T", 0, 1)
+    broker.schedule_message_service.update_offset(1, 1)
+    assert broker.consumer_offset_manager.data_version.state_version == epoch
+    assert broker.schedule_message_service.data_version.state_version == epoch
+    sim.close()

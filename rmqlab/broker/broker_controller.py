@@ -293,12 +293,14 @@ class BrokerController(Component):
             state_machine_version=self._state_machine_version, timer_wheel_enable=msc.timerWheelEnable,
             revive_queue_num=bc.reviveQueueNum)
         self.consumer_offset_manager = ConsumerOffsetManager(
-            root, clock, consumer_offset_update_version_step=bc.consumerOffsetUpdateVersionStep)
+            root, clock, consumer_offset_update_version_step=bc.consumerOffsetUpdateVersionStep,
+            state_machine_version=self._state_machine_version)
         self.subscription_group_manager = SubscriptionGroupManager(
             root, clock, auto_create_subscription_group=bc.autoCreateSubscriptionGroup)
         self.schedule_message_service = ScheduleMessageService(
             root, clock, message_delay_level=msc.messageDelayLevel,
-            delay_offset_update_version_step=bc.delayOffsetUpdateVersionStep)
+            delay_offset_update_version_step=bc.delayOffsetUpdateVersionStep,
+            state_machine_version=self._state_machine_version)
         for manager in (self.topic_config_manager, self.consumer_offset_manager, self.subscription_group_manager,
                         self.schedule_message_service):
             manager.load()
