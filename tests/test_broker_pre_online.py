@@ -22,6 +22,7 @@ from rmqlab.common.data_version import DataVersion
 from rmqlab.ha.ha_connection_state import HAConnectionState
 from rmqlab.namesrv import NamesrvController
 from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rmqlab.remoting.protocol.route.topic_route_data import TopicRouteData
 from rmqlab.runtime.sim import Simulation
 from rmqlab.store.timer.timer_checkpoint import DecodedTimerCheckpoint
 from tests.broker_helpers import NS, CppClient, Idle, broker_factory, close, props
@@ -82,6 +83,15 @@ def restart(sim: Simulation, node: str):
     sim.run_until(lambda: sim.components.get(node) is not old and getattr(sim.components[node], "_started", True),
                   5_000)
     return sim.components[node]
+
+
+def route_addrs(sim: Simulation, topic: str = TOPIC_OF_GROUP) -> dict[int, str]:
+    """The members of broker-a that the name server's route of ``topic`` lists."""
+    request = RemotingCommand.create_request_command(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+    response = sim.run(RemotingClient(sim.nodes["client"]).invoke_sync(NS, request, 3000))
+    assert response.code == ResponseCode.SUCCESS, response
+    return {broker_id: addr for data in TopicRouteData.decode(response.body).broker_datas
+            if data.broker_name == "broker-a" for broker_id, addr in data.broker_addrs.items()}
 
 
 def settle(sim: Simulation) -> None:
@@ -234,6 +244,7 @@ def test_a_member_that_never_reaches_transfer_keeps_the_master_isolated_and_retr
     master = restart(sim, "broker-a")
     sim.run_for(40_000)  # past the first periodic registration (10 s) and many heartbeat periods
     assert master.is_isolated and MASTER not in live(sim)
+    assert route_addrs(sim) == {1: S1}
     sent = requests_sent(sim, "broker-a", restarted)
     assert not [c for _, _, c in sent if c in NAMESRV_CODES]
     ha_info = [t for t, peer, code in sent if peer == S1 and code == RequestCode.EXCHANGE_BROKER_HA_INFO]
@@ -249,6 +260,7 @@ def test_a_member_that_never_reaches_transfer_keeps_the_master_isolated_and_retr
     restart(sim, "broker-a-s1")
     sim.run_until(lambda: not master.is_isolated, 30_000)
     sim.run_until(lambda: MASTER in live(sim), 3_000)
+    assert route_addrs(sim)[0] == MASTER
     close(sim)
 
 

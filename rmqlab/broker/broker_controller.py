@@ -415,8 +415,9 @@ class BrokerController(Component):
 
     def start_basic_service(self) -> None:
         """The services of ``startBasicService``: long polling (pull and POP), the POP revive
-        service and queue-lock cleaning, the client housekeeping. The orderly POP state is
-        persisted here with them (RocketMQ persists it with the consumer offsets)."""
+        service and queue-lock cleaning, the client housekeeping, and with slave acting master (unless
+        ``skipPreOnline``) the pre-online service. The orderly POP state is persisted here with them
+        (RocketMQ persists it with the consumer offsets)."""
         bc = self.broker_config
         self.pull_request_hold_service.start()
         self.pop_message_processor.pop_long_polling_service.start()
