@@ -17,7 +17,9 @@ RemotingClient:
   ``sendBrokerHaInfo``); LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42) to the other members, for the
   strict-mode lock quorum (``lockBatchMQAsync``, ``unlockBatchMQAsync``);
 * to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
-  GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
+  GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG; and the other way, from a returning
+  master's pre-online (BrokerPreOnlineService) to each member: GET_ALL_DELAY_OFFSET,
+  GET_ALL_CONSUMER_OFFSET, GET_TIMER_CHECK_POINT (60, ``getTimerCheckPoint``);
 * to the controllers, in controller mode (the ReplicasManager's calls):
   CONTROLLER_GET_METADATA_INFO (1005) to find the leader; CONTROLLER_GET_NEXT_BROKER_ID (1012),
   CONTROLLER_APPLY_BROKER_ID (1013) and CONTROLLER_REGISTER_BROKER (1003) to register;
@@ -80,6 +82,7 @@ from rmqlab.remoting.remoting_client import RemotingClient
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode
+from rmqlab.store.timer.timer_checkpoint import DecodedTimerCheckpoint
 
 if TYPE_CHECKING:
     from rmqlab.runtime.node import Node
@@ -87,7 +90,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmqlab.broker")
 
 GET_ALL_TIMEOUT_MS = 30_000    # getAllTopicConfig / getAllSubscriptionGroupConfig
-GET_OFFSETS_TIMEOUT_MS = 3_000  # getAllConsumerOffset / getAllDelayOffset
+GET_OFFSETS_TIMEOUT_MS = 3_000  # getAllConsumerOffset / getAllDelayOffset / getTimerCheckPoint
 UNREGISTER_TIMEOUT_MS = 3_000
 CONTROLLER_TIMEOUT_MS = 3_000  # every controller request of BrokerOuterAPI
 MEMBER_GROUP_TIMEOUT_MS = 3_000  # getBrokerMemberGroup / getBrokerMemberGroupCompatible
@@ -331,6 +334,11 @@ class BrokerOuterAPI:
     async def get_all_delay_offset(self, addr: str) -> str | None:
         response = await self._get_all(addr, RequestCode.GET_ALL_DELAY_OFFSET, GET_OFFSETS_TIMEOUT_MS)
         return response.body.decode("utf-8") if response.body else None
+
+    async def get_timer_check_point(self, addr: str) -> DecodedTimerCheckpoint:
+        """``getTimerCheckPoint``: GET_TIMER_CHECK_POINT (60), the member's timer checkpoint."""
+        response = await self._get_all(addr, RequestCode.GET_TIMER_CHECK_POINT, GET_OFFSETS_TIMEOUT_MS)
+        return DecodedTimerCheckpoint.decode(response.body or b"")
 
     async def get_all_subscription_group_config(self, addr: str) -> SubscriptionGroupWrapper:
         response = await self._get_all(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_TIMEOUT_MS)

@@ -15,6 +15,8 @@ Served here (what the rmqlab Admin client and SlaveSynchronize use):
 * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201);
 * GET_ALL_CONSUMER_OFFSET (43) — consumerOffset.json's text; GET_ALL_DELAY_OFFSET (45) —
   delayOffset.json's text (empty content answers SYSTEM_ERROR, as in RocketMQ);
+  GET_TIMER_CHECK_POINT (60) — the timer checkpoint's 56 bytes (``TimerCheckpoint.encode``), or
+  SYSTEM_ERROR "The checkpoint is null" without timer messages (``timerWheelEnable=false``);
 * GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) — a queue's offsets; SEARCH_OFFSET_BY_TIMESTAMP (29) —
   the queue offset of a store time (``getOffsetInQueueByTime``, see ``get_offset_in_queue_by_time``);
   GET_EARLIEST_MSG_STORETIME (32) — the store time of a queue's first message. RIP-32: none of
@@ -170,6 +172,7 @@ class AdminBrokerProcessor:
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+            RequestCode.GET_TIMER_CHECK_POINT: self.get_timer_check_point,
             RequestCode.GET_BROKER_EPOCH_CACHE: self.get_broker_epoch_cache,
             RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self.notify_broker_role_changed,
             RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE: self.notify_min_broker_id_change,
@@ -266,6 +269,14 @@ class AdminBrokerProcessor:
                       channel.remote_addr)
             return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=content.encode("utf-8"))
+
+    def get_timer_check_point(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``getTimerCheckPoint``: what a returning master's pre-online compares by data version."""
+        tms = self.broker.timer_message_store
+        if tms is None:
+            log.error("AdminBrokerProcessor#getTimerCheckPoint: checkpoint is null, caller=%s", channel.remote_addr)
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "The checkpoint is null")
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=tms.timer_checkpoint.encode())
 
     # -- subscription groups -------------------------------------------------------------------
     def get_topic_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
