@@ -17,7 +17,6 @@ import asyncio
 import pytest
 
 from rmqlab.common.topic.topic_validator import TopicValidator
-from rmqlab.config.errors import ConfigError
 from rmqlab.namesrv import NamesrvController
 from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqlab.runtime.sim import Simulation
@@ -274,22 +273,6 @@ def test_exchange_broker_ha_info_both_directions():
     request(sim, S1, RequestCode.EXCHANGE_BROKER_HA_INFO, {"masterHaAddress": MASTER_HA, "masterFlushOffset": "456"})
     assert s1.message_store.store_checkpoint.master_flushed_offset == 123
     assert s1.ha_service.ha_client.get_ha_master_address() == MASTER_HA
-    close(sim)
-
-
-def test_what_is_not_built_yet_is_refused_at_start():
-    """Pre-online (a group of totalReplicas > 1 starts isolated until it is done) and remote escape
-    are not built: those settings are refused with a clear error instead of running without them."""
-    sim = Simulation(seed=1)
-    sim.add_node("broker-a", broker_factory(sim, "broker-a", enableSlaveActingMaster="true", totalReplicas="3"))
-    with pytest.raises(ConfigError, match="skipPreOnline"):
-        sim.start_all()
-    close(sim)
-    sim = Simulation(seed=1)
-    sim.add_node("broker-a", broker_factory(sim, "broker-a", enableSlaveActingMaster="true",
-                                            enableRemoteEscape="true"))
-    with pytest.raises(ConfigError, match="enableRemoteEscape"):
-        sim.start_all()
     close(sim)
 
 

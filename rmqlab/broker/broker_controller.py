@@ -71,10 +71,13 @@ smallest id and each start or stop of the special services is a ``state`` trace 
 due delayed and timer messages go through ``rmqlab.broker.pop.escape_bridge.put_message``, which
 has no remote escape (see there).
 
-Deviations: RocketMQ starts a broker of a group with ``totalReplicas > 1`` isolated until its
-pre-online (BrokerPreOnlineService) is done; rmqlab has no pre-online yet, so that combination is
-refused unless ``skipPreOnline=true`` (then, as in RocketMQ, the broker serves at once). Remote
-escape (``enableRemoteEscape``) is refused with slave acting master for the same reason.
+A broker of such a group with ``totalReplicas > 1`` starts isolated (``is_isolated``: it neither
+registers with the name servers, periodically or for a new topic, nor sends heartbeats, and runs no
+special services) until its pre-online is done (``rmqlab.broker.broker_pre_online_service``: a
+returning master first takes back the consumer offsets, delay offsets and timer checkpoint its
+slaves moved on while acting, then registers); with ``skipPreOnline=true`` it serves at once, as
+in RocketMQ, with whatever metadata it had. Deviation: remote escape (``enableRemoteEscape``) is
+refused with slave acting master (``rmqlab.broker.pop.escape_bridge`` has no remote escape).
 
 Not part of this broker: transactions and static topics; the proxy is ``rmqlab.proxy``.
 """
@@ -88,6 +91,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rmqlab.broker.broker_outer_api import BrokerOuterAPI
+from rmqlab.broker.broker_pre_online_service import BrokerPreOnlineService
 from rmqlab.broker.broker_stats import BrokerStats
 from rmqlab.broker.client.client_housekeeping_service import (Broker2Client, ClientHousekeepingService,
                                                               DefaultConsumerIdsChangeListener)
@@ -191,6 +195,7 @@ class BrokerController(Component):
         # Controller mode: the ReplicasManager, and isolation (fenced until it is RUNNING).
         self.replicas_manager: ReplicasManager | None = None
         self.is_isolated = False
+        self.broker_pre_online_service: BrokerPreOnlineService | None = None  # RIP-32, without skipPreOnline
         self.remoting_server: RemotingServer | None = None
 
     # -- identity --------------------------------------------------------------------------------
@@ -230,10 +235,6 @@ class BrokerController(Component):
         if bc.enableControllerMode:
             # The controller gives the role; until then the store refuses writes (see the docstring).
             msc.brokerRole = BrokerRole.SLAVE
-        if bc.enableSlaveActingMaster and msc.totalReplicas > 1 and not bc.skipPreOnline:
-            raise ConfigError("enableSlaveActingMaster = true with totalReplicas > 1 starts the broker isolated until "
-                              "its pre-online (BrokerPreOnlineService), which rmqlab does not implement yet: set "
-                              "skipPreOnline = true (or totalReplicas = 1)")
         if bc.enableSlaveActingMaster and bc.enableRemoteEscape:
             raise ConfigError("enableRemoteEscape = true: remote escape (EscapeBridge.putMessageToRemoteBroker) is "
                               "not implemented yet")
@@ -289,12 +290,14 @@ class BrokerController(Component):
             state_machine_version=self._state_machine_version, timer_wheel_enable=msc.timerWheelEnable,
             revive_queue_num=bc.reviveQueueNum)
         self.consumer_offset_manager = ConsumerOffsetManager(
-            root, clock, consumer_offset_update_version_step=bc.consumerOffsetUpdateVersionStep)
+            root, clock, consumer_offset_update_version_step=bc.consumerOffsetUpdateVersionStep,
+            state_machine_version=self._state_machine_version)
         self.subscription_group_manager = SubscriptionGroupManager(
             root, clock, auto_create_subscription_group=bc.autoCreateSubscriptionGroup)
         self.schedule_message_service = ScheduleMessageService(
             root, clock, message_delay_level=msc.messageDelayLevel,
-            delay_offset_update_version_step=bc.delayOffsetUpdateVersionStep)
+            delay_offset_update_version_step=bc.delayOffsetUpdateVersionStep,
+            state_machine_version=self._state_machine_version)
         for manager in (self.topic_config_manager, self.consumer_offset_manager, self.subscription_group_manager,
                         self.schedule_message_service):
             manager.load()
@@ -410,8 +413,9 @@ class BrokerController(Component):
 
     def start_basic_service(self) -> None:
         """The services of ``startBasicService``: long polling (pull and POP), the POP revive
-        service and queue-lock cleaning, the client housekeeping. The orderly POP state is
-        persisted here with them (RocketMQ persists it with the consumer offsets)."""
+        service and queue-lock cleaning, the client housekeeping, and with slave acting master (unless
+        ``skipPreOnline``) the pre-online service. The orderly POP state is persisted here with them
+        (RocketMQ persists it with the consumer offsets)."""
         bc = self.broker_config
         self.pull_request_hold_service.start()
         self.pop_message_processor.pop_long_polling_service.start()
@@ -422,6 +426,11 @@ class BrokerController(Component):
         self.schedule_at_fixed_rate("ConsumerOrderInfoPersist", FIRST_SCHEDULE_DELAY_MS,
                                     bc.flushConsumerOffsetInterval, self.consumer_order_info_manager.persist)
         self.client_housekeeping_service.start()
+        if bc.enableSlaveActingMaster and not bc.skipPreOnline:
+            # Built in RocketMQ's initialize(), started here; its loop ends at once for a broker
+            # that is not isolated (totalReplicas = 1).
+            self.broker_pre_online_service = BrokerPreOnlineService(self)
+            self.broker_pre_online_service.start()
 
     def initialize_broker_scheduled_tasks(self) -> None:
         """``initializeBrokerScheduledTasks``: the periodic persistence of the consumer and delay
@@ -633,10 +642,8 @@ class BrokerController(Component):
     async def on_master_online(self, master_addr: str, master_ha_addr: str | None) -> None:
         """``onMasterOnline``: the master's HA address (asked with EXCHANGE_BROKER_HA_INFO when the
         notification had none), and its flushed offset when ``syncMasterFlushOffsetWhenStartup``
-        and none is known; then replicate from it. RocketMQ then wakes the HA client
-        (``wakeupHAClient``) so that it connects at once; rmqlab's classic HA client has no such
-        wakeup (``HAClient.update_ha_master_address`` wakes only the modes that have one), so it
-        connects at its next retry, within RETRY_WAIT_MS (5 s)."""
+        and none is known; then replicate from it, and wake the HA client (``wakeupHAClient``) so
+        that it connects now rather than at its next retry (up to 5 s later)."""
         checkpoint = self.message_store.store_checkpoint
         need_sync_master_flush_offset = (checkpoint.master_flushed_offset == 0
                                          and self.message_store_config.syncMasterFlushOffsetWhenStartup)
@@ -652,6 +659,8 @@ class BrokerController(Component):
                 log.error("retrieve master ha info exception, %s", e)
         if master_ha_addr is not None:
             self.ha_service.update_ha_master_address(master_ha_addr)
+        if isinstance(self.ha_service, DefaultHAService):  # (controller mode has no slave acting master)
+            self.ha_service.wakeup_ha_client()
 
     async def start_service(self, min_broker_id: int, min_broker_addr: str | None) -> None:
         """``startService``: the end of pre-online; record the smallest id, run the special
@@ -750,6 +759,13 @@ class BrokerController(Component):
         as a node task; the caller does not wait)."""
         if not self._started or self._shutdown:
             return
+        if self.is_isolated and self.broker_config.enableSlaveActingMaster:
+            # Deviation: RocketMQ's registerIncrementBrokerData does not look at isIsolated, so a
+            # topic created on a broker in pre-online (a client with a stale route) would register
+            # it before its metadata is synced back; rmqlab keeps it isolated. (Controller mode
+            # keeps RocketMQ's behaviour.)
+            log.info("Skip register increment broker data for broker is isolated")
+            return
         wrapper = TopicConfigAndMappingSerializeWrapper(
             topic_config_table={tc.topic_name: self._topic_config_for_registration(tc) for tc in topic_configs},
             data_version=data_version.copy(), mapping_data_version=self.topic_queue_mapping_data_version)
@@ -815,6 +831,8 @@ class BrokerController(Component):
         bc = self.broker_config
         self._shutdown = True  # no task reschedules itself, no registration starts
         self._cancel_timers()
+        if self.broker_pre_online_service is not None:
+            self.broker_pre_online_service.shutdown()
         for task in self._deliver_tasks:
             task.stop()
         if self.timer_message_store is not None:

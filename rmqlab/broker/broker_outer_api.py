@@ -14,9 +14,12 @@ RemotingClient:
   member group from one name server (``syncBrokerMemberGroup``: GET_ROUTEINFO_BY_TOPIC on
   ``rmq_sys_SYNC_BROKER_MEMBER_<brokerName>`` for an old name server, else GET_BROKER_MEMBER_GROUP,
   901); EXCHANGE_BROKER_HA_INFO (906) to a member of the group (``retrieveBrokerHaInfo``,
-  ``sendBrokerHaInfo``);
+  ``sendBrokerHaInfo``); LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42) to the other members, for the
+  strict-mode lock quorum (``lockBatchMQAsync``, ``unlockBatchMQAsync``);
 * to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
-  GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG;
+  GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG; and the other way, from a returning
+  master's pre-online (BrokerPreOnlineService) to each member: GET_ALL_DELAY_OFFSET,
+  GET_ALL_CONSUMER_OFFSET, GET_TIMER_CHECK_POINT (60, ``getTimerCheckPoint``);
 * to the controllers, in controller mode (the ReplicasManager's calls):
   CONTROLLER_GET_METADATA_INFO (1005) to find the leader; CONTROLLER_GET_NEXT_BROKER_ID (1012),
   CONTROLLER_APPLY_BROKER_ID (1013) and CONTROLLER_REGISTER_BROKER (1003) to register;
@@ -52,9 +55,11 @@ from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.body.broker_member_group import BrokerMemberGroup, GetBrokerMemberGroupResponseBody
 from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
+from rmqlab.remoting.protocol.body.lock_batch_body import (LockBatchRequestBody, LockBatchResponseBody,
+                                                          UnlockBatchRequestBody)
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
 from rmqlab.remoting.protocol.body.register_broker_body import RegisterBrokerBody, TopicConfigAndMappingSerializeWrapper
-from rmqlab.remoting.protocol.header.broker.admin import (ConsumerOffsetSerializeWrapper, KVTable,
+from rmqlab.remoting.protocol.header.broker.admin import (ConsumerOffsetSerializeWrapper, KVTable, MessageQueue,
                                                           SubscriptionGroupWrapper)
 from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
                                                         ApplyBrokerIdResponseHeader, ElectMasterRequestHeader,
@@ -77,6 +82,7 @@ from rmqlab.remoting.remoting_client import RemotingClient
 from rmqlab.remoting.remoting_command import RemotingCommand
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode
+from rmqlab.store.timer.timer_checkpoint import DecodedTimerCheckpoint
 
 if TYPE_CHECKING:
     from rmqlab.runtime.node import Node
@@ -84,7 +90,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmqlab.broker")
 
 GET_ALL_TIMEOUT_MS = 30_000    # getAllTopicConfig / getAllSubscriptionGroupConfig
-GET_OFFSETS_TIMEOUT_MS = 3_000  # getAllConsumerOffset / getAllDelayOffset
+GET_OFFSETS_TIMEOUT_MS = 3_000  # getAllConsumerOffset / getAllDelayOffset / getTimerCheckPoint
 UNREGISTER_TIMEOUT_MS = 3_000
 CONTROLLER_TIMEOUT_MS = 3_000  # every controller request of BrokerOuterAPI
 MEMBER_GROUP_TIMEOUT_MS = 3_000  # getBrokerMemberGroup / getBrokerMemberGroupCompatible
@@ -329,6 +335,11 @@ class BrokerOuterAPI:
         response = await self._get_all(addr, RequestCode.GET_ALL_DELAY_OFFSET, GET_OFFSETS_TIMEOUT_MS)
         return response.body.decode("utf-8") if response.body else None
 
+    async def get_timer_check_point(self, addr: str) -> DecodedTimerCheckpoint:
+        """``getTimerCheckPoint``: GET_TIMER_CHECK_POINT (60), the member's timer checkpoint."""
+        response = await self._get_all(addr, RequestCode.GET_TIMER_CHECK_POINT, GET_OFFSETS_TIMEOUT_MS)
+        return DecodedTimerCheckpoint.decode(response.body or b"")
+
     async def get_all_subscription_group_config(self, addr: str) -> SubscriptionGroupWrapper:
         response = await self._get_all(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_TIMEOUT_MS)
         return SubscriptionGroupWrapper.decode(response.body)
@@ -429,3 +440,26 @@ class BrokerOuterAPI:
                 log.error("Error happen when send heartbeat to controller %s: %s", controller_addr, e)
 
         self.node.spawn(send(), name=f"heartbeat-to-controller {controller_addr}")
+
+    # -- queue locks: the strict-mode lock quorum (RIP-32) ---------------------------------------
+    async def lock_batch_mq_async(self, addr: str, body: LockBatchRequestBody,
+                                  timeout_ms: int) -> list[MessageQueue]:
+        """``lockBatchMQAsync``: LOCK_BATCH_MQ (41) to another member of the group; the queues it
+        granted. Like RocketMQ's ``invokeAsync``, the timeout is the response-table scan's (the
+        request fails at the first scan after ``timeout_ms``), so an unanswered lock fails after
+        the caller's wait for the quorum is over. MQBrokerException unless SUCCESS."""
+        request = RemotingCommand.create_request_command(RequestCode.LOCK_BATCH_MQ, {}, body.encode())
+        request.version = MQVersion.CURRENT_VERSION
+        response = await self.remoting_client.invoke_async(addr, request, timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)
+        return LockBatchResponseBody.decode(response.body).lock_ok_mq_set
+
+    async def unlock_batch_mq_async(self, addr: str, body: UnlockBatchRequestBody, timeout_ms: int) -> None:
+        """``unlockBatchMQAsync``: UNLOCK_BATCH_MQ (42) to a member of the group (this broker
+        included); MQBrokerException unless SUCCESS."""
+        request = RemotingCommand.create_request_command(RequestCode.UNLOCK_BATCH_MQ, {}, body.encode())
+        request.version = MQVersion.CURRENT_VERSION
+        response = await self.remoting_client.invoke_async(addr, request, timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)

@@ -12,6 +12,10 @@ connect, close, reports and housekeeping are HAClient's, rmqlab.ha.ha_client):
   builds its consume queues — and report the new max offset after every batch. A batch that does
   not continue the local log, a failed append or a lost connection closes the connection and waits
   5 s (closeMasterAndWait); nothing read for haHousekeepingInterval closes it and reconnects at once.
+* ``wakeup`` (ServiceThread.wakeup, what ``DefaultMessageStore.wakeupHAClient`` calls) cuts the
+  current 5 s wait short, or, when the client is not waiting, makes its next wait return at once
+  (ServiceThread's ``hasNotified``). Only a slave acting master's ``onMasterOnline`` calls it; a new
+  master address alone (``updateHaMasterAddress``) does not wake the client, as in RocketMQ.
 
 Frames are traced as frame.send / frame.recv with proto "ha", the written offset as an `offset`
 event, the state changes as `state` events of machine "DefaultHAClient", closes as net.close.
@@ -19,12 +23,14 @@ event, the state changes as `state` events of machine "DefaultHAClient", closes 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
 from rmqlab.ha.default_ha_protocol import ClientProtocol, HAProtocolError, encode_transfer_header
 from rmqlab.ha.ha_client import CONNECT_TIMEOUT_MS, READ_SIZE, RETRY_WAIT_MS, HAClient
 from rmqlab.ha.ha_protocol import HEX_BODY_PREVIEW
+from rmqlab.ha.wait_notify_object import wait_at_most
 
 if TYPE_CHECKING:
     from rmqlab.ha.default_ha_service import DefaultHAService
@@ -41,6 +47,29 @@ class DefaultHAClient(HAClient):
 
     def __init__(self, ha_service: DefaultHAService):
         super().__init__(ha_service, ClientProtocol(ha_service.node.now_ms()))
+        self._wake: asyncio.Future | None = None
+        self._has_notified = False  # ServiceThread.hasNotified: a wakeup no wait has consumed yet
+
+    def wakeup(self) -> None:
+        """``wakeup``: end the current wait now, else the next one (module docstring)."""
+        if self._has_notified:
+            return
+        self._has_notified = True
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    async def _sleep(self, ms: float) -> None:
+        """``waitForRunning``: a wait that ``wakeup`` cuts short."""
+        if self._has_notified:
+            self._has_notified = False
+            return
+        fut = asyncio.get_running_loop().create_future()
+        self._wake = fut
+        try:
+            await wait_at_most(self.node, fut, ms)
+        finally:
+            self._wake = None
+            self._has_notified = False
 
     def close_master(self, reason: str, wait: bool = True) -> None:
         """closeMaster (wait=False) or the close half of closeMasterAndWait."""

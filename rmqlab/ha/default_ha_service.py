@@ -111,6 +111,11 @@ class DefaultHAService(HAService):
                 self.ha_client.update_ha_master_address(addr)
             self.ha_client.start()
 
+    def wakeup_ha_client(self) -> None:
+        """``DefaultMessageStore.wakeupHAClient``: a slave's HA client stops waiting and connects."""
+        if self.ha_client is not None:
+            self.ha_client.wakeup()
+
     # -- master side: acknowledgements -------------------------------------------------------
     def is_slave_ok(self, master_put_where: int) -> bool:
         """isSlaveOK: a slave is connected and push2SlaveMaxOffset is within haMaxGapNotInSync.

@@ -15,6 +15,8 @@ Served here (what the rmqlab Admin client and SlaveSynchronize use):
 * UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201);
 * GET_ALL_CONSUMER_OFFSET (43) — consumerOffset.json's text; GET_ALL_DELAY_OFFSET (45) —
   delayOffset.json's text (empty content answers SYSTEM_ERROR, as in RocketMQ);
+  GET_TIMER_CHECK_POINT (60) — the timer checkpoint's 56 bytes (``TimerCheckpoint.encode``), or
+  SYSTEM_ERROR "The checkpoint is null" without timer messages (``timerWheelEnable=false``);
 * GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) — a queue's offsets; SEARCH_OFFSET_BY_TIMESTAMP (29) —
   the queue offset of a store time (``getOffsetInQueueByTime``, see ``get_offset_in_queue_by_time``);
   GET_EARLIEST_MSG_STORETIME (32) — the store time of a queue's first message. RIP-32: none of
@@ -44,25 +46,45 @@ group is refused with INVALID_PARAMETER and changes nothing (RocketMQ does not l
 misrouted notice would move this group's services); one without ``minBrokerId`` answers
 SYSTEM_ERROR with a remark saying so (RocketMQ fails the same way, on a null unboxing).
 
+Queue locks (orderly consumption): LOCK_BATCH_MQ (41) locks the body's queues for its client in the
+RebalanceLockManager and answers the queues granted (LockBatchResponseBody); UNLOCK_BATCH_MQ (42)
+unlocks them. With ``lockInStrictMode`` (RIP-32's lock quorum; off by default) and
+``quorum = totalReplicas / 2 + 1`` above 1, a lock not marked ``onlyThisBroker`` is, after the local
+lock, forwarded (``onlyThisBroker = true``, only the queues locked here, 1000 ms each) to every other
+member of the broker member group (``BrokerController.broker_member_group``, kept by the member-group
+sync of ``enableSlaveActingMaster``); after at most 2000 ms the answer is the queues locked by at
+least ``quorum`` members, this one included. A member that fails or is late counts as not locked.
+The local lock stays even when the quorum fails, and remote locks are not rolled back, as in
+RocketMQ. A strict-mode unlock is sent to every member, this broker included, without waiting.
+Both are answered SUCCESS. Deviation on bad input: a body without ``consumerGroup`` (or a lock
+without ``clientId``) answers SYSTEM_ERROR naming it and changes nothing; RocketMQ's lock manager
+fails on the null pointer (SYSTEM_ERROR too), except in a strict-mode unlock, which it answers
+SUCCESS while every member fails.
+
 Deviation: topic attributes are stored without RocketMQ's validation against the known attribute
 names (``AttributeUtil.alterCurrentAttributes``): "+key=value" sets, "-key" removes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
+from rmqlab.broker.client.rebalance_lock_manager import RebalanceLockManager
 from rmqlab.common.boundary_type import BoundaryType
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.message.message_decoder import decode
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.config.broker import MASTER_ID
 from rmqlab.common.topic_config import TopicConfig, TopicFilterType
+from rmqlab.remoting.exceptions import RemotingError
 from rmqlab.remoting.protocol import remoting_serializable
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
+from rmqlab.remoting.protocol.body.lock_batch_body import (DEFAULT_HASH_SET_CAPACITY, LockBatchRequestBody,
+                                                          LockBatchResponseBody, UnlockBatchRequestBody)
 from rmqlab.remoting.protocol.body.register_broker_body import TopicConfigAndMappingSerializeWrapper
 from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
@@ -97,6 +119,9 @@ log = logging.getLogger("rmqlab.broker")
 
 # MQVersion.getVersionDesc(CURRENT_VERSION) of the RocketMQ release rmqlab follows.
 BROKER_VERSION_DESC = "V5_3_3"
+# lockBatchMQ in strict mode: each forwarded lock's timeout, and the longest wait for all of them.
+LOCK_FORWARD_TIMEOUT_MS = 1000
+LOCK_QUORUM_WAIT_MS = 2000
 
 
 def parse_attributes(modification: str | None) -> dict[str, str]:
@@ -147,6 +172,7 @@ class AdminBrokerProcessor:
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+            RequestCode.GET_TIMER_CHECK_POINT: self.get_timer_check_point,
             RequestCode.GET_BROKER_EPOCH_CACHE: self.get_broker_epoch_cache,
             RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self.notify_broker_role_changed,
             RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE: self.notify_min_broker_id_change,
@@ -155,9 +181,14 @@ class AdminBrokerProcessor:
             RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
+            RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
         }
         # Configuration.dataVersion: bumped by every UPDATE_BROKER_CONFIG, answered by GET_BROKER_CONFIG.
         self.configuration_data_version: DataVersion | None = None
+        # Deviation: RocketMQ keeps it in BrokerController (getRebalanceLockManager); here the
+        # processor serving the locks owns it, and SendMessageProcessor's retry path reads it here.
+        self.rebalance_lock_manager = RebalanceLockManager(broker.node.now_ms)
 
     async def process(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand | None:
         handler = self._handlers.get(request.code)
@@ -238,6 +269,14 @@ class AdminBrokerProcessor:
                       channel.remote_addr)
             return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=content.encode("utf-8"))
+
+    def get_timer_check_point(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``getTimerCheckPoint``: what a returning master's pre-online compares by data version."""
+        tms = self.broker.timer_message_store
+        if tms is None:
+            log.error("AdminBrokerProcessor#getTimerCheckPoint: checkpoint is null, caller=%s", channel.remote_addr)
+            return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR, "The checkpoint is null")
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, body=tms.timer_checkpoint.encode())
 
     # -- subscription groups -------------------------------------------------------------------
     def get_topic_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
@@ -496,6 +535,105 @@ class AdminBrokerProcessor:
             self.broker.topic_config_manager.update_data_version()
             await self.broker.register_broker_all(False, False, True)
         return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+
+    # -- queue locks (orderly consumption) and RIP-32's lock quorum ------------------------------
+    async def lock_batch_mq(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``lockBatchMQ``: lock the queues here; in strict mode (module docstring) also on the
+        other members of the group, and grant only the queues a quorum of members locked."""
+        body = LockBatchRequestBody.decode(request.body)
+        missing = self._lock_body_missing(body, "LOCK_BATCH_MQ", need_client=True)
+        if missing is not None:
+            return missing
+        broker = self.broker
+        bc = broker.broker_config
+        self_lock_ok = self.rebalance_lock_manager.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
+        # The HashSets of RocketMQ's tryLockBatch are new HashSet<>(mqs.size()); the quorum's answer
+        # is a new HashSet<>() (the capacity decides the order the queues are written in).
+        lock_ok, capacity = self_lock_ok, len(body.mq_set)
+        quorum = broker.message_store_config.totalReplicas // 2 + 1
+        if not body.only_this_broker and bc.lockInStrictMode and quorum > 1:
+            lock_count = {mq: 1 for mq in self_lock_ok}
+            member_group = broker.broker_member_group
+            if member_group is not None:
+                forward = LockBatchRequestBody(body.consumer_group, body.client_id, True, list(self_lock_ok),
+                                               mq_set_capacity=len(body.mq_set))
+                others = [addr for broker_id, addr in member_group.broker_addrs.items() if broker_id != bc.brokerId]
+                await self._forward_locks(others, forward, lock_count)
+            lock_ok = [mq for mq, count in lock_count.items() if count >= quorum]
+            capacity = DEFAULT_HASH_SET_CAPACITY
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS,
+                                                       body=LockBatchResponseBody(lock_ok, capacity).encode())
+
+    async def _forward_locks(self, addrs: list[str], forward: LockBatchRequestBody,
+                             lock_count: dict[MessageQueue, int]) -> None:
+        """Lock ``forward``'s queues on each member (1000 ms each, all at once) and count every
+        queue a member granted; wait at most 2000 ms. A member that fails or has not answered by
+        then counts as not locked (its answer, if it comes later, is ignored)."""
+        if not addrs:
+            return
+        node = self.broker.node
+        all_done = asyncio.get_running_loop().create_future()
+        remaining = len(addrs)
+        counted = True  # False once the wait is over: late answers no longer count
+
+        async def one(addr: str) -> None:
+            nonlocal remaining
+            try:
+                granted = await self.broker.broker_outer_api.lock_batch_mq_async(addr, forward,
+                                                                                 LOCK_FORWARD_TIMEOUT_MS)
+                if counted:
+                    for mq in granted:
+                        lock_count[mq] = lock_count.get(mq, 0) + 1
+            except (RemotingError, ValueError, OSError) as e:
+                log.warning("lockBatchMQAsync on %s failed, %s", addr, e)
+            finally:
+                remaining -= 1
+                if remaining == 0 and not all_done.done():
+                    all_done.set_result(None)
+
+        for addr in addrs:
+            node.spawn(one(addr), name=f"lock-batch-mq {addr}")
+        timer = node.call_later(LOCK_QUORUM_WAIT_MS, lambda: all_done.done() or all_done.set_result(None))
+        try:
+            await all_done
+        finally:
+            timer.cancel()
+            counted = False
+
+    def unlock_batch_mq(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``unlockBatchMQ``: unlock here; in strict mode, instead, send the unlock (onlyThisBroker)
+        to every member of the group, this broker included, and answer at once."""
+        body = UnlockBatchRequestBody.decode(request.body)
+        missing = self._lock_body_missing(body, "UNLOCK_BATCH_MQ", need_client=False)
+        if missing is not None:
+            return missing
+        broker = self.broker
+        if body.only_this_broker or not broker.broker_config.lockInStrictMode:
+            self.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        else:
+            member_group = broker.broker_member_group
+            if member_group is not None:
+                forward = UnlockBatchRequestBody(body.consumer_group, body.client_id, True, list(body.mq_set))
+                for addr in member_group.broker_addrs.values():
+                    broker.node.spawn(self._forward_unlock(addr, forward), name=f"unlock-batch-mq {addr}")
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS)
+
+    async def _forward_unlock(self, addr: str, forward: UnlockBatchRequestBody) -> None:
+        try:
+            await self.broker.broker_outer_api.unlock_batch_mq_async(addr, forward, LOCK_FORWARD_TIMEOUT_MS)
+        except (RemotingError, ValueError, OSError) as e:
+            log.warning("unlockBatchMQ exception on %s, %s", addr, e)
+
+    @staticmethod
+    def _lock_body_missing(body: LockBatchRequestBody, what: str, need_client: bool) -> RemotingCommand | None:
+        """SYSTEM_ERROR naming the missing property: no consumerGroup, or (a lock) no clientId
+        (module docstring)."""
+        required = [(body.consumer_group, "consumerGroup")] + ([(body.client_id, "clientId")] if need_client else [])
+        for value, name in required:
+            if value is None:
+                return RemotingCommand.create_response_command(ResponseCode.SYSTEM_ERROR,
+                                                               f"{what} without {name}: nothing locked or unlocked")
+        return None
 
 
 # BrokerConfig.configBlackList's default: keys UPDATE_BROKER_CONFIG refuses (rmqlab has neither field).

@@ -415,7 +415,8 @@ class SendMessageProcessor:
     def handle_retry_and_dlq(self, header: SendMessageRequestHeader, response: RemotingCommand,
                              request: RemotingCommand, msg: MessageExtBrokerInner, topic_config: TopicConfig,
                              properties: dict[str, str]) -> bool:
-        """``handleRetryAndDLQ``: a retry topic's message past maxReconsumeTimes goes to the DLQ."""
+        """``handleRetryAndDLQ``: a retry topic's message past maxReconsumeTimes, or of a group holding
+        a live queue lock (RebalanceLockManager.isLockAllExpired), goes to the DLQ."""
         broker = self.broker
         new_topic = header.topic
         if new_topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -429,9 +430,13 @@ class SendMessageProcessor:
             if request.version >= V3_4_9 and header.max_reconsume_times is not None:
                 max_reconsume_times = header.max_reconsume_times
             reconsume_times = header.reconsume_times or 0
-            # RebalanceLockManager.isLockAllExpired: rmqlab serves no LOCK_BATCH_MQ, so no group
-            # holds a lock and orderly retries are never sent to the DLQ early.
-            if reconsume_times > max_reconsume_times:
+            # A group holding a live queue lock consumes orderly: its retries go to the DLQ at once.
+            lock_held = not broker.admin_broker_processor.rebalance_lock_manager.is_lock_all_expired(group)
+            if lock_held:
+                log.info("Group has unexpired lock record, which show it is ordered message, send it to DLQ right "
+                         "now group=%s, topic=%s, reconsumeTimes=%s, maxReconsumeTimes=%s.", group, new_topic,
+                         reconsume_times, max_reconsume_times)
+            if reconsume_times > max_reconsume_times or lock_held:
                 properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = "-1"
                 new_topic = DLQ_GROUP_TOPIC_PREFIX + group
                 queue_id = broker.node.random.randrange(99999999) % DLQ_NUMS_PER_GROUP

@@ -105,6 +105,14 @@ class ScheduleMessageService(ConfigManager):
     def encode(self, pretty: bool = False) -> str:
         return to_fastjson(self.to_json_dict(), pretty)
 
+    @staticmethod
+    def decode_data_version(json_str: str) -> DataVersion | None:
+        """The ``dataVersion`` of a delayOffset.json text (``DelayOffsetSerializeWrapper.fromJson``),
+        None when it has none (a file from before data versions)."""
+        doc = check_object(parse_fastjson(json_str), "delayOffset.json")
+        version = doc.get("dataVersion")
+        return DataVersion.from_json_dict(version, "dataVersion") if version is not None else None
+
     def decode(self, json_str: str) -> None:
         """Merge the stored offsets (``putAll``); adopt the stored data version if the file has one
         (files written before data versions existed do not)."""

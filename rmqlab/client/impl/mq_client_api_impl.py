@@ -29,6 +29,7 @@ Requests to brokers:
     SEARCH_OFFSET_BY_TIMESTAMP (29)  search_offset           SearchOffsetRequestHeader (LOWER/UPPER)
     GET_EARLIEST_MSG_STORETIME (32)  get_earliest_msg_storetime
     GET_BROKER_CONFIG (26), UPDATE_BROKER_CONFIG (25)  get_broker_config / update_broker_config (admin)
+    LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)  lock_batch_mq, unlock_batch_mq  (orderly consumption)
     UPDATE_AND_CREATE_TOPIC (17), GET_BROKER_RUNTIME_INFO (28), GET_CONSUME_STATS (208)  (admin)
 
 and to name servers GET_ROUTEINFO_BY_TOPIC (105) and GET_BROKER_CLUSTER_INFO (106). An error code
@@ -72,6 +73,8 @@ from rmqlab.remoting.protocol.body.broker_replicas_info import BrokerReplicasInf
 from rmqlab.remoting.protocol.body.cluster_info import ClusterInfo
 from rmqlab.remoting.protocol.body.elect_master_response_body import ElectMasterResponseBody
 from rmqlab.remoting.protocol.body.epoch_entry_cache import EpochEntryCache
+from rmqlab.remoting.protocol.body.lock_batch_body import (LockBatchRequestBody, LockBatchResponseBody,
+                                                          UnlockBatchRequestBody)
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumeStats, CreateTopicRequestHeader,
                                                           GetConsumeStatsRequestHeader, KVTable, MessageQueue)
 from rmqlab.remoting.protocol.header.broker.client import (GetConsumerListByGroupRequestHeader,
@@ -674,3 +677,27 @@ class MQClientAPIImpl:
             controller_addr, _request(RequestCode.CLEAN_BROKER_DATA, header), timeout_ms)
         if response.code != ResponseCode.SUCCESS:
             raise MQBrokerException(response.code, response.remark, leader)
+
+    # -- queue locks (orderly consumption) ---------------------------------------------------------
+    async def lock_batch_mq(self, addr: str, body: LockBatchRequestBody, timeout_ms: float) -> list[MessageQueue]:
+        """LOCK_BATCH_MQ (41, ``lockBatchMQ``) to the master (or the acting master) of a group:
+        the queues of ``body`` the broker granted; MQBrokerException unless SUCCESS."""
+        request = _request(RequestCode.LOCK_BATCH_MQ, body=body.encode())
+        request.ext_fields = {}  # LockBatchMqRequestHeader: no field set, an empty map on the wire
+        response = await self._invoke_broker(addr, request, timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return LockBatchResponseBody.decode(response.body).lock_ok_mq_set
+        raise MQBrokerException(response.code, response.remark, addr)
+
+    async def unlock_batch_mq(self, addr: str, body: UnlockBatchRequestBody, timeout_ms: float,
+                              oneway: bool = False) -> None:
+        """UNLOCK_BATCH_MQ (42, ``unlockBatchMQ``): oneway, or waiting for SUCCESS
+        (MQBrokerException otherwise)."""
+        request = _request(RequestCode.UNLOCK_BATCH_MQ, body=body.encode())
+        request.ext_fields = {}  # UnlockBatchMqRequestHeader, as above
+        if oneway:
+            await self.remoting_client.invoke_oneway(addr, request)
+            return
+        response = await self._invoke_broker(addr, request, timeout_ms)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerException(response.code, response.remark, addr)

@@ -20,12 +20,38 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from dataclasses import dataclass, field
 
 from rmqlab.common.data_version import DataVersion
 from rmqlab.runtime.page_cache import PageCache
 
 _LONGS = struct.Struct(">7q")
 FILE_SIZE = mmap.PAGESIZE  # DefaultMappedFile.OS_PAGE_SIZE
+
+
+_HEAD = struct.Struct(">4q")  # a checkpoint written before data versions existed
+
+
+@dataclass
+class DecodedTimerCheckpoint:
+    """``TimerCheckpoint.decode(ByteBuffer)``: another broker's checkpoint as GET_TIMER_CHECK_POINT
+    (60) answers it (pre-online compares its data version with the local one)."""
+    last_read_time_ms: int = 0
+    last_timer_log_flush_pos: int = 0
+    last_timer_queue_offset: int = 0
+    master_timer_queue_offset: int = 0
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+    @classmethod
+    def decode(cls, data: bytes) -> DecodedTimerCheckpoint:
+        """The four offsets, then the data version when anything follows them; 32 or at least 56
+        bytes, anything else raises ``ValueError`` (RocketMQ's BufferUnderflowException)."""
+        if len(data) == _HEAD.size:
+            return cls(*_HEAD.unpack_from(data, 0))
+        if len(data) < _LONGS.size:
+            raise ValueError(f"timer checkpoint: {len(data)} bytes, expected {_HEAD.size} or {_LONGS.size}")
+        fields = _LONGS.unpack_from(data, 0)
+        return cls(*fields[:4], data_version=DataVersion(*fields[4:]))
 
 
 class TimerCheckpoint:

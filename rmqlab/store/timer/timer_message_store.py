@@ -254,6 +254,22 @@ class TimerMessageStore:
             return self._generation
         return None
 
+    def sync_last_read_time_ms(self) -> None:
+        """``syncLastReadTimeMs``: while this broker does not dequeue, the checkpoint's
+        lastReadTimeMs is where its next dequeue starts. RocketMQ re-reads it on every idle turn of
+        the dequeue loop; rmqlab when told the checkpoint changed under it (pre-online took a
+        member's, whose slots before that time were delivered there while it acted as master). It
+        becomes the newest snapshot's R, already in the checkpoint, so no flush rewrites it."""
+        if self.should_running_dequeue:
+            return
+        read_time, latest = self.timer_checkpoint.last_read_time_ms, self._latest
+        if read_time == latest.read_time_ms:
+            return
+        snap = _Snapshot(read_time, latest.commit_offset, latest.enqueued_offset, latest.required_phy_offset)
+        self._snapshots.append(snap)
+        self.curr_read_time_ms = read_time
+        self._latest = self._last_written = self._last_flushed = snap
+
     def is_running_dequeue(self, generation: int) -> bool:
         return (self.state == self.RUNNING and self.should_running_dequeue and generation == self._generation
                 and self.message_store.running)
