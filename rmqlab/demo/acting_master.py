@@ -21,7 +21,6 @@ and consume operations.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from rmqlab.client import ClientProcess, DefaultMQProducer
@@ -29,11 +28,10 @@ from rmqlab.client.client_config import ClientConfig
 from rmqlab.cluster import Cluster
 from rmqlab.common.message.message import Message
 from rmqlab.demo.mode_comparison import LAB_BROKER_SETTINGS, LAB_POLL_NAME_SERVER_INTERVAL_MS, _create_topic_everywhere
-from rmqlab.demo.route_watcher import RouteView, RouteWatcher, routes
+from rmqlab.demo.route_watcher import RouteWatcher
 from rmqlab.example.benchmark import ProducerSpec
-from rmqlab.remoting.request_code import RequestCode
-from rmqlab.trace import TraceEvent, client_ops
-from rmqlab.viz.sends import broker_nodes_by_addr
+from rmqlab.trace import TraceEvent
+from rmqlab.viz.acting_master import DELAYED_KEYS
 
 MODE = "acting-master"
 TOPIC = "ActingDemo"
@@ -41,7 +39,6 @@ GROUP = "acting_consumer"
 PRODUCER, DELAYED, CONSUMER, WATCHER = "producer", "delayed-producer", "consumer", "route-watcher"
 SEND_EVERY_MS = 500
 DELAY_LEVEL = 3          # messageDelayLevel "1s 5s 10s ...": level 3 is 10 s
-DELAY_MS = 10_000
 DELAYED_SENDS = 8        # one every DELAYED_EVERY_MS from DELAYED_FROM_MS: due from 11 s, in the outage
 DELAYED_FROM_MS = 1_000
 DELAYED_EVERY_MS = 500
@@ -51,7 +48,6 @@ OUTAGE_MS = 16_000
 AFTER_MS = 14_000
 ROUTE_EVERY_MS = 250
 VICTIM = "broker-a"
-SPECIAL_MACHINE, MIN_MACHINE = "BrokerController.specialService", "BrokerController.minBrokerIdInGroup"
 
 
 @dataclass
@@ -86,7 +82,7 @@ class DelayedSender:
         await self.node.sleep(DELAYED_FROM_MS)
         for i in range(DELAYED_SENDS):
             msg = Message(TOPIC, f"delayed message {i}".encode())
-            msg.keys = f"delayed-{i}"
+            msg.keys = f"{DELAYED_KEYS}{i}"
             msg.delay_time_level = DELAY_LEVEL
             try:
                 await self.producer.send(msg)
@@ -135,77 +131,4 @@ def run_outage(seed: int = 5, *, acting: bool = True, pre_online: bool = True) -
         cluster.close()
 
 
-# --- readers: facts from a trace --------------------------------------------------------------------------------
-def node_names(events: list[TraceEvent]) -> dict[str, str]:
-    """broker address -> node name (from the brokers' REGISTER_BROKER frames)."""
-    return broker_nodes_by_addr(events)
-
-
-def route_changes(events: list[TraceEvent], broker_name: str = "broker-a") -> list[tuple[float, str | None, int | None]]:
-    """(time, node listed as brokerId 0 or None, queue perm) each time the watcher's answer for
-    `broker_name` changed."""
-    names = node_names(events)
-    out: list[tuple[float, str | None, int | None]] = []
-    last = object()
-    for view in routes(events):
-        if view.broker_name != broker_name:
-            continue
-        key = (view.master_addr, view.perm)
-        if key != last:
-            out.append((view.t_ms, names.get(view.master_addr, view.master_addr), view.perm))
-            last = key
-    return out
-
-
-def notices(events: list[TraceEvent]) -> list[tuple[float, str, dict]]:
-    """The name server's NOTIFY_MIN_BROKER_ID_CHANGE frames: (time, target node, header fields)."""
-    names = node_names(events)
-    return [(e.time_ms, names.get(e.fields["peer"], e.fields["peer"]), e.fields.get("ext_fields", {}))
-            for e in events if e.kind == "frame.send" and e.fields.get("code") == RequestCode.NOTIFY_MIN_BROKER_ID_CHANGE
-            and not e.fields.get("flag", 0) & 1]
-
-
-def service_changes(events: list[TraceEvent]) -> list[tuple[float, str, str]]:
-    """(time, broker node, RUNNING or STOPPED) for each start or stop of the special services
-    (delay-level delivery, timer dequeue, POP revive) that slave acting master moved."""
-    return [(e.time_ms, e.node, e.fields["to"]) for e in events
-            if e.kind == "state" and e.fields.get("machine") == SPECIAL_MACHINE]
-
-
-@dataclass(frozen=True)
-class DelayedDelivery:
-    keys: str
-    acked_ms: float            # the send's acknowledgement
-    due_ms: float              # acked_ms + DELAY_MS
-    consumed_ms: float | None  # the first consumption, or None
-
-
-def delayed_deliveries(events: list[TraceEvent]) -> list[DelayedDelivery]:
-    """Each acknowledged delayed message (keys "delayed-<i>"): when it was due and when the
-    consumer first got it."""
-    ops = client_ops(events)
-    first: dict[str, float] = {}
-    for op in ops:
-        if op.f == "consume" and op.type == "ok":
-            keys = (op.invoke_value or {}).get("keys") or ""
-            if keys.startswith("delayed-") and keys not in first:
-                first[keys] = op.invoke_time_ms
-    out = []
-    for op in ops:
-        if op.f == "send" and op.type == "ok" and ((op.invoke_value or {}).get("keys") or "").startswith("delayed-"):
-            keys = op.invoke_value["keys"]
-            out.append(DelayedDelivery(keys, op.complete_time_ms, op.complete_time_ms + DELAY_MS, first.get(keys)))
-    return sorted(out, key=lambda d: d.keys)
-
-
-def consumed_twice(events: list[TraceEvent]) -> int:
-    """Messages (by UNIQ_KEY) the consumer group consumed more than once: what a rolled-back
-    consumer offset costs."""
-    counts = Counter((op.invoke_value or {}).get("uniq_key") for op in client_ops(events)
-                     if op.f == "consume" and op.type == "ok")
-    counts.pop(None, None)
-    return sum(1 for n in counts.values() if n > 1)
-
-
-__all__ = ["OutageRun", "run_outage", "build", "route_changes", "notices", "service_changes", "delayed_deliveries",
-           "consumed_twice", "RouteView"]
+__all__ = ["OutageRun", "DelayedSender", "run_outage", "build"]

@@ -10,22 +10,18 @@ answer as a Jepsen-style ``client`` operation ``f = "route"`` whose value is
     {"topic": ..., "groups": {brokerName: {"ids": {"0": addr, ...}, "perm": int}}}
 
 (ids as strings: JSON object keys), or ``fail`` with the error (no route, name server down).
-`routes(events)` reads them back.
+`rmqlab.viz.acting_master.routes(events)` reads them back.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from rmqlab.client.admin.default_mq_admin_ext import DefaultMQAdminExt
 from rmqlab.client.operation_tracer import OperationTracer
 from rmqlab.remoting.protocol.route.topic_route_data import TopicRouteData
-from rmqlab.trace import client_ops
-
-ROUTE_OP = "route"
-
+from rmqlab.viz.acting_master import ROUTE_OP
 
 def route_value(topic: str, route: TopicRouteData) -> dict[str, Any]:
     perms = {qd.broker_name: qd.perm for qd in route.queue_datas}
@@ -75,31 +71,3 @@ class RouteWatcher:
     def on_crash(self) -> None:
         self._task = None
         self.admin.on_crash()
-
-
-@dataclass(frozen=True)
-class RouteView:
-    """One answer: at `t_ms`, group `broker_name` listed `ids` (broker id -> address) with `perm`."""
-
-    t_ms: float
-    node: str
-    broker_name: str
-    ids: dict[int, str]
-    perm: int | None
-
-    @property
-    def master_addr(self) -> str | None:
-        """The address clients take for the group's master (id 0), if any."""
-        return self.ids.get(0)
-
-
-def routes(events, node: str | None = None) -> list[RouteView]:
-    """Every group of every successful route answer in `events` (of watcher `node`, or all), in
-    trace order."""
-    out: list[RouteView] = []
-    for op in client_ops(events):
-        if op.f != ROUTE_OP or op.type != "ok" or (node is not None and op.node != node):
-            continue
-        for name, group in op.value["groups"].items():
-            out.append(RouteView(op.complete_time_ms, op.node, name, {int(i): a for i, a in group["ids"].items()}, group["perm"]))
-    return out
