@@ -105,19 +105,37 @@ def build(seed: int, *, acting: bool = True, pre_online: bool = True) -> Cluster
     return Cluster(MODE, seed=seed, overrides={"*": settings})
 
 
+def _with_workload(cluster: Cluster) -> None:
+    """Start `cluster`, create the topic on every broker, warm up, add the workload's clients."""
+    cluster.start(60_000)
+    _create_topic_everywhere(cluster, TOPIC)
+    cluster.run_for(WARMUP_MS)
+    addr = cluster.namesrv_addr
+    cluster.add_client(WATCHER, lambda: ClientProcess(watcher=RouteWatcher(addr, TOPIC, ROUTE_EVERY_MS)))
+    cluster.add_consumer(CONSUMER, topic=TOPIC, group=GROUP, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    cluster.add_producer(PRODUCER, ProducerSpec(topic=TOPIC, group="acting_producer", interval_ms=SEND_EVERY_MS,
+                                                body_size=64))
+    cluster.add_client(DELAYED, lambda: ClientProcess(delayed=DelayedSender(addr)))
+
+
+def start_live(seed: int = 5, *, acting: bool = True, pre_online: bool = True) -> Cluster:
+    """The workload running on the simulator for a lab's live section (fault buttons); the
+    caller closes the cluster."""
+    cluster = build(seed, acting=acting, pre_online=pre_online)
+    try:
+        _with_workload(cluster)
+        cluster.run_for(2_000)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
 def run_outage(seed: int = 5, *, acting: bool = True, pre_online: bool = True) -> OutageRun:
     """The module docstring's schedule; the cluster is closed before it returns."""
     cluster = build(seed, acting=acting, pre_online=pre_online)
     try:
-        cluster.start(60_000)
-        _create_topic_everywhere(cluster, TOPIC)
-        cluster.run_for(WARMUP_MS)
-        addr = cluster.namesrv_addr
-        cluster.add_client(WATCHER, lambda: ClientProcess(watcher=RouteWatcher(addr, TOPIC, ROUTE_EVERY_MS)))
-        cluster.add_consumer(CONSUMER, topic=TOPIC, group=GROUP, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
-        cluster.add_producer(PRODUCER, ProducerSpec(topic=TOPIC, group="acting_producer", interval_ms=SEND_EVERY_MS,
-                                                    body_size=64))
-        cluster.add_client(DELAYED, lambda: ClientProcess(delayed=DelayedSender(addr)))
+        _with_workload(cluster)
         start = cluster.now_ms()
         cluster.run_for(KILL_AT_MS)
         kill = cluster.now_ms()
@@ -131,4 +149,74 @@ def run_outage(seed: int = 5, *, acting: bool = True, pre_online: bool = True) -
         cluster.close()
 
 
-__all__ = ["OutageRun", "DelayedSender", "run_outage", "build"]
+# --- the lock quorum (lockInStrictMode) ------------------------------------------------------------------------------
+LOCKER, LOCK_GROUP = "locker", "orderly_group"
+LOCK_CASES = (("every member up", ()), ("master down", ("broker-a",)), ("master and slave 1 down", ("broker-a", "broker-a-s1")))
+
+
+class Locker:
+    """A client of a ClientProcess that asks the group's route master (broker id 0) for the lock of
+    broker-a's queues, as an orderly consumer's rebalance does (LOCK_BATCH_MQ), and records each
+    answer as a client operation f="lock": {"asked": [...queue ids], "locked": [...]}."""
+
+    def __init__(self, namesrv_addr: str):
+        from rmqlab.client.admin.default_mq_admin_ext import DefaultMQAdminExt
+
+        self.admin = DefaultMQAdminExt(namesrv_addr, admin_ext_group="locker")
+
+    async def start(self, node) -> None:
+        from rmqlab.client.operation_tracer import OperationTracer
+
+        self.node = node
+        self.tracer = OperationTracer(node)
+        await self.admin.start(node)
+
+    async def lock(self, label: str, queue_ids: tuple[int, ...] = (0, 1, 2, 3)) -> None:
+        from rmqlab.remoting.protocol.body.lock_batch_body import LockBatchRequestBody
+        from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
+
+        op = self.tracer.invoke("lock", {"case": label, "asked": list(queue_ids)})
+        try:
+            route = await self.admin.examine_topic_route_info(TOPIC)
+            addr = next(bd.broker_addrs.get(0) for bd in route.broker_datas if bd.broker_name == VICTIM)
+            if addr is None:
+                raise RuntimeError("the route lists no broker id 0 for broker-a")
+            body = LockBatchRequestBody(LOCK_GROUP, f"{self.node.name}@lab", False,
+                                        [MessageQueue(TOPIC, VICTIM, q) for q in queue_ids])
+            locked = await self.admin.client_factory.mq_client_api_impl.lock_batch_mq(addr, body, 3_000)
+        except Exception as e:  # noqa: BLE001 -- the answer, whatever it is, is the fact
+            op.fail({"case": label}, str(e) or type(e).__name__)
+        else:
+            op.ok({"case": label, "asked_at": addr, "locked": sorted(mq.queue_id for mq in locked)})
+
+    async def shutdown(self) -> None:
+        await self.admin.shutdown()
+
+    def on_crash(self) -> None:
+        self.admin.on_crash()
+
+
+def run_lock_quorum(seed: int = 5, *, strict: bool = True) -> list[TraceEvent]:
+    """For each of LOCK_CASES, on a fresh acting-master cluster (totalReplicas 3, lockInStrictMode
+    `strict`): stop those members, wait for the route to follow, ask for the lock. The trace."""
+    events: list[TraceEvent] = []
+    for label, down in LOCK_CASES:
+        settings = {**LAB_BROKER_SETTINGS, "lockInStrictMode": strict, "enableRemoteEscape": False}
+        cluster = Cluster(MODE, seed=seed, overrides={"*": settings})
+        try:
+            cluster.start(60_000)
+            _create_topic_everywhere(cluster, TOPIC)
+            cluster.run_for(WARMUP_MS)
+            addr = cluster.namesrv_addr
+            cluster.add_client(LOCKER, lambda: ClientProcess(locker=Locker(addr)))
+            for node in down:
+                cluster.nemesis.kill(node)
+            cluster.run_for(5_000)  # the name server drops them; the members' syncs see it
+            cluster.sim.run(cluster.sim.components[LOCKER]["locker"].lock(label))
+            events += [e for e in cluster.events() if e.kind == "client" and e.node == LOCKER]
+        finally:
+            cluster.close()
+    return events
+
+
+__all__ = ["OutageRun", "DelayedSender", "run_outage", "start_live", "build", "Locker", "run_lock_quorum", "LOCK_CASES"]

@@ -180,8 +180,14 @@ def acting_timeline_figure(events: list[TraceEvent], *, broker_name: str = "brok
                                  showlegend=False,
                                  hovertemplate=f"{node} runs the special services<br>%{{base:.2f}} s for "
                                                f"%{{x:.2f}} s<extra></extra>"))
-    # The master runs them from its start, without a state event (it is its role, not a change):
-    # only the changes slave acting master makes are drawn.
+    # Only brokers with enableSlaveActingMaster trace their starts and stops; without it the master
+    # runs the services while it is up, which no event says: the figure says so rather than
+    # showing empty rows as "nobody".
+    if not any(node in colors for _, node, _ in service_changes(events)):
+        fig.add_annotation(x=0.5, y=0.45, xref="paper", yref="paper", showarrow=False,
+                           text="no start or stop of the special services in this trace (without slave acting "
+                                "master, the master runs them while it is up)",
+                           font={"size": 11, "color": "#555"}, bgcolor="rgba(255,255,255,0.8)")
     sent = [(t, node, fields) for t, node, fields in notices(events) if node in colors]
     if sent:
         fig.add_trace(go.Scatter(
