@@ -68,13 +68,13 @@ returns; a slave whose master went away stops replicating from it, and when a ma
 learns its HA address (EXCHANGE_BROKER_HA_INFO, 906) and replicates again. Each change of the
 smallest id and each start or stop of the special services is a ``state`` trace event (machines
 ``BrokerController.minBrokerIdInGroup`` and ``BrokerController.specialService``). An acting slave's
-due delayed and timer messages go through ``rmqlab.broker.pop.escape_bridge.put_message``, which
-has no remote escape (see there).
+due delayed and timer messages, and its POP checkpoints and acks, go through the EscapeBridge
+(``rmqlab.broker.failover.escape_bridge``): with ``enableRemoteEscape`` to another group's master,
+found through the broker's route cache (``rmqlab.broker.topic.topic_route_info_manager``).
 
 Deviations: RocketMQ starts a broker of a group with ``totalReplicas > 1`` isolated until its
 pre-online (BrokerPreOnlineService) is done; rmqlab has no pre-online yet, so that combination is
-refused unless ``skipPreOnline=true`` (then, as in RocketMQ, the broker serves at once). Remote
-escape (``enableRemoteEscape``) is refused with slave acting master for the same reason.
+refused unless ``skipPreOnline=true`` (then, as in RocketMQ, the broker serves at once).
 
 Not part of this broker: transactions and static topics; the proxy is ``rmqlab.proxy``.
 """
@@ -97,7 +97,7 @@ from rmqlab.broker.controller.replicas_manager import ReplicasManager
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.offset.consumer_order_info_manager import ConsumerOrderInfoManager
-from rmqlab.broker.pop import escape_bridge
+from rmqlab.broker.failover.escape_bridge import EscapeBridge
 from rmqlab.broker.pop.pop_revive_service import PopReviveService
 from rmqlab.broker.pop.queue_lock_manager import CLEAN_INTERVAL_MS as POP_LOCK_CLEAN_INTERVAL_MS
 from rmqlab.broker.processor.ack_message_processor import AckMessageProcessor
@@ -113,6 +113,7 @@ from rmqlab.broker.schedule.schedule_message_service import ScheduleMessageServi
 from rmqlab.broker.slave_synchronize import SlaveSynchronize
 from rmqlab.broker.subscription.subscription_group_manager import SubscriptionGroupManager
 from rmqlab.broker.topic.topic_config_manager import TopicConfigManager
+from rmqlab.broker.topic.topic_route_info_manager import TopicRouteInfoManager
 from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.message.message_client_id_setter import MessageClientIDSetter
@@ -237,9 +238,6 @@ class BrokerController(Component):
             raise ConfigError("enableSlaveActingMaster = true with totalReplicas > 1 starts the broker isolated until "
                               "its pre-online (BrokerPreOnlineService), which rmqlab does not implement yet: set "
                               "skipPreOnline = true (or totalReplicas = 1)")
-        if bc.enableSlaveActingMaster and bc.enableRemoteEscape:
-            raise ConfigError("enableRemoteEscape = true: remote escape (EscapeBridge.putMessageToRemoteBroker) is "
-                              "not implemented yet")
         self.boot_timestamp = node.now_ms()
         self._register_lock = asyncio.Lock()
         self._min_broker_lock = asyncio.Lock()
@@ -335,6 +333,8 @@ class BrokerController(Component):
         self.broker_outer_api = BrokerOuterAPI(node, self.netty_client_config.connectTimeoutMillis)
         self.broker_outer_api.update_name_server_address_list(bc.get_namesrv_addr_list())
         self.message_client_id_setter = MessageClientIDSetter(bc.brokerIP1, clock, node.random)
+        self.topic_route_info_manager = TopicRouteInfoManager(self)
+        self.escape_bridge = EscapeBridge(self)
 
     async def initialize_remoting_server(self) -> None:
         """``initializeRemotingServer`` + ``registerProcessor`` + the server's start (RocketMQ starts
@@ -367,7 +367,7 @@ class BrokerController(Component):
             self.timer_message_store = TimerMessageStore(
                 self.message_store, msc,
                 TimerCheckpoint(msc.get_timer_check_path(), self.message_store.page_cache), clock=clock,
-                put_message=lambda msg: escape_bridge.put_message(self, msg),  # registerEscapeBridgeHook
+                put_message=self.escape_bridge.put_message,  # registerEscapeBridgeHook
                 state_machine_version=self._state_machine_version)
             self.timer_message_store.load()
 
@@ -412,8 +412,9 @@ class BrokerController(Component):
 
     def start_basic_service(self) -> None:
         """The services of ``startBasicService``: long polling (pull and POP), the POP revive
-        service and queue-lock cleaning, the client housekeeping. The orderly POP state is
-        persisted here with them (RocketMQ persists it with the consumer offsets)."""
+        service and queue-lock cleaning, the client housekeeping, the route cache's refresh. The
+        orderly POP state is persisted here with them (RocketMQ persists it with the consumer
+        offsets)."""
         bc = self.broker_config
         self.pull_request_hold_service.start()
         self.pop_message_processor.pop_long_polling_service.start()
@@ -424,6 +425,8 @@ class BrokerController(Component):
         self.schedule_at_fixed_rate("ConsumerOrderInfoPersist", FIRST_SCHEDULE_DELAY_MS,
                                     bc.flushConsumerOffsetInterval, self.consumer_order_info_manager.persist)
         self.client_housekeeping_service.start()
+        if bc.enableSlaveActingMaster and bc.enableRemoteEscape:  # see TopicRouteInfoManager's deviation
+            self.topic_route_info_manager.start()
 
     def initialize_broker_scheduled_tasks(self) -> None:
         """``initializeBrokerScheduledTasks``: the periodic persistence of the consumer and delay
