@@ -98,7 +98,10 @@ class TopicRouteInfoManager:
         info = TopicPublishInfo.from_route(topic, route, self.broker.node.random)
         info.have_topic_router_info = True
         self.topic_publish_info_table[topic] = info
-        self.topic_route_table[topic] = TopicRouteData.from_json_dict(route.to_json_dict())  # a copy
+        self.topic_route_table[topic] = TopicRouteData(  # new TopicRouteData(topicRouteData): a copy
+            [qd.copy() for qd in route.queue_datas], [bd.copy() for bd in route.broker_datas],
+            {addr: list(servers) for addr, servers in route.filter_server_table.items()}, route.order_topic_conf,
+            route.topic_queue_mapping_by_broker)
         return True
 
     def _is_need_update_topic_route_info(self, topic: str) -> bool:
