@@ -345,3 +345,67 @@ def test_get_message_reads_locally_or_from_the_other_brokers_id0_member():
     # A broker name no route knows: retry later.
     assert sim.run(bridge.get_message_async(TOPIC, 0, 0, "broker-x")) == (None, "brokerAddress not found", True)
     close(sim)
+
+
+# -- POP on the acting slave ------------------------------------------------------------------
+REVIVE_TOPIC = "rmq_sys_REVIVE_LOG_DefaultCluster"
+GROUP = "CG-POP"
+
+
+def revive_records(sim: Simulation, node: str) -> dict[int, list[str]]:
+    """The tags ("ck"/"ack") each revive queue of ``node`` holds."""
+    store = b(sim, node).message_store
+    out = {}
+    for queue_id in range(8):
+        result = store.get_message("t", REVIVE_TOPIC, queue_id, 0, 1000)
+        if result.message_buffers:
+            out[queue_id] = [decodes(buf)[0].tags for buf in result.message_buffers]
+    return out
+
+
+def test_pop_checkpoints_and_acks_of_the_acting_slave_go_to_one_revive_queue_of_one_master():
+    """RIP-32: the CK/ACK records of the acting slave escape to one master ("the same master is
+    required; otherwise, CK/ACK cannot cancel and the message is duplicated"); that master's revive
+    service cancels the acknowledged message and revives the other one, read back from the slave,
+    into its own retry topic."""
+    from rmqlab.client.impl.mq_client_api_impl import MQClientAPIImpl
+    from rmqlab.remoting import RemotingClient
+    from rmqlab.remoting.protocol.header import extra_info_util as eiu
+    from rmqlab.remoting.protocol.header.broker.ack_message import AckMessageRequestHeader
+    from rmqlab.remoting.protocol.header.broker.pop_message import ConsumeInitMode, PopMessageRequestHeader
+
+    sim = cluster()
+    create_topic_on_b(sim)
+    CppClient(sim, "client", B).pull(TOPIC, 0, group=GROUP, suspend_ms=0)  # broker-b knows the group
+    producer = CppClient(sim, "client", A)
+    for body in (b"acked", b"not-acked"):
+        assert producer.send(TOPIC, body).code == ResponseCode.SUCCESS
+    s1 = b(sim, "broker-a-s1")
+    sim.run(s1.slave_synchronize.sync_topic_config())
+    kill_a_and_wait_for_acting(sim)
+    api = MQClientAPIImpl(sim.nodes["client"], RemotingClient(sim.nodes["client"]))
+    header = PopMessageRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0, max_msg_nums=32,
+                                     invisible_time=10_000, poll_time=0, born_time=0, init_mode=ConsumeInitMode.MIN)
+    popped = sim.run(api.pop_message(A_S1, "broker-a", header, 3000)).msg_found_list
+    assert sorted(m.body for m in popped) == [b"acked", b"not-acked"]
+    acked = next(m for m in popped if m.body == b"acked")
+    handle = acked.properties[MessageConst.PROPERTY_POP_CK]
+    strs = eiu.split(handle)
+    ack = AckMessageRequestHeader(GROUP, TOPIC, eiu.get_queue_id(strs), handle, eiu.get_queue_offset(strs))
+    sim.run(api.ack_message(A_S1, ack, 3000))
+    sim.run_for(100)
+    # Both records went to broker-b, where its put hooks park them in the timer wheel (as RocketMQ's
+    # master does: they carry TIMER_DELIVER_MS); nothing went into the slave's store.
+    assert b(sim, "broker-b").message_store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0) == 2
+    assert s1.message_store.get_max_offset_in_queue(REVIVE_TOPIC, 0) == 0
+    # They come out into one revive queue of broker-b: the one floorMod(hash(revive topic + the
+    # slave's store host), 8) names ("rmq_sys_REVIVE_LOG_DefaultCluster/127.0.0.1:10921".hashCode()
+    # = -1859092016, floorMod 8 = 0), the checkpoint, then the ack at the checkpoint's revive time.
+    retry_topic = f"%RETRY%{GROUP}_{TOPIC}"
+    sim.run_until(lambda: b(sim, "broker-b").message_store.get_max_offset_in_queue(retry_topic, 0) >= 1,
+                  timeout_ms=20_000, poll_ms=10)
+    assert revive_records(sim, "broker-b") == {0: ["ck", "ack"]}
+    # broker-b revived the unacknowledged message only, read from the slave, into its retry topic.
+    sim.run_for(5_000)
+    assert [m.body for m in messages_in(sim, B, retry_topic, group=GROUP)] == [b"not-acked"]
+    close(sim)

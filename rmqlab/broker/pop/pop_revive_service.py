@@ -52,6 +52,12 @@ and does the waiting here, on the node's clock:
   (RocketMQ's own AckMsg records; the restarted service finds the checkpoint fully acknowledged).
   As in RocketMQ, a crash between a revival and the commit (consumer offsets are persisted every
   ``flushConsumerOffsetInterval``) can revive a checkpoint again: at least once;
+* checkpoints and acks another group's slave acting as master escaped here (RIP-32, through the
+  EscapeBridge: their broker name is not this broker's) came as SEND_MESSAGE requests, so this
+  broker's put hooks parked them in the timer wheel as RocketMQ's do: each arrives at its
+  ``TIMER_DELIVER_MS``, an ack at its checkpoint's revive time, a slot (1 s) or so late. Such a
+  checkpoint is revived ``ackTimeInterval`` + 1 s after its revive time, RocketMQ's margin
+  (``mergeAndRevive`` waits until the records read reach that far), so that its acks are in;
 * a revived message that could not be stored, or could not be read from a broker that may answer
   later (the EscapeBridge says "retry": a checkpoint an acting slave escaped here, whose message
   is read back from that slave), keeps its checkpoint pending (its stored siblings marked done)
@@ -143,7 +149,7 @@ class PopReviveService:
         for key, ck in list(state.pending.items()):
             if not self.should_run_pop_revive:
                 return
-            if now < ck.revive_time:
+            if now < ck.revive_time + self._escaped_record_margin(ck):
                 continue
             normal_topic = parse_normal_topic(ck.topic, ck.cid)
             if self.broker.topic_config_manager.select_topic_config(normal_topic) is None:
@@ -172,6 +178,12 @@ class PopReviveService:
         if new_committed > state.committed:
             cof.commit_offset(pac.LOCAL_HOST, pac.REVIVE_GROUP, self.revive_topic, state.queue_id, new_committed)
             state.committed = new_committed
+
+    def _escaped_record_margin(self, ck: PopCheckPoint) -> int:
+        """0 for the broker's own checkpoints; ``ackTimeInterval`` + 1 s for one another broker
+        name's acting slave escaped here (module docstring)."""
+        own = self.broker.broker_config.brokerName
+        return pac.ACK_TIME_INTERVAL + pac.SECOND if ck.broker_name and ck.broker_name != own else 0
 
     def consume_revive_message(self, state: ReviveQueueState) -> None:
         """``consumeReviveMessage``: read the revive queue from ``read_offset`` to its end."""
