@@ -122,10 +122,9 @@ def delayed_messages_then_kill(sim: Simulation, count: int = 3, kill_before_due_
 def test_delayed_messages_of_a_dead_master_are_delivered_on_time_into_another_groups_master():
     sim = cluster()
     create_topic_on_b(sim)
+    due, _ = delayed_messages_then_kill(sim)
     s1 = b(sim, "broker-a-s1")
     s1_end = s1.message_store.get_max_phy_offset()
-    due, _ = delayed_messages_then_kill(sim)
-    s1_end = b(sim, "broker-a-s1").message_store.get_max_phy_offset()
     broker_b = b(sim, "broker-b")
     sim.run_until(lambda: stored(sim, "broker-b") == 1 + len(due), timeout_ms=LEVEL_DELAY_MS + 5_000, poll_ms=10)
     delivered = sorted((m for m in messages_in(sim, B, TOPIC) if m.body != b"seed"), key=lambda m: m.body)

@@ -412,9 +412,8 @@ class BrokerController(Component):
 
     def start_basic_service(self) -> None:
         """The services of ``startBasicService``: long polling (pull and POP), the POP revive
-        service and queue-lock cleaning, the client housekeeping, the route cache's refresh. The
-        orderly POP state is persisted here with them (RocketMQ persists it with the consumer
-        offsets)."""
+        service and queue-lock cleaning, the client housekeeping. The orderly POP state is
+        persisted here with them (RocketMQ persists it with the consumer offsets)."""
         bc = self.broker_config
         self.pull_request_hold_service.start()
         self.pop_message_processor.pop_long_polling_service.start()
@@ -425,8 +424,8 @@ class BrokerController(Component):
         self.schedule_at_fixed_rate("ConsumerOrderInfoPersist", FIRST_SCHEDULE_DELAY_MS,
                                     bc.flushConsumerOffsetInterval, self.consumer_order_info_manager.persist)
         self.client_housekeeping_service.start()
-        if bc.enableSlaveActingMaster and bc.enableRemoteEscape:  # see TopicRouteInfoManager's deviation
-            self.topic_route_info_manager.start()
+        if bc.enableSlaveActingMaster and bc.enableRemoteEscape:  # the route cache's refresh: only where
+            self.topic_route_info_manager.start()                  # it escapes (its module's deviation)
 
     def initialize_broker_scheduled_tasks(self) -> None:
         """``initializeBrokerScheduledTasks``: the periodic persistence of the consumer and delay
