@@ -68,16 +68,16 @@ returns; a slave whose master went away stops replicating from it, and when a ma
 learns its HA address (EXCHANGE_BROKER_HA_INFO, 906) and replicates again. Each change of the
 smallest id and each start or stop of the special services is a ``state`` trace event (machines
 ``BrokerController.minBrokerIdInGroup`` and ``BrokerController.specialService``). An acting slave's
-due delayed and timer messages go through ``rmqlab.broker.pop.escape_bridge.put_message``, which
-has no remote escape (see there).
+due delayed and timer messages, and its POP checkpoints and acks, go through the EscapeBridge
+(``rmqlab.broker.failover.escape_bridge``): with ``enableRemoteEscape`` to another group's master,
+found through the broker's route cache (``rmqlab.broker.topic.topic_route_info_manager``).
 
 A broker of such a group with ``totalReplicas > 1`` starts isolated (``is_isolated``: it neither
 registers with the name servers, periodically or for a new topic, nor sends heartbeats, and runs no
 special services) until its pre-online is done (``rmqlab.broker.broker_pre_online_service``: a
 returning master first takes back the consumer offsets, delay offsets and timer checkpoint its
 slaves moved on while acting, then registers); with ``skipPreOnline=true`` it serves at once, as
-in RocketMQ, with whatever metadata it had. Deviation: remote escape (``enableRemoteEscape``) is
-refused with slave acting master (``rmqlab.broker.pop.escape_bridge`` has no remote escape).
+in RocketMQ, with whatever metadata it had.
 
 Not part of this broker: transactions and static topics; the proxy is ``rmqlab.proxy``.
 """
@@ -101,7 +101,7 @@ from rmqlab.broker.controller.replicas_manager import ReplicasManager
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.offset.consumer_order_info_manager import ConsumerOrderInfoManager
-from rmqlab.broker.pop import escape_bridge
+from rmqlab.broker.failover.escape_bridge import EscapeBridge
 from rmqlab.broker.pop.pop_revive_service import PopReviveService
 from rmqlab.broker.pop.queue_lock_manager import CLEAN_INTERVAL_MS as POP_LOCK_CLEAN_INTERVAL_MS
 from rmqlab.broker.processor.ack_message_processor import AckMessageProcessor
@@ -117,6 +117,7 @@ from rmqlab.broker.schedule.schedule_message_service import ScheduleMessageServi
 from rmqlab.broker.slave_synchronize import SlaveSynchronize
 from rmqlab.broker.subscription.subscription_group_manager import SubscriptionGroupManager
 from rmqlab.broker.topic.topic_config_manager import TopicConfigManager
+from rmqlab.broker.topic.topic_route_info_manager import TopicRouteInfoManager
 from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.message.message_client_id_setter import MessageClientIDSetter
@@ -124,7 +125,6 @@ from rmqlab.common.topic_config import TopicConfig
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.config.broker import MASTER_ID, BrokerRole
-from rmqlab.config.errors import ConfigError
 from rmqlab.config.loader import BrokerStartupConfig
 from rmqlab.ha import DefaultHAService
 from rmqlab.ha.autoswitch import AutoSwitchHAService
@@ -235,9 +235,6 @@ class BrokerController(Component):
         if bc.enableControllerMode:
             # The controller gives the role; until then the store refuses writes (see the docstring).
             msc.brokerRole = BrokerRole.SLAVE
-        if bc.enableSlaveActingMaster and bc.enableRemoteEscape:
-            raise ConfigError("enableRemoteEscape = true: remote escape (EscapeBridge.putMessageToRemoteBroker) is "
-                              "not implemented yet")
         self.boot_timestamp = node.now_ms()
         self._register_lock = asyncio.Lock()
         self._min_broker_lock = asyncio.Lock()
@@ -335,6 +332,8 @@ class BrokerController(Component):
         self.broker_outer_api = BrokerOuterAPI(node, self.netty_client_config.connectTimeoutMillis)
         self.broker_outer_api.update_name_server_address_list(bc.get_namesrv_addr_list())
         self.message_client_id_setter = MessageClientIDSetter(bc.brokerIP1, clock, node.random)
+        self.topic_route_info_manager = TopicRouteInfoManager(self)
+        self.escape_bridge = EscapeBridge(self)
 
     async def initialize_remoting_server(self) -> None:
         """``initializeRemotingServer`` + ``registerProcessor`` + the server's start (RocketMQ starts
@@ -368,7 +367,7 @@ class BrokerController(Component):
             self.timer_message_store = TimerMessageStore(
                 self.message_store, msc,
                 TimerCheckpoint(msc.get_timer_check_path(), self.message_store.page_cache), clock=clock,
-                put_message=lambda msg: escape_bridge.put_message(self, msg),  # registerEscapeBridgeHook
+                put_message=self.escape_bridge.put_message,  # registerEscapeBridgeHook
                 state_machine_version=self._state_machine_version)
             self.timer_message_store.load()
 
@@ -431,6 +430,8 @@ class BrokerController(Component):
             # that is not isolated (totalReplicas = 1).
             self.broker_pre_online_service = BrokerPreOnlineService(self)
             self.broker_pre_online_service.start()
+        if bc.enableSlaveActingMaster and bc.enableRemoteEscape:  # the route cache's refresh: only where
+            self.topic_route_info_manager.start()                  # it escapes (its module's deviation)
 
     def initialize_broker_scheduled_tasks(self) -> None:
         """``initializeBrokerScheduledTasks``: the periodic persistence of the consumer and delay

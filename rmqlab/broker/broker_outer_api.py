@@ -16,6 +16,10 @@ RemotingClient:
   901); EXCHANGE_BROKER_HA_INFO (906) to a member of the group (``retrieveBrokerHaInfo``,
   ``sendBrokerHaInfo``); LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42) to the other members, for the
   strict-mode lock quorum (``lockBatchMQAsync``, ``unlockBatchMQAsync``);
+  for the EscapeBridge, a topic's route (GET_ROUTEINFO_BY_TOPIC,
+  ``getTopicRouteInfoFromNameServer``), a message sent to another group's master (SEND_MESSAGE_V2,
+  ``sendMessageToSpecificBroker``) and one read from it (PULL_MESSAGE,
+  ``pullMessageFromSpecificBrokerAsync``);
 * to the master (a slave's SlaveSynchronize): GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
   GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG; and the other way, from a returning
   master's pre-online (BrokerPreOnlineService) to each member: GET_ALL_DELAY_OFFSET,
@@ -48,8 +52,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from rmqlab.client.consumer.pull_result import PullResult, PullStatus
+from rmqlab.client.producer.send_result import STATUS_BY_CODE, SendResult
 from rmqlab.common.data_version import DataVersion
 from rmqlab.common.java_compat import crc32
+from rmqlab.common.message.message import MessageExt
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import decodes, message_properties_to_string
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingError
 from rmqlab.remoting.protocol import remoting_serializable
@@ -61,6 +70,11 @@ from rmqlab.remoting.protocol.body.sync_state_set import SyncStateSet
 from rmqlab.remoting.protocol.body.register_broker_body import RegisterBrokerBody, TopicConfigAndMappingSerializeWrapper
 from rmqlab.remoting.protocol.header.broker.admin import (ConsumerOffsetSerializeWrapper, KVTable, MessageQueue,
                                                           SubscriptionGroupWrapper)
+from rmqlab.remoting.protocol.header.broker.heartbeat import SUB_ALL, ExpressionType
+from rmqlab.remoting.protocol.header.broker.pull_message import (PullMessageRequestHeader, PullMessageResponseHeader,
+                                                                 PullSysFlag)
+from rmqlab.remoting.protocol.header.broker.send_message import (SendMessageRequestHeader, SendMessageRequestHeaderV2,
+                                                                 SendMessageResponseHeader)
 from rmqlab.remoting.protocol.header.controller import (AlterSyncStateSetRequestHeader, ApplyBrokerIdRequestHeader,
                                                         ApplyBrokerIdResponseHeader, ElectMasterRequestHeader,
                                                         ElectMasterResponseHeader, GetMetaDataResponseHeader,
@@ -463,3 +477,101 @@ class BrokerOuterAPI:
         response = await self.remoting_client.invoke_async(addr, request, timeout_ms)
         if response.code != ResponseCode.SUCCESS:
             raise MQBrokerException(response.code, response.remark, addr)
+
+    # -- slave acting master (RIP-32): the EscapeBridge's route, send and pull ------------------
+    async def get_topic_route_info_from_name_server(self, topic: str, timeout_ms: int) -> TopicRouteData:
+        """``getTopicRouteInfoFromNameServer`` (GET_ROUTEINFO_BY_TOPIC, to a name server): the route,
+        else MQBrokerException with the answer's code (TOPIC_NOT_EXIST for an unknown topic)."""
+        header = GetRouteInfoRequestHeader(topic=topic)
+        request = RemotingCommand.create_request_command(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields())
+        response = await self._invoke_name_server(request, timeout_ms)
+        if response.code == ResponseCode.SUCCESS and response.body is not None:
+            return TopicRouteData.decode(response.body)
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            log.warning("get Topic [%s] RouteInfoFromNameServer is not exist value", topic)
+        raise MQBrokerException(response.code, response.remark, "")
+
+    async def send_message_to_specific_broker(self, broker_addr: str, broker_name: str, msg: MessageExt,
+                                              group: str, timeout_ms: int) -> SendResult:
+        """``sendMessageToSpecificBroker``: SEND_MESSAGE_V2 with the message as it is (its topic,
+        queue, flags and the properties *map*, serialized as ``messageProperties2String`` does);
+        the SendResult of a stored message, else MQBrokerException with the broker's code."""
+        request = self._build_send_message_request(msg, group)
+        response = await self._invoke(broker_addr, request, timeout_ms)
+        return self._process_send_response(broker_name, msg, response, broker_addr)
+
+    async def send_message_to_specific_broker_async(self, broker_addr: str, broker_name: str, msg: MessageExt,
+                                                    group: str, timeout_ms: int) -> SendResult:
+        """``sendMessageToSpecificBrokerAsync``: the same request over ``invokeAsync`` (its timeout
+        is the remoting layer's periodic scan, as RocketMQ's)."""
+        request = self._build_send_message_request(msg, group)
+        request.version = MQVersion.CURRENT_VERSION
+        response = await self.remoting_client.invoke_async(broker_addr, request, timeout_ms)
+        return self._process_send_response(broker_name, msg, response, broker_addr)
+
+    @staticmethod
+    def _build_send_message_request(msg: MessageExt, group: str) -> RemotingCommand:
+        """``buildSendMessageRequest``: the V1 header's fields, sent as SEND_MESSAGE_V2."""
+        header = SendMessageRequestHeader(
+            producer_group=group, topic=msg.topic, default_topic=TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC,
+            default_topic_queue_nums=8, queue_id=msg.queue_id, sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp, flag=msg.flag,
+            properties=message_properties_to_string(msg.properties), reconsume_times=msg.reconsume_times,
+            unit_mode=False, batch=False)
+        return RemotingCommand.create_request_command(
+            RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(), msg.body)
+
+    @staticmethod
+    def _process_send_response(broker_name: str, msg: MessageExt, response: RemotingCommand,
+                               addr: str) -> SendResult:
+        """``processSendResponse``: SUCCESS, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT and
+        SLAVE_NOT_AVAILABLE are a SendResult; any other code raises MQBrokerException."""
+        status = STATUS_BY_CODE.get(response.code)
+        if status is None:
+            raise MQBrokerException(response.code, response.remark, addr)
+        header = SendMessageResponseHeader.decode(response)
+        return SendResult(send_status=status,
+                          msg_id=msg.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                          message_queue=MessageQueue(msg.topic, broker_name, header.queue_id),
+                          queue_offset=header.queue_offset, offset_msg_id=header.msg_id,
+                          transaction_id=header.transaction_id)
+
+    async def pull_message_from_specific_broker_async(self, broker_name: str, broker_addr: str, consumer_group: str,
+                                                      topic: str, queue_id: int, offset: int, max_nums: int,
+                                                      timeout_ms: int) -> tuple[PullResult | None, str, bool]:
+        """``pullMessageFromSpecificBrokerAsync``: PULL_MESSAGE (no suspension, no commit, ``*``)
+        for ``max_nums`` messages from ``offset``. Returns (PullResult, status name, False) when
+        the broker answered with a pull status (found or not: no retry), (None, "Response
+        Code:<code>", True) for another answer, (None, reason, True) when the request failed.
+        Deviation: the header has no ``brokerName`` (rmqlab's PullMessageRequestHeader lacks the
+        field; it matters to a proxy only)."""
+        header = PullMessageRequestHeader(
+            consumer_group=consumer_group, topic=topic, queue_id=queue_id, queue_offset=offset, max_msg_nums=max_nums,
+            sys_flag=PullSysFlag.build_sys_flag(False, False, True, False), commit_offset=0,
+            suspend_timeout_millis=0, subscription=SUB_ALL, sub_version=self.node.now_ms(),
+            max_msg_bytes=0x7FFFFFFF, expression_type=ExpressionType.TAG)
+        request = RemotingCommand.create_request_command(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+        request.version = MQVersion.CURRENT_VERSION
+        try:
+            response = await self.remoting_client.invoke_async(broker_addr, request, timeout_ms)
+        except (RemotingError, OSError) as e:
+            return None, str(e), True
+        status = PullStatus.from_response_code(response.code)
+        if status is None:
+            return None, f"Response Code:{response.code}", True
+        try:
+            rh = PullMessageResponseHeader.decode(response)
+            result = PullResult(status, rh.next_begin_offset, rh.min_offset, rh.max_offset,
+                                suggest_which_broker_id=rh.suggest_which_broker_id, message_binary=response.body,
+                                broker_addr=broker_addr)
+            if status is PullStatus.FOUND:  # processPullResult
+                for msg in decodes(response.body or b""):
+                    msg.properties[MessageConst.PROPERTY_MIN_OFFSET] = str(rh.min_offset)
+                    msg.properties[MessageConst.PROPERTY_MAX_OFFSET] = str(rh.max_offset)
+                    msg.queue_id = queue_id  # (rmqlab's MessageExt has no brokerName to set)
+                    if rh.offset_delta is not None:
+                        msg.queue_offset += rh.offset_delta
+                    result.msg_found_list.append(msg)
+        except ValueError:
+            return None, f"Response Code:{response.code}", True
+        return result, status.name, False

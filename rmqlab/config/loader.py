@@ -258,6 +258,14 @@ class _Applier:
         self._set(key, value.strip(), flag, f"'{value}'", python=False)
 
 
+def why_not_settable(bundle: StartupConfig, key: str) -> str:
+    """Why ``key`` sets nothing in ``bundle``'s objects, in the words a file's loader uses (a typo and
+    its closest key, a RocketMQ setting rmqlab does not implement, another component's key); for a
+    key given at runtime (``updateBrokerConfig``)."""
+    applier = _Applier(bundle, [obj for _, obj in bundle.config_objects()])
+    return applier._not_applied(key, "").removeprefix(": ").removesuffix("; ignored")
+
+
 def _apply_file(applier: _Applier, path: str | os.PathLike | None, json_file: bool = False) -> str | None:
     if path is None:
         return None

@@ -52,9 +52,16 @@ and does the waiting here, on the node's clock:
   (RocketMQ's own AckMsg records; the restarted service finds the checkpoint fully acknowledged).
   As in RocketMQ, a crash between a revival and the commit (consumer offsets are persisted every
   ``flushConsumerOffsetInterval``) can revive a checkpoint again: at least once;
-* a revived message that could not be stored keeps its checkpoint pending (its stored siblings
-  marked done) and is tried again next round; RocketMQ re-puts a checkpoint for it instead
-  (``rePutCK``).
+* checkpoints and acks another group's slave acting as master escaped here (RIP-32, through the
+  EscapeBridge: their broker name is not this broker's) came as SEND_MESSAGE requests, so this
+  broker's put hooks parked them in the timer wheel as RocketMQ's do: each arrives at its
+  ``TIMER_DELIVER_MS``, an ack at its checkpoint's revive time, a slot (1 s) or so late. Such a
+  checkpoint is revived ``ackTimeInterval`` + 1 s after its revive time, RocketMQ's margin
+  (``mergeAndRevive`` waits until the records read reach that far), so that its acks are in;
+* a revived message that could not be stored, or could not be read from a broker that may answer
+  later (the EscapeBridge says "retry": a checkpoint an acting slave escaped here, whose message
+  is read back from that slave), keeps its checkpoint pending (its stored siblings marked done)
+  and is tried again next round; RocketMQ re-puts a checkpoint for it instead (``rePutCK``).
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.pop.escape_bridge import get_message, is_put_ok, put_message_to_specific_queue
+from rmqlab.broker.failover.escape_bridge import is_put_ok
 from rmqlab.common import pop_ack_constants as pac
 from rmqlab.common.key_builder import RETRY_GROUP_TOPIC_PREFIX, build_pop_retry_topic, parse_normal_topic
 from rmqlab.common.message.message import MessageExt, MessageExtBrokerInner
@@ -142,7 +149,7 @@ class PopReviveService:
         for key, ck in list(state.pending.items()):
             if not self.should_run_pop_revive:
                 return
-            if now < ck.revive_time:
+            if now < ck.revive_time + self._escaped_record_margin(ck):
                 continue
             normal_topic = parse_normal_topic(ck.topic, ck.cid)
             if self.broker.topic_config_manager.select_topic_config(normal_topic) is None:
@@ -171,6 +178,12 @@ class PopReviveService:
         if new_committed > state.committed:
             cof.commit_offset(pac.LOCAL_HOST, pac.REVIVE_GROUP, self.revive_topic, state.queue_id, new_committed)
             state.committed = new_committed
+
+    def _escaped_record_margin(self, ck: PopCheckPoint) -> int:
+        """0 for the broker's own checkpoints; ``ackTimeInterval`` + 1 s for one another broker
+        name's acting slave escaped here (module docstring)."""
+        own = self.broker.broker_config.brokerName
+        return pac.ACK_TIME_INTERVAL + pac.SECOND if ck.broker_name and ck.broker_name != own else 0
 
     def consume_revive_message(self, state: ReviveQueueState) -> None:
         """``consumeReviveMessage``: read the revive queue from ``read_offset`` to its end."""
@@ -246,7 +259,16 @@ class PopReviveService:
             if ck.is_acked(j):
                 continue
             msg_offset = ck.ack_offset_by_index(j)
-            message = get_message(self.broker, ck.topic, msg_offset, ck.queue_id)
+            # The checkpoint's broker name: a checkpoint an acting slave escaped here names the slave's
+            # group, and the message is read from it (EscapeBridge.get_message_async).
+            message, info, need_retry = await self.broker.escape_bridge.get_message_async(
+                ck.topic, msg_offset, ck.queue_id, ck.broker_name or self.broker.broker_config.brokerName)
+            if message is None and need_retry:
+                # RocketMQ re-puts the checkpoint (rePutCK); here it stays pending (module docstring).
+                log.warning("reviveQueueId=%s, can not get biz msg, need retry: %s, topic:%s, qid:%s, offset:%s, "
+                            "brokerName:%s", state.queue_id, info, ck.topic, ck.queue_id, msg_offset, ck.broker_name)
+                failed = True
+                continue
             if message is None:
                 log.info("reviveQueueId=%s, can not get biz msg, topic:%s, qid:%s, offset:%s, brokerName:%s, "
                          "then continue", state.queue_id, ck.topic, ck.queue_id, msg_offset, ck.broker_name)
@@ -279,7 +301,7 @@ class PopReviveService:
         inner.properties = props
         inner.properties_string = properties_to_java_string(props, NEW_MESSAGE_MAP_CAPACITY)
         self.add_retry_topic_if_not_exist(topic, ck.cid)
-        put = await put_message_to_specific_queue(broker, inner)
+        put = await broker.escape_bridge.put_message_to_specific_queue(inner)
         if broker.broker_config.enablePopLog:
             log.info("reviveQueueId=?,retry msg, ck=%s, msg queueId %s, offset %s, result is %s", ck,
                      message.queue_id, message.queue_offset, put.put_message_status.name)
@@ -311,6 +333,6 @@ class PopReviveService:
                      queue_id=ck.queue_id, pop_time=ck.pop_time, broker_name=ck.broker_name)
         msg = build_revive_message(self.broker, self.revive_topic, ack.encode(), revive_qid, pac.ACK_TAG,
                                    ck.revive_time, gen_ack_unique_id(ack))
-        put = await put_message_to_specific_queue(self.broker, msg)
+        put = await self.broker.escape_bridge.put_message_to_specific_queue(msg)
         if not is_put_ok(put):
             log.error("revive: put ack of revived offset failed: %s, %s", ack, put.put_message_status.name)

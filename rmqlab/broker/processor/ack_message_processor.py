@@ -33,7 +33,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.pop.escape_bridge import is_put_ok, put_message_to_specific_queue
+from rmqlab.broker.failover.escape_bridge import is_put_ok
 from rmqlab.broker.pop.queue_lock_manager import QueueLockManager
 from rmqlab.broker.processor.pop_message_processor import build_revive_message, gen_ack_unique_id
 from rmqlab.broker.processor.send_message_processor import FAQ_URL, suggest_todo
@@ -137,7 +137,7 @@ class AckMessageProcessor:
                      topic=header.topic, queue_id=header.queue_id, pop_time=pop_time, broker_name=broker_name)
         msg = build_revive_message(self.broker, self.revive_topic, ack.encode(), rq_id, pac.ACK_TAG,
                                    pop_time + invisible_time, gen_ack_unique_id(ack))
-        put = await put_message_to_specific_queue(self.broker, msg)
+        put = await self.broker.escape_bridge.put_message_to_specific_queue(msg)
         if not is_put_ok(put):
             log.error("put ack msg error:%s", put.put_message_status.name)
         elif self.broker.broker_config.enablePopLog:

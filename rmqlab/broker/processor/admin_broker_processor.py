@@ -654,10 +654,9 @@ def _config_targets(broker: BrokerController) -> dict[str, list[tuple[object, An
 def _unknown_key(broker: BrokerController, key: str) -> str:
     """Why ``key`` cannot be set, as the loader words it for a file (a typo and its closest key, a
     RocketMQ setting rmqlab does not implement, a key of another component)."""
-    from rmqlab.config.loader import _Applier
+    from rmqlab.config.loader import why_not_settable
 
-    applier = _Applier(broker.startup_config, [obj for _, obj in broker.startup_config.config_objects()])
-    return "updateBrokerConfig: " + applier._not_applied(key, "").removeprefix(": ").removesuffix("; ignored")
+    return "updateBrokerConfig: " + why_not_settable(broker.startup_config, key)
 
 
 def broker_config_text(broker: BrokerController) -> str:

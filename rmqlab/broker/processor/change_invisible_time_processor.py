@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.pop.escape_bridge import is_put_ok, put_message_to_specific_queue
+from rmqlab.broker.failover.escape_bridge import is_put_ok
 from rmqlab.broker.pop.queue_lock_manager import QueueLockManager
 from rmqlab.broker.processor.ack_message_processor import check_topic_and_queue, lock_queue
 from rmqlab.broker.processor.pop_message_processor import build_revive_message, gen_ack_unique_id
@@ -138,7 +138,8 @@ class ChangeInvisibleTimeProcessor:
                            start_offset=header.offset, cid=header.consumer_group, topic=header.topic,
                            queue_id=header.queue_id, broker_name=broker_name)
         ck.add_diff(0)
-        put = await put_message_to_specific_queue(broker, broker.pop_message_processor.build_ck_msg(ck, revive_qid))
+        put = await broker.escape_bridge.put_message_to_specific_queue(
+            broker.pop_message_processor.build_ck_msg(ck, revive_qid))
         if broker.broker_config.enablePopLog:
             log.info("change Invisible, appendCheckPoint, topic %s, queueId %s,reviveId %s, cid %s, startOffset %s, "
                      "rt %s, result %s", header.topic, header.queue_id, revive_qid, header.consumer_group,
@@ -151,7 +152,7 @@ class ChangeInvisibleTimeProcessor:
                      topic=header.topic, queue_id=header.queue_id, pop_time=old_pop_time, broker_name=broker_name)
         msg = build_revive_message(broker, self.revive_topic, ack.encode(), revive_qid, pac.ACK_TAG,
                                    old_pop_time + old_invisible_time, gen_ack_unique_id(ack))
-        ack_put = await put_message_to_specific_queue(broker, msg)
+        ack_put = await broker.escape_bridge.put_message_to_specific_queue(msg)
         if not is_put_ok(ack_put):
             log.error("change Invisible, put ack msg fail: %s, %s", ack, ack_put.put_message_status.name)
         return True

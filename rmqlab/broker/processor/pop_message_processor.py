@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING
 from rmqlab.broker.broker_util import answer_held_request
 from rmqlab.broker.filter.expression_message_filter import ExpressionMessageFilter
 from rmqlab.broker.longpolling.pop_long_polling_service import PollingHeader, PollingResult, PopLongPollingService
-from rmqlab.broker.pop.escape_bridge import is_put_ok, put_message_to_specific_queue
+from rmqlab.broker.failover.escape_bridge import is_put_ok
 from rmqlab.broker.pop.queue_lock_manager import QueueLockManager
 from rmqlab.broker.processor.send_message_processor import FAQ_URL, suggest_todo
 from rmqlab.common import pop_ack_constants as pac
@@ -460,7 +460,7 @@ class PopMessageProcessor:
                            topic=topic, queue_id=queue_id, broker_name=broker_name)
         for queue_offset in result.queue_offsets:
             ck.add_diff(queue_offset - offset)
-        put = await put_message_to_specific_queue(self.broker, self.build_ck_msg(ck, revive_qid))
+        put = await self.broker.escape_bridge.put_message_to_specific_queue(self.build_ck_msg(ck, revive_qid))
         if self.broker.broker_config.enablePopLog:
             log.info("[PopBuffer]add ck just offset, %s, result %s", ck, put)
         if not is_put_ok(put):

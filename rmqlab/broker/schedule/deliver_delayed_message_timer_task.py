@@ -14,7 +14,7 @@ RocketMQ ``broker/src/main/java/org/apache/rocketmq/broker/util/HookUtils.java``
    slave while the group has no master), one task per level walks its queue from the
    level's offset: a unit whose deliver time has come is read back, turned into the original
    message (``messageTimeUp``: topic and queue restored, ``WAIT=false``), and put again through
-   the EscapeBridge (``rmqlab.broker.pop.escape_bridge.put_message``); the level's
+   the EscapeBridge (``rmqlab.broker.failover.escape_bridge``, ``put_message``); the level's
    offset advances past it (``updateOffset``, persisted every ``flushDelayOffsetInterval``). A unit
    not yet due stops the walk until 100 ms later; a failed put retries 100 ms later. The first run
    is 1 s after start.
@@ -37,7 +37,6 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from rmqlab.broker.pop import escape_bridge
 from rmqlab.common.java_compat import java_parse_int
 from rmqlab.common.message.message import MessageExt, MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
@@ -246,13 +245,13 @@ class DeliverDelayedMessageTimerTask:
         return DELAY_FOR_A_WHILE
 
     async def _sync_deliver(self, inner: MessageExtBrokerInner, offset: int) -> bool:
-        """``syncDeliver``: put it through the EscapeBridge (``escape_bridge.put_message``: the local
+        """``syncDeliver``: put it through the EscapeBridge (``EscapeBridge.put_message``: the local
         store on the group's master; on a slave acting as master, the escape to another group's
         master) and move on only when it is stored."""
         store = self.broker.message_store
         if not store.running:
             return False
-        result = await escape_bridge.put_message(self.broker, inner)
+        result = await self.broker.escape_bridge.put_message(inner)
         ok = result is not None and result.put_message_status is PutMessageStatus.PUT_OK
         if ok:
             self.broker.schedule_message_service.update_offset(self.delay_level, offset + 1)
