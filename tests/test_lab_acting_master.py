@@ -17,7 +17,7 @@ from rmqlab.viz import quiet_logs
 SEED = 5
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def outage(acting: bool, pre_online: bool = True) -> am.OutageRun:
     with quiet_logs():
         return am.run_outage(SEED, acting=acting, pre_online=pre_online)

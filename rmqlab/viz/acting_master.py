@@ -29,6 +29,7 @@ DELAYED_KEYS = "delayed-"  # the keys of rmqlab.demo.acting_master's delayed mes
 DELAY_MS = 10_000          # their delay level 3 (messageDelayLevel "1s 5s 10s ...")
 SPECIAL_MACHINE, MIN_MACHINE = "BrokerController.specialService", "BrokerController.minBrokerIdInGroup"
 NO_MASTER = "no brokerId 0"
+_PROCESS_ENDS = ("node.kill", "node.crash", "node.stop")
 NOBODY_COLOR = "#d62728"
 
 
@@ -166,9 +167,12 @@ def acting_timeline_figure(events: list[TraceEvent], *, broker_name: str = "brok
             name=f"{name} (queues {perm_text})", legendgroup=name, showlegend=name not in shown,
             hovertemplate=f"{name}, perm {perm_text}<br>%{{base:.2f}} s for %{{x:.2f}} s<extra></extra>"))
         shown.add(name)
-    # Special services: RUNNING intervals per member.
+    # Special services: RUNNING intervals per member; a process that dies stops them without a
+    # state event of its own.
     running: dict[str, float] = {}
-    for t, node, to in service_changes(events) + [(end_ms, m, "END") for m in members]:
+    gone = [(e.time_ms, e.node, "STOPPED") for e in events if e.kind in _PROCESS_ENDS and e.node in colors]
+    changes = sorted(service_changes(events) + gone, key=lambda c: c[0])
+    for t, node, to in changes + [(end_ms, m, "END") for m in members]:
         if node not in colors:
             continue
         if to == "RUNNING" and node not in running:

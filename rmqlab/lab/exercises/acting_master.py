@@ -57,7 +57,8 @@ def _describe(args) -> str:
             f"perm {perm} ({PermName.perm2string(perm)})")
 
 
-_SEED = 'design page "RIP 32 Slave Acting Master Mode", "Slave Acting Master"'
+_SEED = ('design page "RIP 32 Slave Acting Master Mode", "Slave Acting Master" '
+         '(https://github.com/apache/rocketmq/wiki/RIP-32-Slave-Acting-Master-Mode)')
 _REF = "RocketMQ's RouteInfoManager.pickupTopicRouteData (namesrv/src/main/java/org/apache/rocketmq/namesrv/routeinfo)"
 _TOPIC = "TopicTest"
 _SYNC_TOPIC = "rmq_sys_SYNC_BROKER_MEMBER_broker-a"
