@@ -27,7 +27,7 @@ from rmqlab.client import ClientProcess, DefaultMQProducer
 from rmqlab.client.client_config import ClientConfig
 from rmqlab.cluster import Cluster
 from rmqlab.common.message.message import Message
-from rmqlab.demo.mode_comparison import LAB_BROKER_SETTINGS, LAB_POLL_NAME_SERVER_INTERVAL_MS, _create_topic_everywhere
+from rmqlab.demo.mode_comparison import LAB_BROKER_SETTINGS, LAB_POLL_NAME_SERVER_INTERVAL_MS, create_topic_everywhere
 from rmqlab.demo.route_watcher import RouteWatcher
 from rmqlab.example.benchmark import ProducerSpec
 from rmqlab.trace import TraceEvent
@@ -114,7 +114,7 @@ def build(seed: int, *, acting: bool = True, pre_online: bool = True) -> Cluster
 def _with_workload(cluster: Cluster) -> None:
     """Start `cluster`, create the topic on every broker, warm up, add the workload's clients."""
     cluster.start(60_000)
-    _create_topic_everywhere(cluster, TOPIC)
+    create_topic_everywhere(cluster, TOPIC)
     cluster.run_for(WARMUP_MS)
     addr = cluster.namesrv_addr
     cluster.add_client(WATCHER, lambda: ClientProcess(watcher=RouteWatcher(addr, TOPIC, ROUTE_EVERY_MS)))
@@ -211,7 +211,7 @@ def run_lock_quorum(seed: int = 5, *, strict: bool = True) -> list[TraceEvent]:
         cluster = Cluster(MODE, seed=seed, overrides={"*": settings})
         try:
             cluster.start(60_000)
-            _create_topic_everywhere(cluster, TOPIC)
+            create_topic_everywhere(cluster, TOPIC)
             cluster.run_for(WARMUP_MS)
             addr = cluster.namesrv_addr
             cluster.add_client(LOCKER, lambda: ClientProcess(locker=Locker(addr)))
