@@ -189,18 +189,21 @@ def test_source_text_is_executed_after_the_policy_with_helpers_and_imports(hidde
 
 
 # --- the registry --------------------------------------------------------------------------------------
-def test_the_registry_lists_the_four_exercises_with_their_labs():
-    assert set(EXERCISES) == {"truncation_point", "elect_master", "sync_state_set", "transfer_ok"}
+def test_the_registry_lists_the_five_exercises_with_their_labs():
+    assert set(EXERCISES) == {"truncation_point", "elect_master", "sync_state_set", "transfer_ok", "acting_master"}
     labs = {name: ex.lab for name, ex in EXERCISES.items()}
     assert labs == {"truncation_point": "04-log-truncation", "elect_master": "02-raft-controller",
-                    "sync_state_set": "03-ha-handshake", "transfer_ok": "01-deployment-modes"}
+                    "sync_state_set": "03-ha-handshake", "transfer_ok": "01-deployment-modes",
+                    "acting_master": "05-slave-acting-master"}
     for ex in EXERCISES.values():
         assert os.path.exists(f"labs/{ex.lab}.ipynb")
         names = [e.name for e in ex.public_examples]
         assert len(names) == len(set(names)) >= 8
         assert all(e.hint and e.source for e in ex.public_examples)
-        # Each exercise cites a document a student can open: a design document or RocketMQ's docs.
-        assert any("design.md" in e.source or "deploymentOperations" in e.source for e in ex.public_examples)
+        # Each exercise cites a document a student can open: a design document (RocketMQ's docs/ or
+        # a RIP page of its wiki) or RocketMQ's docs.
+        assert any("design.md" in e.source or "deploymentOperations" in e.source or "/wiki/RIP-" in e.source
+                   for e in ex.public_examples)
         report = ex.check(ex.reference)
         assert report.passed and report.n_passed == len(names), str(report)
         for e in ex.public_examples:  # the examples are JSON data

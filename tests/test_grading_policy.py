@@ -1,9 +1,9 @@
 """The grading policy (rmqlab.grading.gradebook) against functions that do nothing, and the filter
 every student-visible text goes through (rmqlab.grading.feedback.OutputFilter).
 
-Policy: the exercises' functions are asked the calls RocketMQ's rule answered in two reference
-runs (a controller-mode crash and a 2m-2s-sync kill, recorded here as the grader's stage A does),
-in process, like the grader's stage B; every outcome property is assumed to HOLD for every function
+Policy: the exercises' functions are asked the calls RocketMQ's rule answered in three reference
+runs (a controller-mode crash, a 2m-2s-sync kill and an acting-master kill, recorded here as the
+grader's stage A does), in process, like the grader's stage B; every outcome property is assumed to HOLD for every function
 — the worst case for the policy, since a function that keeps the cluster still breaks no safety
 invariant. Do-nothing functions must still score at most DO_NOTHING_MAX of 11; RocketMQ-equivalent
 samples full marks; the subtly wrong samples in between.
@@ -32,7 +32,7 @@ from rmqlab.grading.tasks import key
 from rmqlab.lab.exercises import EXERCISES, combine
 
 DO_NOTHING_MAX = 1.0
-WORKLOADS = ("ctrl-standalone-crash-master", "sync-kill-master")
+WORKLOADS = ("ctrl-standalone-crash-master", "sync-kill-master", "acting-kill-master")
 MAX_POINTS = sum(p.max_points for p in gb.PROPERTIES.values())
 
 # Do-nothing functions of every plausible kind, per exercise (a body after the signature).
@@ -46,12 +46,15 @@ STUBS = {
                      "old master": "return old_master", "preferred": "return prefer_broker_id"},
     "sync_state_set": {**_COMMON, "unchanged": "return sync_state_set", "master only": "return [master_id]"},
     "transfer_ok": {**_COMMON, "acks wanted": "return ack_nums"},
+    "acting_master": {**_COMMON, "smallest id": "return min(broker_ids) if broker_ids else None",
+                      "first slave": "return 1"},
 }
 _SIGNATURE = {"truncation_point": "truncation_point(local, local_max, master, master_max)",
               "elect_master": "elect_master(candidates, old_master, prefer_broker_id)",
               "sync_state_set": "new_sync_state_set(sync_state_set, master_id, slaves, confirm_offset, "
                                 "epoch_start_offset, now_ms, max_not_catchup_ms)",
-              "transfer_ok": "transfer_ok(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset)"}
+              "transfer_ok": "transfer_ok(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset)",
+              "acting_master": "acting_master(topic, broker_ids, enable_acting_master, perm)"}
 
 
 def _stub_source(exercise: str, body: str) -> str:

@@ -43,9 +43,9 @@ class Cluster:
         Without `root_dir` the Cluster makes a temporary one (on the simulator in memory, /dev/shm,
         when there is room: rmqlab.cluster.sim_backend.memory_dir) and removes it at close().
 
-        `decision_points` (simulator only): the rules the brokers and controllers use at the named
-        points of rmqlab.common.decision_points instead of RocketMQ's (how an exercise runs a
-        student's function)."""
+        `decision_points` (simulator only): the rules the name servers, brokers and controllers use
+        at the named points of rmqlab.common.decision_points instead of RocketMQ's (how an exercise
+        runs a student's function)."""
         if isinstance(mode, str):
             if mode not in MODES:
                 raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")

@@ -44,7 +44,7 @@ class SimBackend(Backend):
                  decision_points: DecisionPoints | None = None):
         """Nodes under <root_dir>/nodes. `relay` is the real runtime's: the simulator's network
         carries every fault; `proxy` needs nothing of it before build(). `decision_points` go to
-        the components that decide (brokers, controllers), only when given."""
+        the components that decide (name servers, brokers, controllers), only when given."""
         from rmqlab.runtime.sim import Simulation
 
         self.sim = Simulation(seed=seed, root_dir=os.path.join(root_dir, "nodes"))
@@ -88,8 +88,7 @@ class SimBackend(Backend):
             overrides.update(self._deployment.controller_settings(node, peers, self.sim.store_dir(node.name)))
         config = load_namesrv_config(self._deployment.template_path(node.template) if node.template else None,
                                      overrides=overrides)
-        c = self.components[node.name] = NamesrvController.from_startup_config(
-            config, **(self._options if node.controller_index is not None else {}))
+        c = self.components[node.name] = NamesrvController.from_startup_config(config, **self._options)
         return c
 
     def _controller(self, node: ServerNode, peers: dict[str, str]) -> Component:

@@ -2,7 +2,7 @@
 
 RocketMQ makes the election rule pluggable (``controller/src/main/java/org/apache/rocketmq/
 controller/elect/ElectPolicy.java``, a DefaultElectPolicy handed to the controller); rmqlab does
-the same for the four decisions its labs' exercises ask a student to write. Each field is a
+the same for the decisions its labs' exercises ask a student to write. Each field is a
 strategy the component that decides calls at that point; None (the default) is RocketMQ's rule,
 the component's own. The protocols live next to the components that call them:
 
@@ -16,6 +16,9 @@ the component's own. The protocols live next to the components that call them:
                           (AutoSwitchHAService.maybeShrinkSyncStateSet)
   sync_state_set_expand   ha.autoswitch.auto_switch_ha_protocol.ExpandSyncStateSet
                           (AutoSwitchHAService.maybeExpandInSyncStateSet)
+  acting_master           namesrv.routeinfo.route_info_manager.ActingMaster
+                          (RouteInfoManager.pickupTopicRouteData: which member a route lists
+                          as the master of a group without one, under supportActingMaster)
 
     from rmqlab.common.decision_points import DecisionPoints
     Cluster("controller-standalone", decision_points=DecisionPoints(elect_master=my_rule))
@@ -43,6 +46,7 @@ class DecisionPoints:
     find_consistent_point: Strategy | None = None
     sync_state_set_shrink: Strategy | None = None
     sync_state_set_expand: Strategy | None = None
+    acting_master: Strategy | None = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -30,7 +30,7 @@ the clients refresh their routes every second (LAB_POLL_NAME_SERVER_INTERVAL_MS;
 so the waiting that stays is the servers' own (the name server's 120 s expiry, the controllers'
 10 s heartbeat timeout), which is what the modes differ in; the producer avoids a broker that
 failed (sendLatencyFaultEnable); brokers skip services the workload never uses
-(LAB_BROKER_SETTINGS); the topic goes to the slaves at once (`_create_topic_everywhere`).
+(LAB_BROKER_SETTINGS); the topic goes to the slaves at once (`create_topic_everywhere`).
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ def _warmed_up(spec: ModeSpec, seed: int) -> Cluster:
     cluster = spec.build(seed)
     try:
         cluster.start(60_000)
-        _create_topic_everywhere(cluster)
+        create_topic_everywhere(cluster)
         cluster.run_for(WARMUP_MS)
     except BaseException:
         cluster.close()
@@ -450,20 +450,20 @@ def run_comparison(seed: int, modes: list[str] | None = None, workers: int = 1) 
     return [run.result for run in simulate_modes(seed, modes, workers).values()]
 
 
-def _create_topic_everywhere(cluster: Cluster) -> None:
+def create_topic_everywhere(cluster: Cluster, topic: str = TOPIC) -> None:
     """`mqadmin updateTopic -c` (every master), then `updateTopic -b` on every other broker too:
     a slave copies a new topic from its master only at its SlaveSynchronize run, a minute after it
     started (BrokerController: syncAll once 60 s have passed), and a slave without the topic
     answers pulls with TOPIC_NOT_EXIST. A long-running cluster's slaves would have it; the lab
     skips that minute."""
-    cluster.create_topic(TOPIC)
+    cluster.create_topic(topic)
     addrs = sorted({f["ext_fields"]["brokerAddr"] for f in register_frames(cluster.events())})
     cluster.add_client(ADMIN, lambda: ClientProcess(admin=DefaultMQAdminExt(cluster.namesrv_addr)))
     admin = cluster.sim.components[ADMIN]["admin"]
 
     async def create() -> None:
         for addr in addrs:
-            await admin.create_and_update_topic_config(addr, TopicConfig(TOPIC, 4, 4))
+            await admin.create_and_update_topic_config(addr, TopicConfig(topic, 4, 4))
 
     cluster.sim.run(create())
     cluster.stop_client(ADMIN)

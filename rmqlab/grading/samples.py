@@ -34,11 +34,12 @@ def _sig(exercise: str) -> str:
             "elect_master": "candidates, old_master, prefer_broker_id",
             "sync_state_set": "sync_state_set, master_id, slaves, confirm_offset, epoch_start_offset, now_ms, "
                                   "max_not_catchup_ms",
-            "transfer_ok": "next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset"}[exercise]
+            "transfer_ok": "next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset",
+            "acting_master": "topic, broker_ids, enable_acting_master, perm"}[exercise]
 
 
 FUNCTION = {"truncation_point": "truncation_point", "elect_master": "elect_master",
-            "sync_state_set": "new_sync_state_set", "transfer_ok": "transfer_ok"}
+            "sync_state_set": "new_sync_state_set", "transfer_ok": "transfer_ok", "acting_master": "acting_master"}
 
 # --- correct solutions (written like a student would, not copied from the reference) --------------
 _TRUNC_1 = '''\
@@ -189,8 +190,37 @@ def transfer_ok(next_offset, ack_nums, slave_ack_offsets, push2slave_max_offset)
     return count_copies(slave_ack_offsets, next_offset) >= ack_nums
 '''
 
+_ACT_1 = '''\
+def acting_master(topic, broker_ids, enable_acting_master, perm):
+    if topic.startswith("rmq_sys_SYNC_BROKER_MEMBER_"):
+        return None
+    if not broker_ids or 0 in broker_ids or not enable_acting_master:
+        return None
+    if perm & 2:
+        return None
+    return min(broker_ids)
+'''
+_ACT_2 = '''\
+PERM_WRITE = 2
+SYNC_TOPIC_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
+
+
+def has_master(ids):
+    return any(i == 0 for i in ids)
+
+
+def acting_master(topic, broker_ids, enable_acting_master, perm):
+    writeable = (perm & PERM_WRITE) == PERM_WRITE
+    if topic.startswith(SYNC_TOPIC_PREFIX) or writeable or not enable_acting_master:
+        return None
+    if len(broker_ids) == 0 or has_master(broker_ids):
+        return None
+    return sorted(broker_ids)[0]
+'''
+
 CORRECT = {"truncation_point": [_TRUNC_1, _TRUNC_2, _TRUNC_3], "elect_master": [_ELECT_1, _ELECT_2],
-           "sync_state_set": [_SSS_1, _SSS_2], "transfer_ok": [_XFER_1, _XFER_2]}
+           "sync_state_set": [_SSS_1, _SSS_2], "transfer_ok": [_XFER_1, _XFER_2],
+           "acting_master": [_ACT_1, _ACT_2]}
 
 # --- subtly wrong ---------------------------------------------------------------------------------
 WRONG = {
@@ -220,6 +250,13 @@ WRONG = {
         "before-ack": (_XFER_1.replace("if ack >= next_offset:", "if ack >= 0:"),
                        "answers a sync write before a slave acknowledged it"),
     },
+    "acting_master": {
+        "largest-id": (_ACT_1.replace("return min(broker_ids)", "return max(broker_ids)"),
+                       "lists the slave with the largest id as the master"),
+        "rewrites-sync-topic": (_ACT_1.replace('    if topic.startswith("rmq_sys_SYNC_BROKER_MEMBER_"):\n        return None\n',
+                                               ""),
+                                "rewrites the member-group sync's own topic too"),
+    },
 }
 
 # --- misbehaving ----------------------------------------------------------------------------------
@@ -230,12 +267,14 @@ _TIME_PERTURB = {
     "elect_master": "time.time_ns() % 10**9 + 1",
     "sync_state_set": "sorted({time.time_ns() % 10**9 + 1})",
     "transfer_ok": "not CALL",
+    "acting_master": "(CALL or 0) + 1 + time.time_ns() % 3",
 }
 _PERTURB = {
     "truncation_point": "random.randint(1, 10**9)",
     "elect_master": "random.randint(1, 10**9)",
     "sync_state_set": "sorted({random.randint(1, 10**9)})",
     "transfer_ok": "bool(random.getrandbits(1))",
+    "acting_master": "random.choice([None, 1, 2, 3])",
 }
 
 

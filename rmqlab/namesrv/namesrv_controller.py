@@ -45,6 +45,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from rmqlab.common.decision_points import DecisionPoints
+from rmqlab.common.decision_points import of as decision_points_of
 from rmqlab.config.controller import ControllerConfig
 from rmqlab.config.namesrv import NamesrvConfig
 from rmqlab.config.netty import NAMESRV_LISTEN_PORT, NettyClientConfig, NettyServerConfig
@@ -74,8 +76,11 @@ class NamesrvController(Component):
     def __init__(self, namesrv_config: NamesrvConfig | None = None,
                  netty_server_config: NettyServerConfig | None = None,
                  controller_config: ControllerConfig | None = None, *,
-                 netty_client_config: NettyClientConfig | None = None, **controller_options):
+                 netty_client_config: NettyClientConfig | None = None,
+                 decision_points: DecisionPoints | None = None, **controller_options):
         self.namesrv_config = namesrv_config or NamesrvConfig()
+        # acting_master for the route rewrite; the embedded controller's (elect_master) go to it.
+        self.decision_points = decision_points_of(decision_points)
         self.netty_client_config = netty_client_config or NettyClientConfig()
         # NamesrvStartup sets 9876 before reading the file; NettyServerConfig's own default is 0
         # in Java (10911, the broker's, in rmqlab).
@@ -95,13 +100,16 @@ class NamesrvController(Component):
                                  "controllerDLegerGroup / controllerDLegerPeers / controllerDLegerSelfId)")
             from rmqlab.controller.controller_manager import ControllerManager  # the controller imports remoting too
 
+            if decision_points is not None:
+                controller_options["decision_points"] = decision_points
             self.controller_manager = ControllerManager(controller_config, self.netty_server_config,
                                                         **controller_options)
 
     @classmethod
     def from_startup_config(cls, config: NamesrvStartupConfig, **controller_options) -> NamesrvController:
         """A name server from ``load_namesrv_config(...)`` (what ``mqnamesrv -c file`` reads);
-        `controller_options` go to its embedded controller (e.g. decision_points)."""
+        `decision_points` (the simulator's) go to its route tables and its embedded controller,
+        `controller_options` to the latter."""
         return cls(config.namesrvConfig, config.nettyServerConfig, config.controllerConfig,
                    netty_client_config=config.nettyClientConfig, **controller_options)
 
@@ -110,7 +118,8 @@ class NamesrvController(Component):
         self.node = node
         self._shutting_down = False
         self.route_info_manager = RouteInfoManager(self.namesrv_config, node.now_ms, logger=node.log,
-                                                   on_event=self._trace_event, on_trace=node.trace)
+                                                   on_event=self._trace_event, on_trace=node.trace,
+                                                   acting_master=self.decision_points.acting_master)
         server = RemotingServer(node, self.netty_server_config.bindAddress, self.netty_server_config.listenPort,
                                 channel_event_listener=self.broker_housekeeping_service,
                                 channel_max_idle_seconds=self.netty_server_config.serverChannelMaxIdleTimeSeconds)

@@ -242,3 +242,27 @@ add("proxy-cluster-kill-a", "2m-noslave", "Cluster mode: broker-a is killed; the
     "broker-b.", process_fault("kill", "broker-a", 4_000, 12_000), seed=35, proxy="cluster")
 add("proxy-cluster-suspend-proxy", "2m-noslave", "Cluster mode: the one Proxy is frozen for 5 s: every send waits for "
     "it until it resumes.", process_fault("suspend", "proxy", 4_000, 9_000), seed=36, proxy="cluster")
+
+# --- slave acting master (RIP-32) -----------------------------------------------------------------------------------
+# Two groups of three replicas (conf/acting-master): the name server shows the smallest live slave of a group
+# without master as its read-only master (supportActingMaster), and that slave runs the group's special services.
+ACT = "acting-master"
+# The timer wheel stays on (RocketMQ's default): a returning master's pre-online asks every member for its
+# timer checkpoint, and without the wheel the answer is an error and the master never comes back online.
+_ACT = {"timerWheelEnable": True}
+add("acting-kill-master", ACT, "broker-a's master is killed for 10 s: the name server lists broker-a-s1 as broker-a's "
+    "read-only master, the producer sends to broker-b only, the consumer goes on reading broker-a's queues from "
+    "broker-a-s1; the master comes back through pre-online and takes over again.",
+    process_fault("kill", "broker-a", 5_000, 15_000), seed=39, duration_ms=26_000, consumer=True, broker_overrides=_ACT)
+add("acting-kill-two-masters", ACT, "Both masters are killed for 8 s: each group is read-only, served by its first "
+    "slave; no send can be acknowledged until a master is back, and consumers read on.",
+    process_fault("kill", "broker-a", 5_000, 13_000, 0) + process_fault("kill", "broker-b", 6_000, 13_000, 1),
+    seed=40, duration_ms=24_000, consumer=True, broker_overrides=_ACT)
+add("acting-kill-master-and-slave", ACT, "broker-a's master, then its first slave, are killed: the acting master "
+    "moves from broker-a-s1 to broker-a-s2, and back when they return.",
+    process_fault("kill", "broker-a", 4_000, 16_000, 0) + process_fault("kill", "broker-a-s1", 8_000, 14_000, 1),
+    seed=41, duration_ms=26_000, consumer=True, broker_overrides=_ACT)
+add("acting-crash-master", ACT, "broker-a's master's machine loses power (unflushed bytes gone) for 8 s while the "
+    "consumer commits its offsets to the acting slave; pre-online makes the returning master take those offsets "
+    "back before it registers.", process_fault("crash", "broker-a", 5_000, 13_000), seed=42, duration_ms=26_000,
+    consumer=True, broker_overrides=_ACT)

@@ -12,7 +12,7 @@ A run, on either runtime:
              for every broker registered and every slave's HA connection reporting to its master
   topics     every topic is created with `mqadmin updateTopic -c` and then `updateTopic -b` on every
              broker, slaves too (a slave copies a new topic only at its SlaveSynchronize run, a
-             minute in: rmqlab.demo.mode_comparison._create_topic_everywhere does the same)
+             minute in: rmqlab.demo.mode_comparison.create_topic_everywhere does the same)
   t = 0      a `log` event of node "workload" marks it; from then on each client starts at its
              start_ms and stops (SIGTERM) at its stop_ms, and each fault op is applied at its
              time_ms (rmqlab.checker.schedule.apply_op; "@master" resolved as run_schedule does)

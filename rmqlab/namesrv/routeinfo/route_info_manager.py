@@ -80,7 +80,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rmqlab.common.constant.perm_name import PermName
 from rmqlab.common.data_version import DataVersion
@@ -146,6 +146,32 @@ class BrokerLiveInfo:
     ha_server_addr: str | None
 
 
+class ActingMaster(Protocol):
+    """The decision point ``acting_master`` (rmqlab.common.decision_points): which member of a
+    broker group a route of `topic` lists as brokerId 0, or None to list the members as they are.
+    `broker_ids`: the group's registered ids, ascending; `enable_acting_master`: the group's flag
+    (its brokers' enableSlaveActingMaster); `perm`: the group's queue perm for the topic."""
+
+    def __call__(self, topic: str, broker_ids: list[int], enable_acting_master: bool, perm: int) -> int | None: ...
+
+
+def acting_master(topic: str, broker_ids: list[int], enable_acting_master: bool, perm: int) -> int | None:
+    """RocketMQ's rule (``RouteInfoManager.pickupTopicRouteData``, supportActingMaster): the
+    smallest id of a group that has members but no master (id 0), has enableActingMaster, and
+    whose queues for the topic are not writeable (its prime slave registered them read-only, or
+    the master's departure took PERM_WRITE away). Never for the member-group sync's own topic
+    (``rmq_sys_SYNC_BROKER_MEMBER_<brokerName>``): a broker learns who is alive from its route,
+    which must show the real ids."""
+    if topic.startswith(TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX):
+        return None
+    if not broker_ids or MASTER_ID in broker_ids or not enable_acting_master or PermName.is_writeable(perm):
+        return None
+    return min(broker_ids)
+
+
+_ROCKETMQ_ACTING_MASTER = acting_master  # the parameter of the same name shadows it in __init__
+
+
 @dataclass(frozen=True)
 class MinBrokerIdChange:
     """One NOTIFY_MIN_BROKER_ID_CHANGE (905) to send, oneway, to each of ``broker_addrs`` (the
@@ -191,8 +217,10 @@ class RouteInfoManager:
 
     def __init__(self, namesrv_config: NamesrvConfig, clock: Callable[[], int], *,
                  logger: logging.Logger | None = None, on_event: EventListener | None = None,
-                 on_trace: TraceListener | None = None):
+                 on_trace: TraceListener | None = None, acting_master: ActingMaster | None = None):
         self.namesrv_config = namesrv_config
+        # The decision point acting_master (rmqlab.common.decision_points): RocketMQ's rule unless given.
+        self.acting_master: ActingMaster = acting_master or _ROCKETMQ_ACTING_MASTER
         self.clock = clock
         self.log = logger or logging.getLogger(NAMESRV_LOGGER_NAME)
         self.on_event = on_event
@@ -634,36 +662,39 @@ class RouteInfoManager:
             self._rewrite_acting_master(topic, route)
         return route
 
-    @staticmethod
-    def _rewrite_acting_master(topic: str, route: TopicRouteData) -> None:
-        """RIP-32 (``pickupTopicRouteData`` under ``supportActingMaster``): in each group of the
-        route that has members but no id 0, has ``enableActingMaster``, and whose queues for this
-        topic are not writeable, the smallest-id member is listed as brokerId 0. Its queues keep
-        their stored perm (read-only), so clients see a read-only master: consumers pull from it,
-        producers send elsewhere. Changes ``route`` (a copy) only."""
-        # The compatibility topic of the member-group sync (compatibleWithOldNameSrv) must show
-        # the real ids: it is how a broker learns who is alive.
-        if topic.startswith(TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX):
-            return
+    def _rewrite_acting_master(self, topic: str, route: TopicRouteData) -> None:
+        """RIP-32 (``pickupTopicRouteData`` under ``supportActingMaster``): for each group of the
+        route, the decision point ``acting_master`` names the member listed as brokerId 0 (RocketMQ's
+        rule, ``acting_master`` below: the smallest id of a masterless acting-master group whose
+        queues for this topic are not writeable). Its queues keep their stored perm (read-only), so
+        clients see a read-only master: consumers pull from it, producers send elsewhere. Changes
+        ``route`` (a copy) only.
+
+        RocketMQ first returns when no group of the route lacks id 0, and looks at the queue data
+        of each group only after its own checks; asking the rule about every group gives the same
+        routes (the rule answers None for a group with a master), and lets a replaced rule see
+        every case."""
         if not route.broker_datas or not route.queue_datas:
-            return
-        if not any(bd.broker_addrs and MASTER_ID not in bd.broker_addrs for bd in route.broker_datas):
             return
         for broker_data in route.broker_datas:
             addrs = broker_data.broker_addrs
-            if not addrs or MASTER_ID in addrs or not broker_data.enable_acting_master:
+            perm = next((qd.perm for qd in route.queue_datas if qd.broker_name == broker_data.broker_name), None)
+            if perm is None:
                 continue
-            for queue_data in route.queue_datas:
-                if queue_data.broker_name == broker_data.broker_name:
-                    if not PermName.is_writeable(queue_data.perm):
-                        # HashMap.remove then put(0, addr) on the copy: its table stays sized
-                        # for the copy, where 0 lands in the first bucket.
-                        capacity = copy_capacity(len(addrs))
-                        acting_master_addr = addrs.pop(min(addrs))
-                        addrs[MASTER_ID] = acting_master_addr
-                        order = long_hash_map_order(list(addrs), capacity)
-                        broker_data.broker_addrs = {i: addrs[i] for i in order}
-                    break
+            chosen = self.acting_master(topic, sorted(addrs), broker_data.enable_acting_master, perm)
+            if chosen is None:
+                continue
+            if chosen not in addrs or chosen == MASTER_ID:
+                raise ValueError(f"acting_master chose broker id {chosen!r} for {broker_data.broker_name}, whose "
+                                 f"members are {sorted(addrs)}: the answer must be a member's id other than 0, "
+                                 f"or None")
+            # HashMap.remove then put(0, addr) on the copy: its table stays sized for the copy,
+            # where 0 lands in the first bucket.
+            capacity = copy_capacity(len(addrs))
+            acting_master_addr = addrs.pop(chosen)
+            addrs[MASTER_ID] = acting_master_addr
+            order = long_hash_map_order(list(addrs), capacity)
+            broker_data.broker_addrs = {i: addrs[i] for i in order}
 
     def get_all_cluster_info(self) -> ClusterInfo:
         """``getAllClusterInfo``: a snapshot of the broker and cluster tables."""
