@@ -21,9 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABS = sorted(glob.glob(os.path.join(ROOT, "labs", "*.ipynb")))
 
 
-def test_there_are_four_labs():
+def test_there_are_five_labs():
     names = [os.path.basename(p)[:3] for p in LABS]
-    assert names == ["01-", "02-", "03-", "04-"], LABS
+    assert names == ["01-", "02-", "03-", "04-", "05-"], LABS
 
 
 @pytest.mark.parametrize("path", LABS, ids=os.path.basename)

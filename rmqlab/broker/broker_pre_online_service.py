@@ -38,6 +38,11 @@ connections counts for each of them. Deviation: RocketMQ runs that check in the 
 thread (and also when a connection is removed); rmqlab checks it from this service, every second
 after the request, so a connection that closes between two checks is simply not found.
 
+Hazard kept from RocketMQ: ``syncMetadataReverse`` asks every member for its timer checkpoint whether
+or not timer messages are on; a member with ``timerWheelEnable=false`` has none and answers
+SYSTEM_ERROR "The checkpoint is null", the attempt fails, and the returning master retries every
+second without ever coming online (the acting-master labs and workloads keep the wheel on).
+
 Deviation: an exception escaping an attempt makes RocketMQ retry at once; here it counts as a failed
 attempt (retried 1 s later), so a persistent error cannot spin.
 
