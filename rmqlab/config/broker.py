@@ -112,6 +112,8 @@ class BrokerConfig(BrokerIdentity):
     brokerHeartbeatInterval: int = int_field(1000, min=1)
     brokerNotActiveTimeoutMillis: int = long_field(10000, min=1)
     syncBrokerMemberGroupPeriod: int = int_field(1000, min=1)
+    # How often the broker's own route cache (TopicRouteInfoManager, for the EscapeBridge) refreshes.
+    loadBalancePollNameServerInterval: int = int_field(30_000, min=1)
     transactionTimeOut: int = long_field(6000, min=0)
     transactionCheckMax: int = int_field(15, min=0)
     transactionCheckInterval: int = long_field(30000, min=1)

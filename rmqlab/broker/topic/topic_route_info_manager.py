@@ -15,14 +15,13 @@ where to read a message owned by another broker name (that group's id-0 member).
 * ``find_broker_address_in_publish(name)``: the id-0 address of the group;
   ``find_broker_address_in_subscribe(name, id, only_this_broker)``: that id, else (for a slave id)
   the next one, else (unless ``only_this_broker``) any member.
-* Every topic in the route table is refreshed every 30 s (``loadBalancePollNameServerInterval``,
+* Every topic in the route table is refreshed every ``loadBalancePollNameServerInterval`` (30 s,
   RocketMQ's default), first 1 s after ``start``.
 
 Deviations: RocketMQ starts the periodic refresh on every broker; here it starts only where the
 cache is used to escape (``enableSlaveActingMaster`` and ``enableRemoteEscape``), so a broker with
 the defaults sends nothing new. The POP assignment's subscribe table (``topicSubscribeInfoTable``)
-is not built: rmqlab's broker does not assign POP queues to clients. The refresh interval is a
-constant, rmqlab's BrokerConfig having no ``loadBalancePollNameServerInterval``.
+is not built: rmqlab's broker does not assign POP queues to clients.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmqlab.broker")
 
 GET_TOPIC_ROUTE_TIMEOUT_MS = 3_000
-LOAD_BALANCE_POLL_NAME_SERVER_INTERVAL_MS = 30_000  # BrokerConfig.loadBalancePollNameServerInterval
 FIRST_UPDATE_DELAY_MS = 1_000
 
 
@@ -57,7 +55,8 @@ class TopicRouteInfoManager:
     def start(self) -> None:
         """The periodic refresh (see the module docstring's deviation for when it runs)."""
         self.broker.schedule_at_fixed_rate("TopicRouteInfoManager", FIRST_UPDATE_DELAY_MS,
-                                           LOAD_BALANCE_POLL_NAME_SERVER_INTERVAL_MS, self.update_all_from_name_server)
+                                           self.broker.broker_config.loadBalancePollNameServerInterval,
+                                           self.update_all_from_name_server)
 
     async def update_all_from_name_server(self) -> None:
         for topic in list(self.topic_route_table):
