@@ -145,3 +145,21 @@ def cluster(seed: int = 3, sync_period_ms: int = 5000, master_role: str = "ASYNC
     sim.add_node("client", Idle)
     sim.start_all()
     return sim
+
+
+def acting_master_group(seed: int = 7, slaves: int = 2, master_overrides: dict | None = None,
+                        **overrides) -> Simulation:
+    """A name server with its defaults, broker-a (master, id 0), broker-a-s<i> (SLAVE, id i, slave
+    reads on) and an idle "client" node, every broker with ``enableSlaveActingMaster=true`` and
+    `overrides` (the master also `master_overrides`); started."""
+    sim = Simulation(seed=seed)
+    sim.add_node("namesrv", NamesrvController)
+    acting = {"enableSlaveActingMaster": "true", **overrides}
+    sim.add_node("broker-a", broker_factory(sim, "broker-a", namesrv=NS, **{**acting, **(master_overrides or {})}))
+    for i in range(1, slaves + 1):
+        sim.add_node(f"broker-a-s{i}", broker_factory(sim, f"broker-a-s{i}", port=10911 + 10 * i, namesrv=NS,
+                                                      brokerRole="SLAVE", brokerId=i, slaveReadEnable="true",
+                                                      **acting))
+    sim.add_node("client", Idle)
+    sim.start_all()
+    return sim

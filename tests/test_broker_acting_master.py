@@ -17,10 +17,9 @@ import asyncio
 import pytest
 
 from rmqlab.common.topic.topic_validator import TopicValidator
-from rmqlab.namesrv import NamesrvController
 from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqlab.runtime.sim import Simulation
-from tests.broker_helpers import NS, CppClient, Idle, broker_factory, close, props
+from tests.broker_helpers import NS, CppClient, acting_master_group, close, props
 
 MASTER, S1, S2 = "127.0.0.1:10911", "127.0.0.1:10921", "127.0.0.1:10931"
 MASTER_HA = "127.0.0.1:10912"
@@ -29,17 +28,7 @@ MIN_MACHINE, SERVICE_MACHINE = "BrokerController.minBrokerIdInGroup", "BrokerCon
 
 def group(seed: int = 7, slaves: int = 2, master_overrides: dict | None = None, **overrides) -> Simulation:
     """namesrv, broker-a (master), broker-a-s1 (id 1), broker-a-s2 (id 2), client."""
-    sim = Simulation(seed=seed)
-    sim.add_node("namesrv", NamesrvController)
-    acting = {"enableSlaveActingMaster": "true", **overrides}
-    sim.add_node("broker-a", broker_factory(sim, "broker-a", namesrv=NS, **{**acting, **(master_overrides or {})}))
-    for i in range(1, slaves + 1):
-        sim.add_node(f"broker-a-s{i}", broker_factory(sim, f"broker-a-s{i}", port=10911 + 10 * i, namesrv=NS,
-                                                      brokerRole="SLAVE", brokerId=i, slaveReadEnable="true",
-                                                      **acting))
-    sim.add_node("client", Idle)
-    sim.start_all()
-    return sim
+    return acting_master_group(seed, slaves, master_overrides, **overrides)
 
 
 def b(sim: Simulation, name: str):

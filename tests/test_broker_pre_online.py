@@ -25,7 +25,7 @@ from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, Respon
 from rmqlab.remoting.protocol.route.topic_route_data import TopicRouteData
 from rmqlab.runtime.sim import Simulation
 from rmqlab.store.timer.timer_checkpoint import DecodedTimerCheckpoint
-from tests.broker_helpers import NS, CppClient, Idle, broker_factory, close, props
+from tests.broker_helpers import NS, CppClient, acting_master_group, broker_factory, close, props
 from tests.client_helpers import NS as LAB_NS, Recorder, history, push_consumer, send_all
 
 MASTER, S1, S2 = "127.0.0.1:10911", "127.0.0.1:10921", "127.0.0.1:10931"
@@ -39,17 +39,7 @@ REVERSE_SYNC = [RequestCode.EXCHANGE_BROKER_HA_INFO, RequestCode.GET_ALL_DELAY_O
 def group(seed: int = 7, slaves: int = 2, **overrides) -> Simulation:
     """namesrv, broker-a (master, id 0), broker-a-s<i> (id i); every broker with slave acting
     master and totalReplicas = 1 + slaves (so each starts isolated and goes through pre-online)."""
-    sim = Simulation(seed=seed)
-    sim.add_node("namesrv", NamesrvController)
-    acting = {"enableSlaveActingMaster": "true", "totalReplicas": str(1 + slaves), **overrides}
-    sim.add_node("broker-a", broker_factory(sim, "broker-a", namesrv=NS, **acting))
-    for i in range(1, slaves + 1):
-        sim.add_node(f"broker-a-s{i}", broker_factory(sim, f"broker-a-s{i}", port=10911 + 10 * i, namesrv=NS,
-                                                      brokerRole="SLAVE", brokerId=i, slaveReadEnable="true",
-                                                      **acting))
-    sim.add_node("client", Idle)
-    sim.start_all()
-    return sim
+    return acting_master_group(seed, slaves, **{"totalReplicas": str(1 + slaves), **overrides})
 
 
 def b(sim: Simulation, name: str):

@@ -48,7 +48,10 @@ class DefaultHAClient(HAClient):
     def __init__(self, ha_service: DefaultHAService):
         super().__init__(ha_service, ClientProtocol(ha_service.node.now_ms()))
         self._wake: asyncio.Future | None = None
-        self._has_notified = False  # ServiceThread.hasNotified: a wakeup no wait has consumed yet
+        # ServiceThread.hasNotified: a wakeup no wait has consumed yet. (WaitNotifyObject.wakeupAll
+        # reaches only waiters already in its table; ServiceThread.wakeup is kept even before the
+        # first wait, hence a flag of its own here.)
+        self._has_notified = False
 
     def wakeup(self) -> None:
         """``wakeup``: end the current wait now, else the next one (module docstring)."""

@@ -30,10 +30,8 @@ supportActingMaster=true ever do).
 
 from __future__ import annotations
 
-import numbers
-from typing import Any
-
 from rmqlab.common.constant.perm_name import PermName
+from rmqlab.lab.exercises.election import normalize_broker_id
 from rmqlab.lab.exercises.registry import Example, Exercise
 
 
@@ -44,14 +42,6 @@ def reference(topic, broker_ids, enable_acting_master, perm):
     from rmqlab.namesrv.routeinfo.route_info_manager import acting_master as rocketmq_rule
 
     return rocketmq_rule(topic, list(broker_ids), bool(enable_acting_master), int(perm))
-
-
-def _normalize(answer: Any) -> int | None:
-    if answer is None:
-        return None
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
-        raise ValueError("the answer must be a broker id (an int) or None")
-    return int(answer)
 
 
 def _describe(args) -> str:
@@ -105,7 +95,7 @@ def _strategies(ask) -> dict:
 
 EXERCISE = Exercise(
     name="acting_master", function="acting_master", lab="05-slave-acting-master", modes=("acting-master",),
-    reference=reference, public_examples=PUBLIC_EXAMPLES, normalize_answer=_normalize, strategies=_strategies,
+    reference=reference, public_examples=PUBLIC_EXAMPLES, normalize_answer=normalize_broker_id, strategies=_strategies,
     describe=_describe, answer_kind="a broker id or None",
     arg_names=("topic", "broker_ids", "enable_acting_master", "perm"), points=("acting_master",),
     reference_workload="acting-kill-master",

@@ -58,7 +58,8 @@ def reference(candidates, old_master, prefer_broker_id):
     return min(candidates, key=rank)[0]
 
 
-def _normalize(answer: Any) -> int | None:
+def normalize_broker_id(answer: Any) -> int | None:
+    """An answer that is a broker id or None (lab 05's exercise asks the same)."""
     if answer is None:
         return None
     if isinstance(answer, bool) or not isinstance(answer, numbers.Integral):
@@ -128,7 +129,7 @@ def _strategies(ask) -> dict:
 EXERCISE = Exercise(
     name="elect_master", function="elect_master", lab="02-raft-controller",
     modes=("controller-standalone", "controller-embedded"), reference=reference, public_examples=PUBLIC_EXAMPLES,
-    normalize_answer=_normalize, strategies=_strategies, describe=_describe, answer_kind="a broker id or None",
+    normalize_answer=normalize_broker_id, strategies=_strategies, describe=_describe, answer_kind="a broker id or None",
     arg_names=("candidates", "old_master", "prefer_broker_id"), points=("elect_master",),
     reference_workload="ctrl-standalone-kill-master",
     summary="the controller's election candidate choice (DefaultElectPolicy)")
