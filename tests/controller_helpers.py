@@ -210,6 +210,19 @@ def leader_of(addrs: list[str]) -> str | None:
     return leader if probe.code == RC.SUCCESS else None
 
 
+def call_leader(addrs: list[str], code: int, header, timeout_s: float = 20) -> RemotingCommand:
+    """The request to the serving leader. Three Raft peers on a loaded machine may elect again
+    between two requests (the old leader then answers CONTROLLER_NOT_LEADER, having applied
+    nothing): ask the new one, as ReplicasManager does after it re-reads the controller metadata."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = wait_for(lambda: leader_of(addrs), timeout_s, "a serving leader")
+        r = call(current, code, header)
+        if r.code != RC.CONTROLLER_NOT_LEADER or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
+
+
 def wait_for(predicate, timeout_s: float, what: str):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

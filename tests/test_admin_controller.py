@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -469,7 +470,7 @@ def admin_command(*argv: str) -> subprocess.CompletedProcess:
 @pytest.mark.real
 def test_rmqlab_admin_against_three_controller_processes(tmp_path):
     from rmqlab.runtime.real_cluster import RealCluster, free_ports
-    from tests.controller_helpers import call, controller_ports, leader_of, wait_for
+    from tests.controller_helpers import call_leader, controller_ports, leader_of, wait_for
 
     ports = controller_ports(3)
     names = ["n0", "n1", "n2"]
@@ -487,25 +488,31 @@ def test_rmqlab_admin_against_three_controller_processes(tmp_path):
             cluster.add_node(n, [sys.executable, "-m", "rmqlab.cli", "controller", "-c", str(conf)],
                              ports=[ports[names.index(n)]])
         cluster.start_all(timeout_s=30)
-        leader = wait_for(lambda: leader_of(addrs), 20, "a serving leader")
         # Two replicas of broker-a: ids applied and registered; b1 is elected (the first election).
         now = int(time.time() * 1000)
         for broker_id, broker_addr in ((1, b1), (2, b2)):
-            r = call(leader, RequestCode.CONTROLLER_APPLY_BROKER_ID,
-                     ApplyBrokerIdRequestHeader(CLUSTER, A, broker_id, f"{broker_addr};{now}"))
+            r = call_leader(addrs, RequestCode.CONTROLLER_APPLY_BROKER_ID,
+                            ApplyBrokerIdRequestHeader(CLUSTER, A, broker_id, f"{broker_addr};{now}"))
             assert r.code == RC.SUCCESS, r.remark
-            r = call(leader, RequestCode.CONTROLLER_REGISTER_BROKER,
-                     RegisterBrokerToControllerRequestHeader(CLUSTER, A, broker_id, broker_addr))
+            r = call_leader(addrs, RequestCode.CONTROLLER_REGISTER_BROKER,
+                            RegisterBrokerToControllerRequestHeader(CLUSTER, A, broker_id, broker_addr))
             assert r.code == RC.SUCCESS, r.remark
-        r = call(leader, RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader.of_broker_trigger(CLUSTER, A, 1))
+        r = call_leader(addrs, RequestCode.CONTROLLER_ELECT_MASTER,
+                        ElectMasterRequestHeader.of_broker_trigger(CLUSTER, A, 1))
         assert r.code == RC.SUCCESS, r.remark
         beats.start()
         wait_for(lambda: beats.beats >= 2, 20, "two rounds of heartbeats")
 
         all_addrs = ";".join(addrs)
+        # The leader when the command ran (a loaded machine may have elected again since the
+        # requests above): every controller names the same one, and only it says it leads.
+        wait_for(lambda: leader_of(addrs), 20, "a serving leader")
         meta = admin_command("getControllerMetaData", "-a", all_addrs)
         assert meta.returncode == 0, meta.stderr
-        leader_id = next(n for n in names if addr[n] == leader)
+        leader_ids = set(re.findall(r"#ControllerLeaderId\t(\S+)\n", meta.stdout))
+        assert len(leader_ids) == 1 and leader_ids <= set(names), meta.stdout
+        leader_id = leader_ids.pop()
+        leader = addr[leader_id]
         for n in names:
             assert f"#ControllerAddress\t{addr[n]}\n#ControllerGroup\tgroup1\n#ControllerLeaderId\t{leader_id}\n" \
                    f"#ControllerLeaderAddress\t{leader}\n#IsLeader\t{'true' if n == leader_id else 'false'}\n" \

@@ -20,7 +20,7 @@ from rmqlab.remoting.protocol.header.controller import (ApplyBrokerIdRequestHead
 from rmqlab.remoting.request_code import RequestCode
 from rmqlab.remoting.response_code import ResponseCode as RC
 from rmqlab.runtime.real_cluster import RealCluster
-from tests.controller_helpers import call, controller_ports, leader_of, wait_for
+from tests.controller_helpers import call, call_leader, controller_ports, leader_of, wait_for
 
 pytestmark = pytest.mark.real
 
@@ -47,28 +47,16 @@ def test_three_standalone_controllers_register_elect_and_survive_a_sigkilled_lea
         r = call(follower, RequestCode.CONTROLLER_APPLY_BROKER_ID, ApplyBrokerIdRequestHeader(CLUSTER, A, 1, "x;1"))
         assert r.code == RC.CONTROLLER_NOT_LEADER and r.ext_fields["controllerLeaderAddress"] == leader
 
-        def through_leader(code: int, header):
-            """The request to the serving leader. Three Raft peers on a loaded machine may elect
-            again between two requests (the old leader then answers CONTROLLER_NOT_LEADER): ask the
-            new one, as ReplicasManager does after it re-reads the controller metadata."""
-            deadline = time.monotonic() + 20
-            while True:
-                current = wait_for(lambda: leader_of(addrs), 20, "a serving leader")
-                r = call(current, code, header)
-                if r.code != RC.CONTROLLER_NOT_LEADER or time.monotonic() > deadline:
-                    return r
-                time.sleep(0.2)
-
         # The register flow (ReplicasManager.register) through the leader; the first election takes the asker.
-        r = through_leader(RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, A))
+        r = call_leader(addrs, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, GetNextBrokerIdRequestHeader(CLUSTER, A))
         assert GetNextBrokerIdResponseHeader.decode(r).next_broker_id == 1
-        r = through_leader(RequestCode.CONTROLLER_APPLY_BROKER_ID,
+        r = call_leader(addrs, RequestCode.CONTROLLER_APPLY_BROKER_ID,
                            ApplyBrokerIdRequestHeader(CLUSTER, A, 1, f"{BROKER};{int(time.time() * 1000)}"))
         assert r.code == RC.SUCCESS, r.remark
-        r = through_leader(RequestCode.CONTROLLER_REGISTER_BROKER,
+        r = call_leader(addrs, RequestCode.CONTROLLER_REGISTER_BROKER,
                            RegisterBrokerToControllerRequestHeader(CLUSTER, A, 1, BROKER))
         assert r.code == RC.SUCCESS, r.remark
-        r = through_leader(RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader.of_broker_trigger(CLUSTER, A, 1))
+        r = call_leader(addrs, RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader.of_broker_trigger(CLUSTER, A, 1))
         assert r.code == RC.SUCCESS, r.remark
 
         # SIGKILL the leader (the one serving now): another serves the same state.
