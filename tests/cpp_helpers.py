@@ -1,5 +1,6 @@
 """Configuration files for real processes (conf/ templates written as key=value files), the C++
-oracle scripts' JSON lines, and messages read back from a broker's commitlog files.
+oracle scripts run in the background and their JSON lines, and messages read back from a broker's
+commitlog files.
 """
 
 from __future__ import annotations
@@ -7,9 +8,11 @@ from __future__ import annotations
 import json
 import os
 import struct
+import subprocess
 
 from rmqlab.common.message import message_decoder
 from rmqlab.common.message.message import MessageExt, MessageFormatError
+from tests.oracles import SCRIPTS, cpp_client_python, oracle_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,3 +61,29 @@ def stored_copies(store_dir: str, topic: str) -> dict[str, list[MessageExt]]:
                 out.setdefault(msg.keys, []).append(msg)
             pos += msg.store_size
     return out
+
+
+class CppClient:
+    """An oracle script (tests/oracles/) running in the C++ client's venv in the background, its
+    JSON lines collected in a file; HOME is the test's temp dir."""
+
+    def __init__(self, tmp_path, name: str, script: str, *args: str):
+        self.path = tmp_path / f"{name}.jsonl"
+        env = oracle_env(str(tmp_path / "home"))
+        with open(self.path, "w") as out:
+            self.proc = subprocess.Popen([cpp_client_python(), os.path.join(SCRIPTS, script), *args], stdout=out,
+                                         stderr=subprocess.PIPE, text=True, env=env)
+
+    def lines(self) -> list[dict]:
+        with open(self.path) as f:  # a line still in writing has no newline yet
+            return [json.loads(x) for x in f.read().split("\n")[:-1] if x.startswith("{")]
+
+    def finish(self, timeout_s: float) -> list[dict]:
+        self.proc.wait(timeout_s)
+        assert self.proc.returncode == 0, self.proc.stderr.read()[-2000:]
+        return self.lines()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)

@@ -164,3 +164,59 @@ def wait_ready(dep: Deployment, timeout_s: float = 60) -> str:
         return info.master_address if broker_addrs(dep).get(0) == info.master_address else None
     return poll(ready, timeout_s, "a master registered as id 0 with all three replicas in its SyncStateSet",
                 interval_s=0.3)
+
+
+# -- slave acting master (RIP-32): conf/acting-master/ -----------------------------------------------
+
+ACTING_GROUP_A = ("broker-a", "broker-a-s1", "broker-a-s2")
+
+
+@dataclass
+class ActingDeployment:
+    cluster: RealCluster
+    namesrv: str
+    brokers: dict[str, str]     # node -> address clients dial (brokerIP1:listenPort)
+
+    def admin(self, fn, timeout_ms: int = 2000):
+        return admin_call(self.namesrv, fn, timeout_ms)
+
+
+def start_acting_deployment(root: str, *, skip_pre_online: bool = False,
+                            brokers: tuple[str, ...] = (*ACTING_GROUP_A, "broker-b")) -> ActingDeployment:
+    """The name server and `brokers` of conf/acting-master/ (supportActingMaster,
+    notifyMinBrokerIdChanged, enableSlaveActingMaster, enableRemoteEscape, three replicas per group)
+    on free ports, with small commit-log files and `skipPreOnline` as asked; returns once every
+    process traced node.start.
+
+    Each broker is on a host of its own, as on a machine of its own: brokerIP1 = brokerIP2 =
+    bindAddress = its node's loopback address, the one its outgoing connections come from. A
+    returning broker's pre-online finds a member's HA connection by that member's host
+    (BrokerPreOnlineService.waitForHaHandshakeComplete compares hosts only), so a broker must
+    connect from the host it advertises."""
+    conf_dir = os.path.join(root, "conf")
+    os.makedirs(conf_dir, exist_ok=True)
+    ns_port, *bports = free_ports(1 + 2 * len(brokers))
+    cluster = RealCluster(os.path.join(root, "cluster"), relay=False, startup_timeout_s=60)
+    namesrv = f"127.0.0.1:{ns_port}"
+    conf = write_conf(os.path.join(conf_dir, "namesrv.conf"),
+                      template("acting-master/namesrv.conf") | {"listenPort": ns_port})
+    cluster.add_node("namesrv", [sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", conf], ports=[ns_port])
+    listen_addrs = {}
+    for i, node in enumerate(brokers):
+        listen, ha = bports[2 * i], bports[2 * i + 1]
+        cluster.add_node(node, [sys.executable, "-m", "rmqlab.cli", "broker", "-c",
+                                os.path.join(conf_dir, f"{node}.properties")], ports=[listen, ha])
+        host = cluster.node_ip(node)
+        values = template(f"acting-master/{node}.properties") | {
+            "namesrvAddr": namesrv, "listenPort": listen, "haListenPort": ha,
+            "brokerIP1": host, "brokerIP2": host, "bindAddress": host,
+            "storePathRootDir": cluster.store_dir(node), "skipPreOnline": str(skip_pre_online).lower(),
+            "mappedFileSizeCommitLog": LAB_BROKER["mappedFileSizeCommitLog"]}
+        write_conf(os.path.join(conf_dir, f"{node}.properties"), values)
+        listen_addrs[node] = f"{host}:{listen}"
+    try:
+        cluster.start_all(timeout_s=60)
+    except BaseException:
+        cluster.close()
+        raise
+    return ActingDeployment(cluster, namesrv, listen_addrs)

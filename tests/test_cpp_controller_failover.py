@@ -34,48 +34,15 @@ The waits are bounded accordingly; the test takes about 45 s.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import time
 
 import pytest
 
-from tests.oracles import SCRIPTS, cpp_client_python
-from tests.cpp_helpers import stored_copies
+from tests.cpp_helpers import CppClient, stored_copies
 from tests.deployment_helpers import broker_addrs, poll, start_deployment, wait_ready
 
 pytestmark = pytest.mark.real
-
-# -- observing the deployment through its own admin requests -----------------------------------------
-
-# -- the test -----------------------------------------------------------------------------------------
-
-
-class CppClient:
-    """An oracle script (tests/oracles/) running in the C++ client's venv in the background, its
-    JSON lines collected in a file; HOME is the test's temp dir."""
-
-    def __init__(self, tmp_path, name: str, script: str, *args: str):
-        self.path = tmp_path / f"{name}.jsonl"
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path / "home")}
-        with open(self.path, "w") as out:
-            self.proc = subprocess.Popen([cpp_client_python(), os.path.join(SCRIPTS, script), *args], stdout=out,
-                                         stderr=subprocess.PIPE, text=True, env=env)
-
-    def lines(self) -> list[dict]:
-        with open(self.path) as f:  # a line still in writing has no newline yet
-            return [json.loads(x) for x in f.read().split("\n")[:-1] if x.startswith("{")]
-
-    def finish(self, timeout_s: float) -> list[dict]:
-        self.proc.wait(timeout_s)
-        assert self.proc.returncode == 0, self.proc.stderr.read()[-2000:]
-        return self.lines()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
 
 
 def check_consumed(consumed: list[dict], prefix: str, on_new: dict) -> None:

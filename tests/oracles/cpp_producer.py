@@ -1,4 +1,5 @@
-"""Runs inside the C++ client's venv: send COUNT messages with send_sync; one JSON line each.
+"""Runs inside the C++ client's venv: send COUNT messages with send_sync; one JSON line each (with
+the time the send started and ended). An optional DELAY_LEVEL makes them delayed messages.
 
 A send that fails with "No route info of this topic" is tried again (at most twice, 0.2 s apart) and
 its line lists the earlier errors under "client_retries". That error is also what rocketmq-client-cpp
@@ -14,6 +15,7 @@ import time
 from rocketmq.client import Message, Producer
 
 namesrv, topic, count, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+delay_level = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 producer = Producer(f"PID-{prefix}")
 producer.set_namesrv_addr(namesrv)
 producer.start()
@@ -24,8 +26,11 @@ try:
         msg.set_tags("TagA" if i % 2 == 0 else "TagB")
         msg.set_body(f"{prefix} body {i}")
         msg.set_property("seq", str(i))
+        if delay_level:
+            msg.set_delay_time_level(delay_level)
         retries = []
         while True:
+            start = time.time()
             try:
                 r = producer.send_sync(msg)
                 line = {"i": i, "status": int(r.status), "msg_id": r.msg_id, "offset": r.offset}
@@ -35,6 +40,7 @@ try:
                     time.sleep(0.2)
                     continue
                 line = {"i": i, "error": str(e)}
+            line |= {"start": start, "end": time.time()}
             print(json.dumps(line | ({"client_retries": retries} if retries else {})), flush=True)
             break
 finally:
