@@ -29,7 +29,7 @@ def test_walkthrough_outcomes_are_deterministic(tmp_path):
 
 
 def test_demo_prints_every_part_and_writes_an_offline_report(tmp_path, capsys):
-    """The walkthrough, the controller-mode failover (its checkers valid) and all eight modes with
+    """The walkthrough, the controller-mode failover (its checkers valid) and every mode with
     the deployment guide's claims; the report carries the figures with plotly.js inlined once, no
     script fetched from the network; neither points at a document the reader does not have.
     (The comparison's numbers: tests/test_lab_deployment_modes.py.)"""

@@ -93,6 +93,21 @@ def test_a_proxy_in_local_mode_dies_with_its_broker_and_in_cluster_mode_adds_a_h
         assert 0 < r.acknowledged_lost == r.on_broker_a and r.readable_during_outage == 0
 
 
+def test_slave_acting_master_serves_reads_from_a_read_only_slave_and_drops_the_master_in_seconds(runs):
+    """RIP-32's row: the same crash as 2m-2s-async, but the lightweight heartbeat drops the silent
+    master after its 10 s timeout (plus at most one 5 s scan), not 120 s; the smallest-id slave
+    serves the group read-only; nobody is elected; the group takes writes only when its master
+    is back (after its pre-online)."""
+    r, a = result(runs, "acting-master"), result(runs, "2m-2s-async")
+    assert 10_000 <= r.route_dropped_after_ms <= 16_000 < a.route_dropped_after_ms
+    assert r.on_broker_a > 0 and r.readable_during_outage == r.on_broker_a
+    assert r.read_from == f"slave broker-a-s1 ({r.on_broker_a})"
+    assert r.new_master is None and r.set_writable_after_ms >= mc.OUTAGE_MS
+    assert r.acked_during_outage >= 0.9 * r.sends_during_outage and r.acknowledged_lost == 0
+    rows = [c for c in mc.claims({m: run.result for m, run in runs.items()}) if c.mode == "acting-master"]
+    assert len(rows) == 3 and all(c.holds and c.source == mc.RIP32 for c in rows)
+
+
 def test_the_claims_table_marks_what_a_machine_crash_contradicts(runs):
     table = mc.claims({m: run.result for m, run in runs.items()})
     assert {c.mode for c in table} == set(mc.MODES)

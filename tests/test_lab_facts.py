@@ -265,7 +265,7 @@ def test_every_figure_is_followed_by_what_to_notice(path):
 
 def test_lab01_time_is_realistic():
     minutes = int(re.search(r"\*\*Time:\*\* about (\d+) minutes", cells(LAB01)[0].source).group(1))
-    assert minutes >= 60   # eight modes to read, a live cluster, real processes and two exercises
+    assert minutes >= 60   # nine modes to read, a live cluster, real processes and two exercises
 
 
 def test_lab03_exercise_2_answers_are_not_given_before_it():

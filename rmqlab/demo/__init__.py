@@ -91,7 +91,7 @@ def _run_demo(out_dir: str, seed: int, workers: int) -> int:
         print("  lost: acknowledged and on no broker any more\n")
         found = claims(modes)
         for c in found:
-            print(f"  {c.mode}: RocketMQ's deployment guide (部署方式) says 「{c.quote}」 ({c.gloss}) — "
+            print(f"  {c.mode}: {c.source} says 「{c.quote}」 ({c.gloss}) — "
                   f"measured: {c.measured} — {'holds' if c.holds else 'does NOT hold'}")
         print()
         from rmqlab.viz.sends import sends_by_mode_figure
