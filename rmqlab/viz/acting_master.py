@@ -125,8 +125,9 @@ def delayed_deliveries(events: list[TraceEvent]) -> list[DelayedDelivery]:
 
 
 def consumed_twice(events: list[TraceEvent]) -> int:
-    """Messages (by UNIQ_KEY) the consumer group consumed more than once: what a rolled-back
-    consumer offset costs."""
+    """Messages (by UNIQ_KEY) the consumer group consumed more than once: what rolled-back
+    metadata costs (a returning master's older delay offsets deliver delayed messages again; its
+    older consumer offsets make a consumer that reads them consume again)."""
     counts = Counter((op.invoke_value or {}).get("uniq_key") for op in client_ops(events)
                      if op.f == "consume" and op.type == "ok")
     counts.pop(None, None)
