@@ -49,13 +49,20 @@ class DeploymentMode:
     defaults); not for EMBEDDED controllers, whose name servers are the controllers.
     `controllers`: None, EMBEDDED or STANDALONE; their count is the Cluster's `controllers`.
     `broker_settings`: settings on top of the templates, by broker node or "*" for every broker
-    (a Cluster's `overrides` come after them)."""
+    (a Cluster's `overrides` come after them).
+    `own_hosts`: on the real runtime each broker advertises the host its connections come from
+    (brokerIP1 = brokerIP2 = bindAddress = its node's loopback address), as on a machine of its
+    own. RIP-32's pre-online needs it: BrokerPreOnlineService.waitForHaHandshakeComplete finds a
+    member's HA connection by the host of the member's advertised address, and a broker whose
+    connections come from elsewhere (behind the fault relay, which keeps each node's source
+    address, or behind NAT) is never found: the returning master never goes online."""
 
     name: str
     brokers: Mapping[str, str]
     namesrvs: Mapping[str, str | None] | None = None
     controllers: str | None = None
     broker_settings: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    own_hosts: bool = False
 
     def __post_init__(self) -> None:
         if self.controllers not in (None, EMBEDDED, STANDALONE):
@@ -134,7 +141,8 @@ MODES: dict[str, DeploymentMode] = {m.name: m for m in (
     # Its name server rewrites routes (supportActingMaster) and notifies members of a group's
     # minimum id (notifyMinBrokerIdChanged); the brokers enable slave acting master. Three replicas
     # per group, so that a group keeps an acting master and a quorum after losing its master.
-    DeploymentMode("acting-master", _ACTING_MASTER_BROKERS, namesrvs={NAMESRV: "acting-master/namesrv.conf"}),
+    DeploymentMode("acting-master", _ACTING_MASTER_BROKERS, namesrvs={NAMESRV: "acting-master/namesrv.conf"},
+                   own_hosts=True),
 )}
 
 

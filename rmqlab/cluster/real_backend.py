@@ -55,6 +55,10 @@ class RealBackend(Backend):
         from rmqlab.runtime.real_cluster import free_ports
 
         real = self.real
+        if d.mode.own_hosts and real.use_relay:
+            raise ValueError(f"mode {d.mode.name!r} needs relay=False on the real runtime: each broker must connect "
+                             "from the host it advertises (a returning master's pre-online finds its members' HA "
+                             "connections by host), and the relay makes them come from elsewhere")
         controllers = d.controller_nodes
         peer_ports = _controller_ports(len(controllers))
         raft_ports = {p + _raft_port_offset() for p in peer_ports}
@@ -105,8 +109,10 @@ class RealBackend(Backend):
             real.add_node(node.name, argv, ports=[listen, ha])
             values = _read_properties(d.template_path(node.template))
             values.update({"listenPort": listen, "haListenPort": ha})
-            if d.proxy == "local":  # a host of its own, as on its own machine
-                values.update({"brokerIP1": real.node_ip(node.name), "bindAddress": real.node_ip(node.name)})
+            if d.proxy == "local" or d.mode.own_hosts:  # a host of its own, as on its own machine
+                ip = real.node_ip(node.name)
+                values.update({"brokerIP1": ip, "brokerIP2": ip, "bindAddress": ip})
+            if d.proxy == "local":
                 ends.proxy_endpoints.append(f"{real.node_ip(node.name)}:{grpc_port}")
             values.update(d.broker_settings(node.name, real.store_dir(node.name), ends.namesrv_addr,
                                             ends.controller_addr))
