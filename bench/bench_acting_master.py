@@ -38,10 +38,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from rmqlab.common.constant.perm_name import PermName  # noqa: E402
-from tests.cpp_helpers import CppClient, stored_copies  # noqa: E402
-from tests.deployment_helpers import poll, start_acting_deployment  # noqa: E402
-from tests.test_cpp_acting_master import (SCHEDULE_TOPIC, TOPIC, create_topic, route_of_a,  # noqa: E402
-                                          write_keys)
+from rmqlab.common.topic.topic_validator import TopicValidator  # noqa: E402
+from tests.cpp_helpers import CppClient, stored_copies, write_keys  # noqa: E402
+from tests.deployment_helpers import ACTING_TOPIC as TOPIC  # noqa: E402
+from tests.deployment_helpers import create_topic, poll, route_of_a, start_acting_deployment  # noqa: E402
+
+SCHEDULE_TOPIC = TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 
 DELAY_LEVEL, DELAY_S = "2", 5.0
 DUE_AFTER_KILL_S = 0.3

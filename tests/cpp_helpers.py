@@ -87,3 +87,9 @@ class CppClient:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+def write_keys(path, keys) -> None:
+    """The keys a consumer script (cpp_push_keys.py) waits for, written atomically (it polls for the file)."""
+    path.with_suffix(".tmp").write_text("".join(k + "\n" for k in sorted(keys)))
+    os.replace(path.with_suffix(".tmp"), path)

@@ -220,3 +220,28 @@ def start_acting_deployment(root: str, *, skip_pre_online: bool = False,
         cluster.close()
         raise
     return ActingDeployment(cluster, namesrv, listen_addrs)
+
+
+ACTING_TOPIC = "TopicActing"
+
+
+def create_topic(dep: ActingDeployment, topic: str) -> None:
+    """updateTopic on every broker: a slave copies a new topic from its master only at its
+    SlaveSynchronize run, a minute after it started, and an acting slave without the topic would
+    answer pulls TOPIC_NOT_EXIST."""
+    from rmqlab.common.topic_config import TopicConfig
+
+    async def fn(admin):
+        for addr in dep.brokers.values():
+            await admin.create_and_update_topic_config(addr, TopicConfig(topic, 4, 4))
+    dep.admin(fn)
+
+
+def route_of_a(dep: ActingDeployment, topic: str = ACTING_TOPIC) -> tuple[str | None, int | None]:
+    """(brokerId 0's address, queue perm) of broker-a in the route the name server gives clients."""
+    async def fn(admin):
+        route = await admin.examine_topic_route_info(topic)
+        data = next(b for b in route.broker_datas if b.broker_name == "broker-a")
+        queue = next(q for q in route.queue_datas if q.broker_name == "broker-a")
+        return data.broker_addrs.get(0), queue.perm
+    return dep.admin(fn)

@@ -33,38 +33,19 @@ import time
 import pytest
 
 from rmqlab.common.constant.perm_name import PermName
-from rmqlab.common.topic_config import TopicConfig
-from tests.cpp_helpers import CppClient, stored_copies
-from tests.deployment_helpers import ACTING_GROUP_A, poll, start_acting_deployment
+from rmqlab.common.topic.topic_validator import TopicValidator
+from tests.cpp_helpers import CppClient, stored_copies, write_keys
+from tests.deployment_helpers import ACTING_GROUP_A, ACTING_TOPIC, create_topic, poll, route_of_a, start_acting_deployment
 
 pytestmark = pytest.mark.real
 
-TOPIC = "TopicActing"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TOPIC = ACTING_TOPIC
+
+SCHEDULE_TOPIC = TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 DELAY_LEVEL, DELAY_S = "3", 10.0    # messageDelayLevel "1s 5s 10s ...": level 3 is 10 s
 # How late a delayed message that fell due in the outage may arrive: the acting master's schedule
 # service looks at each level every 100 ms; then the escape to broker-b and CID-live's long poll.
 LATE_S = 3.0
-
-
-def create_topic(dep, topic: str) -> None:
-    """updateTopic on every broker: a slave copies a new topic from its master only at its
-    SlaveSynchronize run, a minute after it started (tests.deployment_helpers has none of that
-    time to spare), and an acting slave without the topic would answer pulls TOPIC_NOT_EXIST."""
-    async def fn(admin):
-        for addr in dep.brokers.values():
-            await admin.create_and_update_topic_config(addr, TopicConfig(topic, 4, 4))
-    dep.admin(fn)
-
-
-def route_of_a(dep) -> tuple[str | None, int | None]:
-    """(brokerId 0's address, queue perm) of broker-a in the route the name server gives clients."""
-    async def fn(admin):
-        route = await admin.examine_topic_route_info(TOPIC)
-        data = next(b for b in route.broker_datas if b.broker_name == "broker-a")
-        queue = next(q for q in route.queue_datas if q.broker_name == "broker-a")
-        return data.broker_addrs.get(0), queue.perm
-    return dep.admin(fn)
 
 
 def offsets_file(store_dir: str) -> str:
@@ -74,12 +55,6 @@ def offsets_file(store_dir: str) -> str:
             return f.read()
     except FileNotFoundError:
         return ""
-
-
-def write_keys(path, keys) -> None:
-    """The keys a consumer script waits for, written atomically (it polls for the file)."""
-    path.with_suffix(".tmp").write_text("".join(k + "\n" for k in sorted(keys)))
-    os.replace(path.with_suffix(".tmp"), path)
 
 
 @pytest.mark.parametrize("pre_online", [True, False], ids=["pre-online", "skipPreOnline"])

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqlab.common.decision_points import POINTS, DecisionPoints
-from rmqlab.lab.exercises.sandbox import OUTPUT_LIMIT, SandboxedFunction, StudentFunctionError
+from rmqlab.lab.exercises.sandbox import OUTPUT_LIMIT, START_TIME_LIMIT_S, SandboxedFunction, StudentFunctionError
 from rmqlab.lab.exercises.sandbox import safe_repr as _short
 
 TIME_LIMIT_S = 1.0    # per example; a correct solution takes microseconds
@@ -197,9 +197,11 @@ class Exercise:
         sf = fn if isinstance(fn, SandboxedFunction) else None
         try:
             if sf is None:
-                # Loading a submitted source is the student's time too (a loop at module level).
+                # Loading a submitted source is the student's time too (a loop at module level); a
+                # callable's start is only the child's, which a busy machine may make slow.
+                start_limit = max(limit_s, budget_left) if isinstance(fn, str) else START_TIME_LIMIT_S
                 sf = SandboxedFunction(fn, self.function, time_limit_s=limit_s, arg_adapter=self.arg_adapter,
-                                       output_limit=OUTPUT_LIMIT, start_time_limit_s=max(limit_s, budget_left))
+                                       output_limit=OUTPUT_LIMIT, start_time_limit_s=start_limit)
             try:
                 began = time.monotonic()
                 try:
