@@ -1,0 +1,287 @@
+"""Transactional messages, 4.x model, on the simulator: what RocketMQ's broker
+(``broker/.../processor/EndTransactionProcessor.java``, ``broker/.../transaction/**``) and client
+(``DefaultMQProducerImpl.sendMessageInTransaction`` / ``endTransaction`` / ``checkTransactionState``)
+do, held against rmqlab's ``rmqlab.broker.transaction`` and ``TransactionMQProducer``.
+
+"Delivered" is read from the brokers' consume queues of the real topic (what any consumer would
+read), by UNIQ_KEY. Check intervals are small (transactionCheckInterval / transactionTimeOut are
+RocketMQ config keys) to keep each test's virtual time short.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rmqlab.client import ClientProcess
+from rmqlab.client.producer.local_transaction_state import LocalTransactionState
+from rmqlab.client.producer.transaction_mq_producer import TransactionMQProducer
+from rmqlab.common.message import Message
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import decode_message_id
+from rmqlab.common.message.message_sys_flag import MessageSysFlag
+from rmqlab.common.topic.topic_validator import TopicValidator
+from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rmqlab.remoting.protocol.header.end_transaction_request_header import EndTransactionRequestHeader
+from tests.client_helpers import MASTER_SLAVE, TWO_MASTERS, Lab
+
+TOPIC = "TopicTest"
+PG = "PG_TX"
+COMMIT, ROLLBACK, UNKNOW = (LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE,
+                            LocalTransactionState.UNKNOW)
+# Checks every 2 s, op records written within 200 ms: a check never runs before the last answer's
+# op record is written (with a check interval below transactionOpBatchInterval RocketMQ would ask
+# again, and a second COMMIT would write the message twice).
+FAST = {"transactionCheckInterval": 2000, "transactionTimeOut": 500, "transactionOpBatchInterval": 200}
+
+
+class Listener:
+    """execute -> ``local``; check -> ``checked`` (recorded)."""
+
+    def __init__(self, local=COMMIT, checked=COMMIT):
+        self.local, self.checked = local, checked
+        self.checks: list[str] = []
+
+    def execute_local_transaction(self, msg, arg):
+        return self.local
+
+    def check_local_transaction(self, msg):
+        self.checks.append(msg.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX])
+        return self.checked
+
+
+def lab_with(brokers=TWO_MASTERS, **config) -> Lab:
+    return Lab([(n, name, i, role, port, {**extra, **config}) for n, name, i, role, port, extra in brokers])
+
+
+def producer(lab: Lab, node: str, listener: Listener) -> TransactionMQProducer:
+    lab.add_client(node, lambda: {"producer": TransactionMQProducer(PG, lab.namesrv_addr,
+                                                                   transaction_listener=listener)})
+    return lab.client(node, "producer")
+
+
+def send(lab: Lab, p: TransactionMQProducer, body: bytes = b"tx"):
+    return lab.run(p.send_message_in_transaction(Message(TOPIC, body)))
+
+
+def delivered(lab: Lab, uniq_key: str, topic: str = TOPIC) -> list:
+    """Messages with ``uniq_key`` in ``topic``'s consume queues on every broker."""
+    found = []
+    for node in lab.brokers:
+        store = lab.sim.components[node].message_store
+        if store is None:
+            continue
+        for q in range(8):
+            for m in store.get_message("reader", topic, q, 0, 1000).messages():
+                if m.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) == uniq_key:
+                    found.append((node, m))
+    return found
+
+
+def half_events(lab: Lab, to: str | None = None) -> list:
+    return [e for e in lab.sim.tracer.events if e.kind == "state" and e.fields.get("machine") ==
+            "TransactionalMessage.half" and (to is None or e.fields["to"] == to)]
+
+
+def ops(lab: Lab, f: str) -> list:
+    return [e for e in lab.sim.tracer.events if e.kind == "client" and e.fields["f"] == f and
+            e.fields["type"] != "invoke"]
+
+
+@pytest.fixture
+def two_masters():
+    lab = lab_with(**FAST)
+    lab.create_topic()
+    yield lab
+    lab.close()
+
+
+# -- commit / rollback ------------------------------------------------------------------------------
+
+def test_commit_is_delivered_once_and_the_half_message_is_ended_by_an_op_record(two_masters):
+    lab = two_masters
+    p = producer(lab, "producer", Listener(COMMIT))
+    result = send(lab, p)
+    assert result.local_transaction_state is COMMIT
+    lab.sim.run_for(10_000)  # op batch (3 s) and several checks (1 s) later
+    found = delivered(lab, result.msg_id)
+    assert len(found) == 1
+    node, msg = found[0]
+    assert node == result.message_queue.broker_name
+    assert msg.queue_id == result.message_queue.queue_id
+    assert MessageSysFlag.get_transaction_value(msg.sys_flag) == MessageSysFlag.TRANSACTION_COMMIT_TYPE
+    assert msg.prepared_transaction_offset == decode_message_id(result.offset_msg_id)[1]
+    # The half message is in the half topic; the op record names its queue offset.
+    broker = lab.sim.components[node]
+    ops_found = broker.message_store.get_message("r", TopicValidator.RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, 0, 10).messages()
+    assert [(m.tags, m.body) for m in ops_found] == [("d", f"{result.queue_offset},".encode())]
+    assert not [e for e in half_events(lab) if e.fields["to"] == "CHECKING"]  # ended: never checked
+    [op] = ops(lab, "transaction")
+    assert op.fields["type"] == "ok" and op.fields["value"]["local_transaction_state"] == "COMMIT_MESSAGE"
+
+
+def test_rollback_is_never_delivered(two_masters):
+    lab = two_masters
+    p = producer(lab, "producer", Listener(ROLLBACK, checked=COMMIT))
+    result = send(lab, p)
+    lab.sim.run_for(10_000)
+    assert delivered(lab, result.msg_id) == []
+    assert [e.fields["uniq_key"] for e in half_events(lab, "ROLLED_BACK")] == [result.msg_id]
+    assert not half_events(lab, "CHECKING")  # ended before the first check could ask
+    [op] = ops(lab, "transaction")
+    assert op.fields["value"]["local_transaction_state"] == "ROLLBACK_MESSAGE"
+
+
+@pytest.mark.parametrize("answer", [COMMIT, ROLLBACK])
+def test_unknown_is_checked_and_resolved_by_the_check(two_masters, answer):
+    lab = two_masters
+    listener = Listener(UNKNOW, checked=answer)
+    p = producer(lab, "producer", listener)
+    result = send(lab, p)
+    assert result.local_transaction_state is UNKNOW
+    lab.sim.run_for(1_000)
+    assert delivered(lab, result.msg_id) == []  # immune for transactionTimeOut, then checked
+    lab.sim.run_for(10_000)
+    assert listener.checks == [result.msg_id]  # asked once: the answer ended the check copy
+    expected = 1 if answer is COMMIT else 0
+    assert len(delivered(lab, result.msg_id)) == expected
+    ended = half_events(lab, "COMMITTED" if answer is COMMIT else "ROLLED_BACK")
+    assert [e.fields["from_transaction_check"] for e in ended] == [True]
+    [op] = ops(lab, "transaction")
+    assert op.fields["type"] == "info"
+    [check] = ops(lab, "transaction_check")
+    assert check.fields["value"]["local_transaction_state"] == answer.value
+
+
+def test_reject_transaction_message_true_refuses_half_messages():
+    lab = lab_with(rejectTransactionMessage=True)
+    lab.create_topic()
+    p = producer(lab, "producer", Listener(COMMIT))
+    with pytest.raises(Exception, match="sending transaction message is forbidden"):
+        send(lab, p)
+    [op] = ops(lab, "transaction")
+    assert op.fields["type"] == "fail"
+    lab.close()
+
+
+# -- checks: a dead producer, no producer, discard ---------------------------------------------------
+
+def test_a_producer_dying_after_the_half_message_is_checked_through_another_producer_of_the_group(two_masters):
+    lab = two_masters
+    dying = Listener(UNKNOW)
+    p1 = producer(lab, "p1", dying)
+    survivor = Listener(UNKNOW, checked=COMMIT)
+    p2 = producer(lab, "p2", survivor)
+    lab.run(p2.send_message_in_transaction(Message(TOPIC, b"warm-up")))  # p2 heartbeats to both brokers
+    survivor.checks.clear()
+    lab.sim.run_for(35_000)  # both heartbeat to every broker (every 30 s)
+    result = send(lab, p1)
+    lab.sim.kill("p1")  # dies before its END (it was UNKNOW anyway) and before any check
+    lab.sim.run_for(130_000)  # the broker drops the dead channel (2 min) and checks through p2
+    assert result.msg_id in survivor.checks
+    assert dying.checks == []
+    assert len(delivered(lab, result.msg_id)) == 1
+
+
+def test_without_any_producer_the_check_is_retried_then_discarded_to_trans_check_max_time_topic():
+    lab = lab_with(**FAST, transactionCheckMax=3)
+    lab.create_topic()
+    p = producer(lab, "producer", Listener(UNKNOW))
+    result = send(lab, p)
+    lab.sim.kill("producer")
+    lab.sim.run_for(20_000)
+    node = result.message_queue.broker_name
+    checking = [e for e in half_events(lab, "CHECKING") if e.fields["uniq_key"] == result.msg_id]
+    # Heartbeats stop with the kill; the channel is closed, so no producer is found: logged, retried.
+    assert [e.fields["check_times"] for e in checking] == [1, 2, 3]
+    assert all(e.fields["channel"] is None for e in checking)
+    [discarded] = half_events(lab, "DISCARDED")
+    assert discarded.fields["uniq_key"] == result.msg_id
+    [copy] = [m for _, m in delivered(lab, result.msg_id, TopicValidator.RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)]
+    assert copy.properties[MessageConst.PROPERTY_REAL_TOPIC] == TOPIC
+    assert delivered(lab, result.msg_id) == []
+    lab.sim.run_for(10_000)
+    assert len(half_events(lab, "DISCARDED")) == 1  # the cursor moved past it
+    assert lab.sim.components[node] is not None
+    lab.close()
+
+
+# -- END_TRANSACTION: slave, bad headers --------------------------------------------------------------
+
+def end_request(**fields) -> RemotingCommand:
+    header = {"producerGroup": PG, "tranStateTableOffset": "0", "commitLogOffset": "0", "commitOrRollback": "8",
+              "msgId": "X", **fields}
+    return RemotingCommand.create_request_command(RequestCode.END_TRANSACTION,
+                                                  {k: v for k, v in header.items() if v is not None})
+
+
+def invoke(lab: Lab, addr: str, request: RemotingCommand) -> RemotingCommand:
+    node = lab.sim.nodes["admin"]
+    return lab.run(RemotingClient(node).invoke_sync(addr, request, 3_000))
+
+
+@pytest.fixture
+def unknown_half():
+    """A half message left UNKNOW on broker-a (checks far away), and its send result."""
+    lab = lab_with(MASTER_SLAVE, transactionCheckInterval=600_000)
+    lab.create_topic()
+    p = producer(lab, "producer", Listener(UNKNOW))
+    result = None
+    while result is None or result.message_queue.broker_name != "broker-a":
+        result = send(lab, p)
+    yield lab, result
+    lab.close()
+
+
+def test_end_transaction_on_a_slave_is_refused_with_slave_not_available(unknown_half):
+    lab, result = unknown_half
+    offset = decode_message_id(result.offset_msg_id)[1]
+    response = invoke(lab, lab.addr("broker-a-s"), end_request(
+        tranStateTableOffset=str(result.queue_offset), commitLogOffset=str(offset), msgId=result.msg_id))
+    assert response.code == ResponseCode.SLAVE_NOT_AVAILABLE
+    assert delivered(lab, result.msg_id) == []
+
+
+@pytest.mark.parametrize("fields,code,remark", [
+    ({"producerGroup": None}, ResponseCode.SYSTEM_ERROR, "the custom field <producerGroup> is null"),
+    ({"commitOrRollback": "4"}, ResponseCode.SYSTEM_ERROR, "commitOrRollback field wrong"),
+    ({"producerGroup": "OTHER"}, ResponseCode.SYSTEM_ERROR, "The producer group wrong"),
+    ({"tranStateTableOffset": "+1"}, ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong"),
+    ({"commitLogOffset": "+1"}, ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed"),
+    ({"commitOrRollback": "0"}, None, None),
+])
+def test_bad_end_transaction_headers_get_rocketmqs_error_and_lose_nothing(unknown_half, fields, code, remark):
+    lab, result = unknown_half
+    offset = decode_message_id(result.offset_msg_id)[1]
+    base = {"tranStateTableOffset": str(result.queue_offset), "commitLogOffset": str(offset),
+            "msgId": result.msg_id}
+    for key in ("tranStateTableOffset", "commitLogOffset"):
+        if fields.get(key) == "+1":
+            fields = dict(fields, **{key: str(int(base[key]) + 1)})
+    request = end_request(**{**base, **fields})
+    if code is None:  # commitOrRollback 0: no response at all (a oneway caller never waits)
+        request.mark_oneway_rpc()
+        lab.run(RemotingClient(lab.sim.nodes["admin"]).invoke_oneway(lab.addr("broker-a"), request))
+    else:
+        response = invoke(lab, lab.addr("broker-a"), request)
+        assert response.code == code
+        assert remark in (response.remark or "")
+    lab.sim.run_for(5_000)
+    assert delivered(lab, result.msg_id) == []
+    # Nothing lost: the right END still commits it.
+    response = invoke(lab, lab.addr("broker-a"), end_request(**base))
+    assert response.code == ResponseCode.SUCCESS
+    assert len(delivered(lab, result.msg_id)) == 1
+
+
+def test_a_late_end_after_a_custom_immunity_is_illegal_operation(unknown_half):
+    lab, _ = unknown_half
+    p = lab.client("producer", "producer")
+    msg = Message(TOPIC, b"immune")
+    msg.put_property(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS, "10")
+    result = lab.run(p.send_message_in_transaction(msg))
+    lab.sim.run_for(11_000)
+    offset = decode_message_id(result.offset_msg_id)[1]
+    response = invoke(lab, lab.addr(result.message_queue.broker_name), end_request(
+        tranStateTableOffset=str(result.queue_offset), commitLogOffset=str(offset), msgId=result.msg_id))
+    assert response.code == ResponseCode.ILLEGAL_OPERATION == 604
+    assert delivered(lab, result.msg_id) == []
