@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmqlab.client import ClientProcess
+from rmqlab.client import MQClientException
 from rmqlab.client.producer.local_transaction_state import LocalTransactionState
 from rmqlab.client.producer.transaction_mq_producer import TransactionMQProducer
 from rmqlab.common.message import Message
@@ -64,9 +64,11 @@ def send(lab: Lab, p: TransactionMQProducer, body: bytes = b"tx"):
 
 
 def delivered(lab: Lab, uniq_key: str, topic: str = TOPIC) -> list:
-    """Messages with ``uniq_key`` in ``topic``'s consume queues on every broker."""
+    """Messages with ``uniq_key`` in ``topic``'s consume queues on every master (a slave holds copies)."""
     found = []
-    for node in lab.brokers:
+    for node, (_name, broker_id, _port) in lab.brokers.items():
+        if broker_id != 0:
+            continue
         store = lab.sim.components[node].message_store
         if store is None:
             continue
@@ -156,7 +158,7 @@ def test_reject_transaction_message_true_refuses_half_messages():
     lab = lab_with(rejectTransactionMessage=True)
     lab.create_topic()
     p = producer(lab, "producer", Listener(COMMIT))
-    with pytest.raises(Exception, match="sending transaction message is forbidden"):
+    with pytest.raises(MQClientException, match="CODE: 16"):  # NO_PERMISSION from every broker
         send(lab, p)
     [op] = ops(lab, "transaction")
     assert op.fields["type"] == "fail"
@@ -175,10 +177,10 @@ def test_a_producer_dying_after_the_half_message_is_checked_through_another_prod
     survivor.checks.clear()
     lab.sim.run_for(35_000)  # both heartbeat to every broker (every 30 s)
     result = send(lab, p1)
-    lab.sim.kill("p1")  # dies before its END (it was UNKNOW anyway) and before any check
+    lab.sim.nemesis.kill("p1")  # dies before its END (it was UNKNOW anyway) and before any check
     lab.sim.run_for(130_000)  # the broker drops the dead channel (2 min) and checks through p2
     assert result.msg_id in survivor.checks
-    assert dying.checks == []
+    assert result.msg_id not in dying.checks  # (it may have answered checks of p2's warm-up)
     assert len(delivered(lab, result.msg_id)) == 1
 
 
@@ -187,7 +189,7 @@ def test_without_any_producer_the_check_is_retried_then_discarded_to_trans_check
     lab.create_topic()
     p = producer(lab, "producer", Listener(UNKNOW))
     result = send(lab, p)
-    lab.sim.kill("producer")
+    lab.sim.nemesis.kill("producer")
     lab.sim.run_for(20_000)
     node = result.message_queue.broker_name
     checking = [e for e in half_events(lab, "CHECKING") if e.fields["uniq_key"] == result.msg_id]
@@ -270,6 +272,7 @@ def test_bad_end_transaction_headers_get_rocketmqs_error_and_lose_nothing(unknow
     # Nothing lost: the right END still commits it.
     response = invoke(lab, lab.addr("broker-a"), end_request(**base))
     assert response.code == ResponseCode.SUCCESS
+    lab.sim.run_for(1_000)
     assert len(delivered(lab, result.msg_id)) == 1
 
 
