@@ -288,3 +288,103 @@ def test_a_late_end_after_a_custom_immunity_is_illegal_operation(unknown_half):
         tranStateTableOffset=str(result.queue_offset), commitLogOffset=str(offset), msgId=result.msg_id))
     assert response.code == ResponseCode.ILLEGAL_OPERATION == 604
     assert delivered(lab, result.msg_id) == []
+
+
+# -- the store: PREPARED / ROLLBACK puts ---------------------------------------------------------------
+
+def test_a_prepared_put_takes_queue_offset_0_and_leaves_no_gap_in_the_consume_queue():
+    """``DefaultMessageStore.assignOffset``: only NOT and COMMIT messages take (and advance) a queue
+    offset; a PREPARED one gets no consume-queue unit, so it must not use one up."""
+    lab = lab_with()
+    lab.create_topic()
+    broker = lab.sim.components["broker-a"]
+    from rmqlab.common.message.message import MessageExtBrokerInner
+
+    def put(sys_flag):
+        msg = MessageExtBrokerInner(topic=TOPIC, body=b"x")
+        msg.queue_id, msg.sys_flag = 1, sys_flag
+        msg.born_host = msg.store_host = broker.store_host
+        return broker.message_store.put_message(msg)
+
+    prepared = put(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+    normal = put(MessageSysFlag.TRANSACTION_NOT_TYPE)
+    lab.sim.run_for(1_000)
+    assert prepared.append_message_result.logics_offset == 0
+    assert normal.append_message_result.logics_offset == 0
+    assert broker.message_store.get_max_offset_in_queue(TOPIC, 1) == 1
+    [m] = broker.message_store.get_message("r", TOPIC, 1, 0, 10).messages()
+    assert m.commit_log_offset == normal.append_message_result.wrote_offset
+    lab.close()
+
+
+# -- failover ----------------------------------------------------------------------------------------
+
+def test_classic_master_killed_between_the_half_message_and_its_end_returns_and_the_check_resolves_it():
+    """2m-2s-async shape (broker-a with a slave): the master dies after storing the half message and
+    before END_TRANSACTION (lost: no master to send it to); while it is away its slave refuses
+    END_TRANSACTION and runs no check; once it returns its check asks the producer, which commits.
+    A rolled-back one is never delivered."""
+    lab = lab_with(MASTER_SLAVE, **FAST)
+    lab.create_topic()
+
+    class Decide(Listener):
+        def __init__(self):
+            super().__init__(UNKNOW)
+            self.answers: dict[str, LocalTransactionState] = {}
+
+        def check_local_transaction(self, msg):
+            super().check_local_transaction(msg)
+            return self.answers[msg.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX]]
+
+    listener = Decide()
+    p = producer(lab, "producer", listener)
+    on_a = []
+    while len(on_a) < 2:
+        r = send(lab, p, f"m{len(on_a)}".encode())
+        if r.message_queue.broker_name == "broker-a":
+            on_a.append(r)
+        else:
+            listener.answers[r.msg_id] = ROLLBACK
+    committed, rolled_back = on_a
+    listener.answers[committed.msg_id], listener.answers[rolled_back.msg_id] = COMMIT, ROLLBACK
+    lab.sim.nemesis.kill("broker-a")  # within transactionTimeOut of the sends: no check ran on it
+    lab.sim.run_for(20_000)
+    assert committed.msg_id not in listener.checks  # the slave runs no check
+    assert not [e for e in half_events(lab) if e.fields["broker_name"] == "broker-a"]
+    lab.sim.nemesis.restart("broker-a")
+    lab.sim.run_for(40_000)
+    assert committed.msg_id in listener.checks and rolled_back.msg_id in listener.checks
+    assert len(delivered(lab, committed.msg_id)) == 1
+    assert delivered(lab, rolled_back.msg_id) == []
+    lab.close()
+
+
+def test_rip32_acting_slave_runs_the_check_and_escapes_the_half_message_to_another_groups_master():
+    """RIP-32: broker-a's master dies; its slave (id 1) becomes the acting master, runs the special
+    services, and its check escapes the half message (EscapeBridge, converted back to a half message
+    of the real topic) to broker-b's master, whose own check asks the producer; the commit is
+    delivered once, on broker-b."""
+    acting = {"enableSlaveActingMaster": True, "enableRemoteEscape": True, "skipPreOnline": True, **FAST}
+    # broker-a's master checks late (600 s): no check copy exists when it dies.
+    brokers = [("broker-a", "broker-a", 0, "ASYNC_MASTER", 10911, {**acting, "transactionCheckInterval": 600_000}),
+               ("broker-a-s", "broker-a", 1, "SLAVE", 10931, {"slaveReadEnable": True, **acting}),
+               ("broker-b", "broker-b", 0, "ASYNC_MASTER", 10921, acting)]
+    lab = Lab(brokers)
+    lab.create_topic()
+    lab.sim.run_for(15_000)  # the slave learns its master's HA address at its first registration (10 s)
+    listener = Listener(UNKNOW, checked=COMMIT)
+    p = producer(lab, "producer", listener)
+    result = None
+    while result is None or result.message_queue.broker_name != "broker-a":
+        result = send(lab, p)
+    lab.sim.run_for(3_000)  # replicated to the slave
+    lab.sim.nemesis.kill("broker-a")
+    lab.sim.run_for(60_000)
+    escaped = [e for e in half_events(lab, "ESCAPED") if e.fields["uniq_key"] == result.msg_id]
+    assert escaped and all(e.fields["broker_name"] == "broker-a" for e in escaped)
+    assert escaped[0].node == "broker-a-s"
+    found = delivered(lab, result.msg_id)
+    assert [node for node, _ in found] == ["broker-b"]
+    committed = [e for e in half_events(lab, "COMMITTED") if e.fields["uniq_key"] == result.msg_id]
+    assert [e.fields["broker_name"] for e in committed] == ["broker-b"]
+    lab.close()

@@ -48,6 +48,8 @@ class TransactionalOpBatchService:
         self._task: asyncio.Task | None = None
         self._wakeup: asyncio.Future | None = None
         self._stopped = False
+        self._idle = False
+        self._grid_start = 0  # when the loop started: its wake-ups are grid_start + k x interval
 
     # -- deletePrepareMessage -----------------------------------------------------------------
     async def delete_prepare_message(self, queue_id: int, queue_offset: int) -> bool:
@@ -58,6 +60,8 @@ class TransactionalOpBatchService:
             ctx = self.delete_context.setdefault(queue_id, MessageQueueOpContext(self.broker.node.now_ms()))
         data = f"{queue_offset}{OFFSET_SEPARATOR}"
         self._ensure_started()
+        if self._idle:  # the loop sleeps while nothing is queued: back on its schedule
+            self.wakeup()
         if len(ctx.context_queue) < CONTEXT_QUEUE_CAPACITY:
             ctx.context_queue.append(data)
             ctx.total_size += len(data)
@@ -88,6 +92,7 @@ class TransactionalOpBatchService:
     def _ensure_started(self) -> None:
         if self._task is None and not self._stopped:
             now = self.broker.node.now_ms()
+            self._grid_start = now
             self.wakeup_timestamp = now + self.broker.broker_config.transactionOpBatchInterval
             self._task = self.broker.node.spawn(self._run(), name="TransactionalOpBatchService")
 
@@ -116,10 +121,16 @@ class TransactionalOpBatchService:
                 return
             self.wakeup_timestamp = await self.batch_send_op_message()
             while not self._pending() and not self._stopped:  # idle: nothing to write until an end
+                self._idle = True
                 self._wakeup = asyncio.get_running_loop().create_future()
                 await self._wakeup
                 self._wakeup = None
-                self.wakeup_timestamp = max(self.wakeup_timestamp, node.now_ms())
+                self._idle = False
+                # The next wake-up the always-running thread would have had.
+                interval = self.broker.broker_config.transactionOpBatchInterval
+                elapsed = node.now_ms() - self._grid_start
+                self.wakeup_timestamp = max(self.wakeup_timestamp,
+                                            self._grid_start + (elapsed // interval + 1) * interval)
 
     async def batch_send_op_message(self) -> int:
         """``batchSendOpMessage``: write the queues due; the next wake-up time."""
