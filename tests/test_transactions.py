@@ -388,3 +388,23 @@ def test_rip32_acting_slave_runs_the_check_and_escapes_the_half_message_to_anoth
     committed = [e for e in half_events(lab, "COMMITTED") if e.fields["uniq_key"] == result.msg_id]
     assert [e.fields["broker_name"] for e in committed] == ["broker-b"]
     lab.close()
+
+
+def test_every_end_gets_its_op_record_also_after_the_op_writer_went_idle(two_masters):
+    """Two commits on one broker 10 s apart: each half offset is in an op record, so neither is
+    ever checked (a missing op record would make the check ask, and a second COMMIT duplicate)."""
+    lab = two_masters
+    listener = Listener(COMMIT, checked=COMMIT)
+    p = producer(lab, "producer", listener)
+    first = send(lab, p)
+    second = None
+    lab.sim.run_for(10_000)
+    while second is None or second.message_queue.broker_name != first.message_queue.broker_name:
+        second = send(lab, p)
+        lab.sim.run_for(10_000)
+    broker = lab.sim.components[first.message_queue.broker_name]
+    ops_found = broker.message_store.get_message("r", TopicValidator.RMQ_SYS_TRANS_OP_HALF_TOPIC, 0, 0, 100).messages()
+    ended = {int(x) for m in ops_found for x in m.body.decode().split(",") if x}
+    assert {first.queue_offset, second.queue_offset} <= ended
+    assert listener.checks == []
+    assert len(delivered(lab, first.msg_id)) == len(delivered(lab, second.msg_id)) == 1
