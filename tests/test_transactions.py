@@ -408,3 +408,39 @@ def test_every_end_gets_its_op_record_also_after_the_op_writer_went_idle(two_mas
     assert {first.queue_offset, second.queue_offset} <= ended
     assert listener.checks == []
     assert len(delivered(lab, first.msg_id)) == len(delivered(lab, second.msg_id)) == 1
+
+
+# -- the benchmark producer: rmqlab producer --transaction -------------------------------------------
+
+@pytest.mark.parametrize("mode,delivered_count", [("commit", 4), ("rollback", 0), ("check-commit", 4),
+                                                   ("unknown", 0)])
+def test_benchmark_producer_transaction_modes(two_masters, mode, delivered_count):
+    from rmqlab.example.benchmark.producer import BenchmarkProducer, ProducerSpec
+
+    lab = two_masters
+    spec = ProducerSpec(topic=TOPIC, group=PG, count=4, transaction=mode)
+    lab.sim.add_node("bench", lambda: BenchmarkProducer(spec, lab.namesrv_addr))
+    lab.sim.start("bench")
+    lab.sim.run_for(15_000)
+    done = [e for e in ops(lab, "transaction")]
+    assert len(done) == 4
+    keys = [e.fields["value"]["msg_id"] for e in done]
+    assert sum(len(delivered(lab, k)) for k in keys) == delivered_count
+    states = {e.fields["value"]["local_transaction_state"] for e in done}
+    assert states == {"COMMIT_MESSAGE" if mode == "commit" else "ROLLBACK_MESSAGE" if mode == "rollback"
+                      else "UNKNOW"}
+
+
+def test_producer_spec_transaction_flag_round_trips_and_is_left_out_when_off():
+    import argparse
+
+    from rmqlab.example.benchmark.producer import ProducerSpec, add_arguments, spec_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    spec = ProducerSpec(transaction="check-commit")
+    assert spec_from_args(parser.parse_args(spec.to_argv())) == spec
+    assert "transaction" not in ProducerSpec().to_dict() and "--transaction" not in ProducerSpec().to_argv()
+    assert ProducerSpec.from_dict(spec.to_dict()) == spec
+    with pytest.raises(ValueError, match="--transaction"):
+        ProducerSpec(transaction="commit", send_mode="async")
