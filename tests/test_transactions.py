@@ -444,3 +444,29 @@ def test_producer_spec_transaction_flag_round_trips_and_is_left_out_when_off():
     assert ProducerSpec.from_dict(spec.to_dict()) == spec
     with pytest.raises(ValueError, match="--transaction"):
         ProducerSpec(transaction="commit", send_mode="async")
+
+
+def test_half_messages_are_stored_unless_reject_transaction_message_is_set():
+    """``SendMessageProcessor``: TRAN_MSG=true with rejectTransactionMessage=true is NO_PERMISSION with
+    RocketMQ's remark; with the default (false) it is stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0,
+    NOT_TYPE, REAL_TOPIC / REAL_QID / __transactionId__ added, the answer's transactionId its UNIQ_KEY."""
+    from tests.broker_helpers import CppClient, close, props, world
+
+    sim = world(rejectTransactionMessage="true")
+    r = CppClient(sim, "client").send("TopicTest", b"x", props(TRAN_MSG="true", UNIQ_KEY="U1"))
+    assert (r.code, r.remark) == (ResponseCode.NO_PERMISSION,
+                                  "the broker[127.0.0.1] sending transaction message is forbidden")
+    close(sim)
+    sim = world()
+    r = CppClient(sim, "client").send("TopicTest", b"x", props(TRAN_MSG="true", UNIQ_KEY="U1", PGROUP="P"),
+                                      queue_id=2)
+    assert r.code == ResponseCode.SUCCESS
+    assert r.ext_fields["transactionId"] == "U1" and str(r.ext_fields["queueId"]) == "2"
+    sim.run_for(1_000)
+    store = sim.components["broker-a"].message_store
+    [half] = store.get_message("r", TopicValidator.RMQ_SYS_TRANS_HALF_TOPIC, 0, 0, 10).messages()
+    assert MessageSysFlag.get_transaction_value(half.sys_flag) == MessageSysFlag.TRANSACTION_NOT_TYPE
+    p = half.properties
+    assert (p["REAL_TOPIC"], p["REAL_QID"], p["__transactionId__"], p["TRAN_MSG"]) == ("TopicTest", "2", "U1", "true")
+    assert store.get_max_offset_in_queue("TopicTest", 2) == 0  # not delivered before its commit
+    close(sim)

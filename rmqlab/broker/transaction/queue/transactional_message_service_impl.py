@@ -54,10 +54,11 @@ MAX_RETRY_TIMES_FOR_ESCAPE = 10
 OP_MSG_PULL_NUMS = 32
 SLEEP_WHILE_NO_OP = 1000
 
-# GetMessageStatus -> PullStatus (PullMessageProcessor / the client's pull): what check branches on.
+# GetMessageStatus -> PullStatus as TransactionalMessageBridge.getMessage maps it: what check branches on.
 _NO_NEW_MSG = (GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.OFFSET_OVERFLOW_ONE)
 _OFFSET_ILLEGAL = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY,
-                   GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
+                   GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.MESSAGE_WAS_REMOVING,
+                   GetMessageStatus.OFFSET_FOUND_NULL)
 
 
 class TransactionalMessageServiceImpl:
