@@ -10,6 +10,8 @@ RocketMQ config keys) to keep each test's virtual time short.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from rmqlab.client import MQClientException
@@ -470,3 +472,41 @@ def test_half_messages_are_stored_unless_reject_transaction_message_is_set():
     assert (p["REAL_TOPIC"], p["REAL_QID"], p["__transactionId__"], p["TRAN_MSG"]) == ("TopicTest", "2", "U1", "true")
     assert store.get_max_offset_in_queue("TopicTest", 2) == 0  # not delivered before its commit
     close(sim)
+
+
+# -- both runtimes: rmqlab producer --transaction ----------------------------------------------------
+
+@pytest.mark.parametrize("runtime", ["sim", pytest.param("real", marks=pytest.mark.real)])
+def test_transactional_benchmark_producers_commit_delivers_and_rollback_does_not(runtime, tmp_path):
+    from tests.test_client_cli import consumed_messages, make_cluster, ops_of
+
+    n, topic = 10, "BenchTopic"
+    c = make_cluster(runtime, "2m-noslave", tmp_path)
+    try:
+        c.add_consumer("puller", topic=topic, group="CG-pull", consumer_type="pull",
+                       consume_from_where="CONSUME_FROM_FIRST_OFFSET", start=False)
+        c.add_producer("committer", topic=topic, group="PG-commit", count=n, transaction="commit", start=False)
+        c.add_producer("roller", topic=topic, group="PG-rollback", count=n, transaction="rollback", start=False)
+        c.start()
+        c.create_topic(topic, queues=4)
+        for name in ("puller", "committer", "roller"):
+            c.start_client(name)
+
+        def committed_consumed() -> bool:
+            ops = ops_of(c.events())
+            done = [op for op in ops if op.f == "transaction" and op.type == "ok"]
+            read = {m["keys"] for op in ops for m in consumed_messages(op)}
+            return len(done) == 2 * n and {f"committer-{i}" for i in range(n)} <= read
+
+        c.run_until(committed_consumed, 40_000, poll_ms=200)
+        c.run_for(5_000)  # a rolled-back message would have been read by now
+        events = c.events()
+    finally:
+        c.close()
+    ops = ops_of(events)
+    read = [m["keys"] for op in ops for m in consumed_messages(op)]
+    assert not [k for k in read if k.startswith("roller-")]
+    assert {k for k in read if k.startswith("committer-")} == {f"committer-{i}" for i in range(n)}
+    states = Counter((op.node.split("#")[0], op.value["local_transaction_state"])
+                     for op in ops if op.f == "transaction" and op.type == "ok")
+    assert states == {("committer", "COMMIT_MESSAGE"): n, ("roller", "ROLLBACK_MESSAGE"): n}
