@@ -510,3 +510,24 @@ def test_transactional_benchmark_producers_commit_delivers_and_rollback_does_not
     states = Counter((op.node.split("#")[0], op.value["local_transaction_state"])
                      for op in ops if op.f == "transaction" and op.type == "ok")
     assert states == {("committer", "COMMIT_MESSAGE"): n, ("roller", "ROLLBACK_MESSAGE"): n}
+
+
+def test_recovery_rebuilds_no_consume_queue_unit_for_prepared_or_rollback_messages(tmp_path):
+    """``CommitLogDispatcherBuildConsumeQueue``: PREPARED and ROLLBACK messages never get a unit, also
+    when a crashed store's consume queues are rebuilt from the commit log."""
+    from rmqlab.common.manual_clock import ManualClock
+    from tests.store_helpers import make_message, open_store, read_queue
+
+    clock = ManualClock()
+    store, _ = open_store(tmp_path, clock)
+    for i, tran in enumerate((MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_NOT_TYPE,
+                              MessageSysFlag.TRANSACTION_ROLLBACK_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)):
+        m = make_message(clock, i)
+        m.sys_flag = tran
+        store.put_message(m)
+    store.kill()  # nothing dispatched yet: recovery rebuilds the consume queue
+    store, report = open_store(tmp_path, clock)
+    assert not report.last_exit_ok
+    assert [(m.keys, m.queue_offset) for m in read_queue(store, "TopicTest", 0)] == [("key-1", 0), ("key-3", 1)]
+    assert store.get_max_offset_in_queue("TopicTest", 0) == 2
+    store.shutdown()
