@@ -94,7 +94,7 @@ class ProducerManager:
 
     def get_available_channel(self, group: str | None) -> Any:
         """``getAvailableChannel``: one channel of ``group`` for a transaction check, round robin
-        from a counter; an active one within 3 tries, else the last active one seen, else None."""
+        from a counter; the first active one within 4 looks (the first and 3 retries), else None."""
         if group is None:
             return None
         table = self.group_channel_table.get(group)
@@ -104,13 +104,11 @@ class ProducerManager:
             return None
         self._positive_atomic_counter = (self._positive_atomic_counter + 1) & 0x7FFFFFFF
         index = self._positive_atomic_counter % len(channels)
-        last_active = None
-        channel = channels[index]
-        for _ in range(GET_AVAILABLE_CHANNEL_RETRY_COUNT):
-            active = getattr(channel, "is_active", lambda: True)()
-            if active:
+        # Java also remembers an active but unwritable channel as a fallback; rmqlab's channels
+        # have no writability of their own, so active is the whole test.
+        for _ in range(GET_AVAILABLE_CHANNEL_RETRY_COUNT + 1):
+            channel = channels[index]
+            if getattr(channel, "is_active", lambda: True)():
                 return channel
             index = (index + 1) % len(channels)
-            channel = channels[index]
-        active = getattr(channel, "is_active", lambda: True)()
-        return channel if active else last_active
+        return None
