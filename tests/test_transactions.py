@@ -23,7 +23,6 @@ from rmqlab.common.message.message_decoder import decode_message_id
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rmqlab.remoting.protocol.header.end_transaction_request_header import EndTransactionRequestHeader
 from tests.client_helpers import MASTER_SLAVE, TWO_MASTERS, Lab
 
 TOPIC = "TopicTest"

@@ -25,7 +25,6 @@ from rmqlab.common.message.message import MessageExt, MessageExtBrokerInner
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import decode, properties_to_java_string
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
-from rmqlab.store.get_message_result import GetMessageStatus
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
@@ -166,6 +165,3 @@ class TransactionalMessageBridge:
             return True
         log.error("Escaping message failed, topic: %s, queueId: %s, msgId: %s", msg.topic, msg.queue_id, msg.msg_id)
         return False
-
-
-__all__ = ["TransactionalMessageBridge", "GetMessageStatus"]
