@@ -79,7 +79,8 @@ returning master first takes back the consumer offsets, delay offsets and timer 
 slaves moved on while acting, then registers); with ``skipPreOnline=true`` it serves at once, as
 in RocketMQ, with whatever metadata it had.
 
-Not part of this broker: transactions and static topics; the proxy is ``rmqlab.proxy``.
+Not part of this broker: static topics; the proxy is ``rmqlab.proxy``. Transactional messages
+(4.x model) are ``rmqlab.broker.transaction``; their check service is a special service.
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldS
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.offset.consumer_order_info_manager import ConsumerOrderInfoManager
 from rmqlab.broker.failover.escape_bridge import EscapeBridge
+from rmqlab.broker.processor.end_transaction_processor import EndTransactionProcessor
+from rmqlab.broker.transaction.queue.transactional_message_service_impl import TransactionalMessageServiceImpl
+from rmqlab.broker.transaction.transactional_message_check_service import TransactionalMessageCheckService
 from rmqlab.broker.pop.pop_revive_service import PopReviveService
 from rmqlab.broker.pop.queue_lock_manager import CLEAN_INTERVAL_MS as POP_LOCK_CLEAN_INTERVAL_MS
 from rmqlab.broker.processor.ack_message_processor import AckMessageProcessor
@@ -334,6 +338,10 @@ class BrokerController(Component):
         self.message_client_id_setter = MessageClientIDSetter(bc.brokerIP1, clock, node.random)
         self.topic_route_info_manager = TopicRouteInfoManager(self)
         self.escape_bridge = EscapeBridge(self)
+        # Transactions (rmqlab.broker.transaction): nothing runs until a half message arrives.
+        self.transactional_message_service = TransactionalMessageServiceImpl(self)
+        self.transactional_message_check_service = TransactionalMessageCheckService(self)
+        self.end_transaction_processor = EndTransactionProcessor(self)
 
     async def initialize_remoting_server(self) -> None:
         """``initializeRemotingServer`` + ``registerProcessor`` + the server's start (RocketMQ starts
@@ -473,6 +481,7 @@ class BrokerController(Component):
         server.register_processor(RequestCode.ACK_MESSAGE, versioned(self.ack_message_processor))
         server.register_processor(RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
                                   versioned(self.change_invisible_time_processor))
+        server.register_processor(RequestCode.END_TRANSACTION, versioned(self.end_transaction_processor))
         server.register_default_processor(versioned(self.admin_broker_processor))
 
     def _versioned(self, processor: Any) -> Callable:
@@ -489,7 +498,8 @@ class BrokerController(Component):
         """``changeSpecialServiceStatus``: the services only the group's master runs (with slave
         acting master, the smallest-id live slave while there is no master). Of RocketMQ's
         (delayed-message delivery, transaction checks, POP revive, timer wheel) rmqlab has the
-        delayed-message delivery: one DeliverDelayedMessageTimerTask per delay level; and the
+        delayed-message delivery: one DeliverDelayedMessageTimerTask per delay level; the transaction
+        check (``rmqlab.broker.transaction.transactional_message_check_service``); and the
         timer messages' dequeue (``TimerMessageStore.set_should_running_dequeue``); and the POP
         revive service (``rmqlab.broker.pop.pop_revive_service``). With slave acting master each
         start and stop is a ``state`` event (machine ``BrokerController.specialService``); without
@@ -513,6 +523,11 @@ class BrokerController(Component):
             generation = tms.set_should_running_dequeue(should_start)
             if generation is not None:
                 self.node.spawn(tms.run(generation, self.node.sleep), name="TimerDequeueGetService")
+        # changeTransactionCheckServiceStatus(shouldStart)
+        if should_start:
+            self.transactional_message_check_service.start()
+        else:
+            self.transactional_message_check_service.shutdown()
         if should_start:
             sms = self.schedule_message_service
             for level in sorted(sms.delay_level_table):
@@ -836,6 +851,9 @@ class BrokerController(Component):
             self.broker_pre_online_service.shutdown()
         for task in self._deliver_tasks:
             task.stop()
+        if self._started:
+            self.transactional_message_check_service.shutdown()
+            self.transactional_message_service.shutdown()
         if self.timer_message_store is not None:
             # "it is better to make sure the timerMessageStore shutdown firstly": the slot being
             # delivered ends, then the dequeue stops.

@@ -117,6 +117,10 @@ class BrokerConfig(BrokerIdentity):
     transactionTimeOut: int = long_field(6000, min=0)
     transactionCheckMax: int = int_field(15, min=0)
     transactionCheckInterval: int = long_field(30000, min=1)
+    # RIP-50 (5.1.0+): op records are batched per half queue (TransactionalOpBatchService).
+    transactionOpMsgMaxSize: int = int_field(4096, min=1)
+    transactionOpBatchInterval: int = int_field(3000, min=1)
+    rejectTransactionMessage: bool = bool_field(False)
     forwardTimeout: int = long_field(3000, min=1)
     enableSlaveActingMaster: bool = bool_field(False)
     enableRemoteEscape: bool = bool_field(False)

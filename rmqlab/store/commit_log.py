@@ -19,6 +19,7 @@ from typing import Any
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message import MessageExtBrokerInner, MessageFormatError
 from rmqlab.common.message.message_decoder import decode
+from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.runtime.page_cache import PageCache
 from rmqlab.store.dispatch_request import DispatchRequest, check_message_and_return_size
 from rmqlab.store.flush_commit_log_service import FlushRealTimeService, GroupCommitService
@@ -126,14 +127,19 @@ class CommitLog:
         msg.store_timestamp = self.clock()
         msg.store_host = self.store_host
         key = f"{msg.topic}-{msg.queue_id}"
-        queue_offset = self.topic_queue_table.get(key, 0)
+        # assignOffset / increaseOffset: a PREPARED or ROLLBACK message gets no consume-queue unit
+        # (the dispatcher skips it), so it takes queue offset 0 and does not advance its queue.
+        dispatched = MessageSysFlag.get_transaction_value(msg.sys_flag) in (
+            MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+        queue_offset = self.topic_queue_table.get(key, 0) if dispatched else 0
         result = self._append(msg, queue_offset)
         if result.status is not AppendMessageStatus.PUT_OK:
             status = {AppendMessageStatus.MESSAGE_SIZE_EXCEEDED: PutMessageStatus.MESSAGE_ILLEGAL,
                       AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED: PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
                       }.get(result.status, PutMessageStatus.UNKNOWN_ERROR)
             return CompletableFuture.completed(PutMessageResult(status, result))
-        self.topic_queue_table[key] = queue_offset + 1
+        if dispatched:
+            self.topic_queue_table[key] = queue_offset + 1
         if not need_handle_ha and not self.sync_flush:  # the common case: nothing to wait for
             return CompletableFuture.completed(PutMessageResult(PutMessageStatus.PUT_OK, result))
         return self._handle_disk_flush_and_ha(result, msg, need_ack_nums, need_handle_ha)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from rmqlab.common.future import CompletableFuture
 from rmqlab.common.message.message import MessageExtBrokerInner
+from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.runtime.page_cache import PageCache, crash_machine
 from rmqlab.store import crash_points
 from rmqlab.store.commit_log import CommitLog, RecoveryScan
@@ -208,7 +209,12 @@ class DefaultMessageStore:
         return [self.consume_queue_table[k] for k in sorted(self.consume_queue_table)]
 
     def _dispatch(self, req: DispatchRequest) -> None:
-        """CommitLogDispatcherBuildConsumeQueue."""
+        """CommitLogDispatcherBuildConsumeQueue: only NOT and COMMIT messages get a unit (a
+        transaction's PREPARED and ROLLBACK records stay in the commit log only), whichever path
+        dispatches them: the reput service or recovery."""
+        if MessageSysFlag.get_transaction_value(req.sys_flag) not in (MessageSysFlag.TRANSACTION_NOT_TYPE,
+                                                                     MessageSysFlag.TRANSACTION_COMMIT_TYPE):
+            return
         cq = self.find_consume_queue(req.topic, req.queue_id)
         cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
 

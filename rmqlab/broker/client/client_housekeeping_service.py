@@ -79,6 +79,33 @@ class Broker2Client:
 
         self.broker.node.spawn(send(), name=f"notify-consumer-ids-changed {consumer_group}")
 
+    def check_producer_transaction_state(self, group: str, channel: Any, header: Any, msg_ext: Any) -> None:
+        """``checkProducerTransactionState``: oneway CHECK_TRANSACTION_STATE, body = the half
+        message encoded (``MessageDecoder.encode``) with its real topic and queue (the caller
+        restored them). A failed write is logged, as in Java; the next check tries again."""
+        from rmqlab.common.message.message import MessageExtBrokerInner
+        from rmqlab.store.message_ext_encoder import MessageExtEncoder
+
+        inner = MessageExtBrokerInner(topic=msg_ext.topic, body=msg_ext.body, flag=msg_ext.flag)
+        for name in ("queue_id", "sys_flag", "born_timestamp", "born_host", "store_timestamp", "store_host",
+                     "reconsume_times", "prepared_transaction_offset"):
+            setattr(inner, name, getattr(msg_ext, name))
+        inner.properties = dict(msg_ext.properties)
+        body = MessageExtEncoder(self.broker.message_store_config.maxMessageSize).encode(
+            inner, queue_offset=msg_ext.queue_offset, physical_offset=msg_ext.commit_log_offset)
+        request = RemotingCommand.create_request_command(RequestCode.CHECK_TRANSACTION_STATE,
+                                                         header.to_ext_fields(), body)
+        request.version = self.broker.remoting_version
+
+        async def send() -> None:
+            try:
+                await channel.invoke_oneway(request)
+            except (RemotingError, OSError) as e:
+                log.error("Check transaction failed because invoke producer exception. group=%s, msgId=%s, "
+                          "error=%s", clip(group), header.msg_id, e)
+
+        self.broker.node.spawn(send(), name=f"check-transaction-state {group}")
+
 
 class DefaultConsumerIdsChangeListener:
     """Turns a group's CHANGE event into notifications (``realTimeNotifyConsumerChange``, the

@@ -17,6 +17,7 @@ from rmqlab.broker.client.client_channel_info import ClientChannelInfo
 log = logging.getLogger("rmqlab.broker")
 
 CHANNEL_EXPIRED_TIMEOUT_MS = 1000 * 120  # ProducerManager.CHANNEL_EXPIRED_TIMEOUT
+GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3  # ProducerManager.GET_AVAILABLE_CHANNEL_RETRY_COUNT
 
 
 class ProducerManager:
@@ -25,6 +26,7 @@ class ProducerManager:
         # group -> channel id -> info (insertion ordered)
         self.group_channel_table: dict[str, dict[int, ClientChannelInfo]] = {}
         self.client_channel_table: dict[str, Any] = {}
+        self._positive_atomic_counter = 0  # PositiveAtomicCounter of getAvailableChannel
 
     def group_size(self) -> int:
         return len(self.group_channel_table)
@@ -89,3 +91,24 @@ class ProducerManager:
                 log.warning("SCAN: remove expired channel from ProducerManager groupChannelTable, all clear, group=%s",
                             group)
                 del self.group_channel_table[group]
+
+    def get_available_channel(self, group: str | None) -> Any:
+        """``getAvailableChannel``: one channel of ``group`` for a transaction check, round robin
+        from a counter; the first active one within 4 looks (the first and 3 retries), else None."""
+        if group is None:
+            return None
+        table = self.group_channel_table.get(group)
+        channels = [info.channel for info in table.values()] if table else []
+        if not channels:
+            log.warning("Check transaction failed, channel table is empty. groupId=%s", group)
+            return None
+        self._positive_atomic_counter = (self._positive_atomic_counter + 1) & 0x7FFFFFFF
+        index = self._positive_atomic_counter % len(channels)
+        # Java also remembers an active but unwritable channel as a fallback; rmqlab's channels
+        # have no writability of their own, so active is the whole test.
+        for _ in range(GET_AVAILABLE_CHANNEL_RETRY_COUNT + 1):
+            channel = channels[index]
+            if getattr(channel, "is_active", lambda: True)():
+                return channel
+            index = (index + 1) % len(channels)
+        return None

@@ -45,10 +45,11 @@ else pulled (one message, 10 s) from that group's id-0 member as the route cache
 The answer is (message, info, need_retry): a local miss is not retried; an unreachable or refusing
 broker is.
 
-Transactions: RocketMQ converts a half message back to its real topic before escaping it
-(``TransactionalMessageUtil.buildTransactionalMessageFromHalfMessage``); rmqlab's broker has no
-transactional store, so no half message reaches the bridge: one that did would be refused
-(PUT_TO_REMOTE_BROKER_FAIL) rather than sent as a half message.
+Transactions: a half message (the transaction check on a slave acting as master) is converted
+back to its real topic before it is escaped
+(``TransactionalMessageUtil.buildTransactionalMessageFromHalfMessage``): ``TRAN_MSG=true`` and the
+PREPARED sysFlag, so the other group's master stores it as a half message of its own and its own
+check asks the producer group (``PGROUP`` travels with it).
 """
 
 from __future__ import annotations
@@ -158,9 +159,10 @@ class EscapeBridge:
         if own == broker_name_to_send:  # not a remote broker
             return None
         if msg.topic == TopicValidator.RMQ_SYS_TRANS_HALF_TOPIC:
-            log.error("putMessageToRemoteBroker: a transaction half message, which rmqlab cannot convert "
-                      "back (no transactional store), msgId=%s", msg.msg_id)
-            return None
+            # buildTransactionalMessageFromHalfMessage: sent as a half message of its real topic.
+            from rmqlab.broker.transaction.queue.transactional_message_util import (
+                build_transactional_message_from_half_message)
+            msg = build_transactional_message_from_half_message(msg)
         rim = broker.topic_route_info_manager
         info = await rim.try_to_find_topic_publish_info(msg.topic)
         if info is None or not info.ok():

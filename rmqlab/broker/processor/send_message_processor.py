@@ -60,10 +60,13 @@ back by its commit-log offset. In order:
 A message sent to the DLQ is also a ``log`` trace event of logger ``RocketmqDLQ`` (RocketMQ's
 DLQ_LOG line). Not implemented: consume-message hooks, metrics and the send-back statistics.
 
+A transaction half message (``TRAN_MSG=true``) is refused with NO_PERMISSION ``sending transaction
+message is forbidden`` when ``rejectTransactionMessage=true``; else it is stored as a half message
+(``TransactionalMessageServiceImpl.asyncPrepareMessage``, ``rmqlab.broker.transaction``), and the
+answer carries the half message's offsets and its UNIQ_KEY as ``transactionId``.
+
 Not implemented (answered as RocketMQ answers a broker configured without them):
 
-* transaction half messages (``TRAN_MSG=true``): NO_PERMISSION ``sending transaction message is
-  forbidden``, as with ``rejectTransactionMessage=true``;
 * batch sends (the ``batch`` header field; SEND_BATCH_MESSAGE is unregistered, hence 3):
   SYSTEM_ERROR naming the limitation;
 * static topics (RIP-21) and send hooks.
@@ -302,10 +305,17 @@ class SendMessageProcessor:
         tran_flag = ori_props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED)
         if (tran_flag is not None and tran_flag.lower() == "true"
                 and not (msg.reconsume_times > 0 and msg.delay_time_level > 0)):
-            response.code = ResponseCode.NO_PERMISSION
-            response.remark = (f"the broker[{broker.broker_config.brokerIP1}] sending transaction message is "
-                               "forbidden")
-            return response
+            if broker.broker_config.rejectTransactionMessage:
+                response.code = ResponseCode.NO_PERMISSION
+                response.remark = (f"the broker[{broker.broker_config.brokerIP1}] sending transaction message is "
+                                   "forbidden")
+                return response
+            # A half message (rmqlab.broker.transaction): stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0.
+            put_result = self.check_store_status()
+            if put_result is None:
+                put_result = await broker.transactional_message_service.prepare_message(msg)
+                broker.transactional_message_check_service.notify_half_message()
+            return self.handle_put_message_result(put_result, response, msg, queue_id)
         put_result = self.check_store_status()
         if put_result is None:
             # The store's put hook (HookUtils.handleScheduleMessage): delay levels wait in

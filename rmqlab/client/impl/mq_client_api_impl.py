@@ -222,6 +222,13 @@ class MQClientAPIImpl:
         response = await self._invoke_broker(addr, request, timeout_ms)
         return self.process_send_response(broker_name, msg, response, addr)
 
+    async def end_transaction_oneway(self, addr: str, header, remark: str | None) -> None:
+        """``endTransactionOneway``: END_TRANSACTION (37), oneway, to ``addr``."""
+        request = RemotingCommand.create_request_command(RequestCode.END_TRANSACTION, header.to_ext_fields())
+        request.version = MQVersion.CURRENT_VERSION
+        request.remark = remark
+        await self.remoting_client.invoke_oneway(addr, request)
+
     @staticmethod
     def send_message_request(ext_fields: dict[str, ExtValue], body: bytes | None) -> RemotingCommand:
         """The SEND_MESSAGE_V2 request of ``send_message`` from the header's wire fields

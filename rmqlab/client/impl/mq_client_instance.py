@@ -117,6 +117,7 @@ class MQClientInstance:
         self.remoting_client = RemotingClient(node)
         self.remoting_client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                                                 self._notify_consumer_ids_changed)
+        self.remoting_client.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._check_transaction_state)
         self.mq_client_api_impl = MQClientAPIImpl(node, self.remoting_client)
         self.mq_client_api_impl.update_name_server_address_list(client_config.namesrv_addr_list())
         self.mq_admin_impl = MQAdminImpl(self)
@@ -474,4 +475,30 @@ class MQClientInstance:
         log.info("receive broker's notification[%s], the consumer group: %s changed, rebalance immediately",
                  channel.remote_addr, (request.ext_fields or {}).get("consumerGroup"))
         self.rebalance_immediately()
+        return None
+
+    async def _check_transaction_state(self, channel: Any, request: Any) -> None:
+        """CHECK_TRANSACTION_STATE (oneway, from a broker; ``ClientRemotingProcessor.checkTransactionState``):
+        the message's PGROUP picks the producer, which answers with END_TRANSACTION."""
+        from rmqlab.common.message.message_const import MessageConst
+        from rmqlab.common.message.message_decoder import decode
+        from rmqlab.remoting.protocol.header.check_transaction_state_request_header import (
+            CheckTransactionStateRequestHeader)
+
+        header = CheckTransactionStateRequestHeader.decode(request)
+        try:
+            msg_ext = decode(request.body or b"")
+        except (ValueError, IndexError):
+            log.warning("checkTransactionState, decode message failed")
+            return None
+        group = msg_ext.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)
+        if group is None:
+            log.warning("checkTransactionState, pick producer group failed")
+            return None
+        producer = self.producer_table.get(group)
+        check = getattr(producer, "check_transaction_state", None)
+        if check is None:
+            log.debug("checkTransactionState, pick producer by group[%s] failed", group)
+            return None
+        check(channel.remote_addr, msg_ext, header)
         return None

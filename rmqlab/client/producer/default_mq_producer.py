@@ -39,7 +39,8 @@ oneway send that was written.
 
 Deviations: bodies are never compressed (``compressMsgBodyOverHowmuch``); an async retry goes to
 a queue of the newly chosen broker (Java re-sends the first request, with its queue id, to the
-other broker's address); no namespaces, transactions, batches or request/reply.
+other broker's address); no namespaces, batches or request/reply. Transactions are
+``rmqlab.client.producer.transaction_mq_producer``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ if TYPE_CHECKING:
     from rmqlab.runtime.node import Node
 
 log = logging.getLogger("rmqlab.client")
+_TRAN_MSG = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_TRANSACTION_PREPARED_TYPE = 0x4  # MessageSysFlag.TRANSACTION_PREPARED_TYPE
 
 DEFAULT_RETRY_RESPONSE_CODES = frozenset({
     ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
@@ -282,8 +285,10 @@ class DefaultMQProducer:
             if value is not None:
                 max_reconsume_times = int(value)
                 msg.clear_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES)
+        # sendKernelImpl: a transaction half message (TRAN_MSG=true) carries the PREPARED sysFlag.
+        sys_flag = _TRANSACTION_PREPARED_TYPE if msg.properties.get(_TRAN_MSG) == "true" else 0
         ext_fields = SendMessageRequestHeaderV2.ext_fields_of(
-            self.producer_group, topic, self.create_topic_key, self.default_topic_queue_nums, mq.queue_id, 0,
+            self.producer_group, topic, self.create_topic_key, self.default_topic_queue_nums, mq.queue_id, sys_flag,
             born_timestamp, msg.flag, properties, reconsume_times, False, max_reconsume_times, False, mq.broker_name)
         return self.client_factory.mq_client_api_impl.send_message_request(ext_fields, msg.body)
 

@@ -19,6 +19,10 @@ Flags (RocketMQ's letters where its benchmark has the option):
     --duration  ms after which no send starts, 0 = no limit (0)
     -k  key pattern, "{i}" the message's number, "{name}" the client's node name ("{name}-{i}");
         "" sends no keys    -l  tag count: message i gets tag "tag<i mod l>", 0 = no tag (0)
+    --transaction  commit | rollback | unknown | check-commit: each message is a transaction
+        (TransactionMQProducer; sync, remoting only): its local transaction commits, rolls back,
+        stays unknown (every check answers UNKNOW, so the broker discards it after
+        transactionCheckMax checks), or is unknown until the broker's check, which commits it
     --protocol  remoting: DefaultMQProducer, to the brokers (-n the name servers); grpc: rmqlab's
         5.x Producer (rmqlab.client.grpc), through a Proxy (--endpoints its addresses instead of
         -n; no producer group, no oneway sends in the 5.x protocol) (remoting)
@@ -64,9 +68,14 @@ DEFAULT_TOPIC = "BenchmarkTest"
 DEFAULT_PRODUCER_GROUP = "benchmark_producer"
 SEND_MODES = ("sync", "async", "oneway")
 PROTOCOLS = ("remoting", "grpc")
+TRANSACTIONS = ("commit", "rollback", "unknown", "check-commit")
 KEY_FIELDS = ("i", "name")
 # Java's benchmark sleeps this long after a RemotingException or MQBrokerException.
 FAILURE_PAUSE_MS = 3000
+# --transaction check-commit: how long the process waits, after its last send, for the broker to
+# check every transaction it left unknown (the default check interval is 30 s, the first check
+# waits transactionTimeOut 6 s).
+CHECK_COMMIT_WAIT_MS = 120_000
 
 
 def check_key_pattern(pattern: str, flag: str) -> None:
@@ -101,12 +110,14 @@ class ProducerSpec(SpecDict):
     send_mode: str = "sync"
     in_flight: int = 1
     protocol: str = "remoting"
+    # "" (plain sends) or a TRANSACTIONS mode: each message is a transaction (TransactionMQProducer).
+    transaction: str = ""
 
     kind: ClassVar[str] = "producer"
     FLAGS: ClassVar[dict[str, str]] = {
         "topic": "-t", "group": "-g", "count": "-q", "interval_ms": "-i", "duration_ms": "--duration",
         "body_size": "-s", "keys": "-k", "tag_count": "-l", "send_mode": "--sendMode", "in_flight": "-w",
-        "protocol": "--protocol",
+        "protocol": "--protocol", "transaction": "--transaction",
     }
 
     def __post_init__(self) -> None:
@@ -133,6 +144,11 @@ class ProducerSpec(SpecDict):
         check(self.protocol in PROTOCOLS, f"{f['protocol']} (protocol)", " or ".join(PROTOCOLS), self.protocol)
         if self.protocol == "grpc" and self.send_mode == "oneway":
             raise ValueError(f"{f['send_mode']} (send_mode): the 5.x protocol (--protocol grpc) has no oneway send")
+        check(self.transaction in ("", *TRANSACTIONS), f"{f['transaction']} (transaction)",
+              " or ".join(TRANSACTIONS), self.transaction)
+        if self.transaction and (self.protocol != "remoting" or self.send_mode != "sync"):
+            raise ValueError(f"{f['transaction']} (transaction): transactions are sent synchronously over the "
+                             "remoting protocol (--sendMode sync --protocol remoting)")
         check(isinstance(self.keys, str), f"{f['keys']} (keys)", "a str", self.keys)
         check_key_pattern(self.keys, f"{f['keys']} (keys)")
 
@@ -141,7 +157,14 @@ class ProducerSpec(SpecDict):
         return ["-t", self.topic, "-g", self.group, "-q", str(self.count), "-i", _num(self.interval_ms),
                 "--duration", _num(self.duration_ms), "-s", str(self.body_size), "-k", self.keys,
                 "-l", str(self.tag_count), "--sendMode", self.send_mode, "-w", str(self.in_flight),
-                "--protocol", self.protocol]
+                "--protocol", self.protocol] + (["--transaction", self.transaction] if self.transaction else [])
+
+    def to_dict(self) -> dict:
+        """Without ``transaction`` when it is off, so descriptions from before it read the same."""
+        data = super().to_dict()
+        if not self.transaction:
+            del data["transaction"]
+        return data
 
 
 def _num(value: float) -> str:
@@ -172,6 +195,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-w", "--threadCount", dest="in_flight", type=int, default=d.in_flight,
                    help=f"sends in flight at a time (default {d.in_flight})")
     add_protocol_arguments(p)
+    p.add_argument("--transaction", dest="transaction", choices=TRANSACTIONS, default=d.transaction,
+                   help="send each message as a transaction (TransactionMQProducer): commit or rollback it, "
+                        "leave it unknown (the broker's checks get UNKNOW until they run out), or check-commit "
+                        "(unknown at first, committed when the broker checks; the process waits up to 120 s "
+                        "for those checks) (default: plain sends)")
+
+
+class BenchmarkTransactionListener:
+    """The local transaction of ``--transaction``: what execute and check answer per mode."""
+
+    def __init__(self, mode: str):
+        from rmqlab.client.producer.local_transaction_state import LocalTransactionState as S
+        self.execute_state, self.check_state = {
+            "commit": (S.COMMIT_MESSAGE, S.COMMIT_MESSAGE), "rollback": (S.ROLLBACK_MESSAGE, S.ROLLBACK_MESSAGE),
+            "unknown": (S.UNKNOW, S.UNKNOW), "check-commit": (S.UNKNOW, S.COMMIT_MESSAGE)}[mode]
+
+        self.awaiting_check: set[str] = set()  # check-commit: executed, not yet checked
+
+    def execute_local_transaction(self, msg, arg):
+        if self.check_state is not self.execute_state:
+            self.awaiting_check.add(msg.properties.get("UNIQ_KEY"))
+        return self.execute_state
+
+    def check_local_transaction(self, msg):
+        self.awaiting_check.discard(msg.properties.get("UNIQ_KEY"))
+        return self.check_state
 
 
 def add_protocol_arguments(p: argparse.ArgumentParser) -> None:
@@ -224,6 +273,11 @@ class BenchmarkProducer(ClientProcess):
             from rmqlab.client.grpc import ClientConfiguration, Producer
 
             producer = Producer(ClientConfiguration(address), topics=[spec.topic])
+        elif spec.transaction:
+            from rmqlab.client.producer.transaction_mq_producer import TransactionMQProducer
+
+            producer = TransactionMQProducer(spec.group, address,
+                                             transaction_listener=BenchmarkTransactionListener(spec.transaction))
         else:
             producer = DefaultMQProducer(spec.group, address)
         super().__init__(producer=producer)
@@ -274,7 +328,9 @@ class BenchmarkProducer(ClientProcess):
             msg = self.build_message(seq)
             begin = self.node.now_ms()
             try:
-                if spec.send_mode == "sync":
+                if spec.transaction:
+                    await producer.send_message_in_transaction(msg)
+                elif spec.send_mode == "sync":
                     await producer.send(msg)
                 elif spec.send_mode == "async":
                     await producer.send_async(msg)
@@ -323,6 +379,12 @@ class BenchmarkProducer(ClientProcess):
         self.stats.begin_ms = self.node.now_ms()
         await asyncio.gather(*(self._sender() for _ in range(self.spec.in_flight)))
         self.stats.end_ms = self.node.now_ms()
+        if self.spec.transaction == "check-commit":
+            # The broker's checks need a live producer of the group: stay until each was answered.
+            listener = self.clients["producer"].transaction_listener
+            deadline = self.node.now_ms() + CHECK_COMMIT_WAIT_MS
+            while listener.awaiting_check and not self._stopping.is_set() and self.node.now_ms() < deadline:
+                await self._pause(100)
         if not self._stopping.is_set():
             await self.finish()
 

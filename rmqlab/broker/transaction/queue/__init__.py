@@ -1,0 +1,1 @@
+"""The half/op queue side of transactional messages (RocketMQ ``broker/.../transaction/queue/``)."""
