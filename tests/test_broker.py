@@ -130,7 +130,7 @@ def test_auto_create_from_tbw102_and_topic_not_exist_without_it():
 
 
 def test_bad_sends_get_rocketmq_codes_and_remarks():
-    sim = world(maxMessageSize=1024)
+    sim = world(maxMessageSize=1024, rejectTransactionMessage="true")
     c = CppClient(sim, "client")
     r = c.send("bad topic!", b"x")
     assert (r.code, r.remark) == (ResponseCode.INVALID_PARAMETER, "The specified topic: bad topic!, contains "
