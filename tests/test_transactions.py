@@ -604,3 +604,62 @@ def test_controller_mode_failover_right_after_a_check_delivers_the_commit_twice_
     assert len(copies) == 2
     assert len(set(listener.checks)) == 1 and len(listener.checks) >= 2
     c.close()
+
+
+# -- the total-queue checker knows transactions ------------------------------------------------------
+
+def _transactional_history(lab: Lab, mode: str) -> list:
+    """Four transactions of the benchmark producer (`mode`) and a pull consumer group that reads
+    everything: the trace."""
+    from rmqlab.example.benchmark import build_client
+    from rmqlab.example.benchmark.consumer import ConsumerSpec
+    from rmqlab.example.benchmark.producer import BenchmarkProducer, ProducerSpec
+
+    spec = ProducerSpec(topic=TOPIC, group=PG, count=4, transaction=mode)
+    lab.sim.add_node("bench", lambda: BenchmarkProducer(spec, lab.namesrv_addr))
+    lab.sim.add_node("reader", lambda: build_client(ConsumerSpec(
+        topic=TOPIC, group="tx_reader", consumer_type="pull", consume_from_where="CONSUME_FROM_FIRST_OFFSET"),
+        lab.namesrv_addr))
+    lab.sim.start("bench")
+    lab.sim.start("reader")
+    lab.sim.run_for(15_000)
+    return list(lab.sim.tracer.events)
+
+
+def _relabel(events: list, f: str, state: str) -> list:
+    """The trace with every ok `f` operation's decision replaced by `state` (what a producer that
+    decided otherwise would have traced)."""
+    from rmqlab.trace import TraceEvent
+
+    out = []
+    for e in events:
+        if e.kind == "client" and e.fields.get("f") == f and e.fields.get("type") == "ok":
+            e = TraceEvent(e.seq, e.time_ms, e.node, e.kind,
+                           {**e.fields, "value": {**e.fields["value"], "local_transaction_state": state}})
+        out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["commit", "check-commit"])
+def test_total_queue_counts_committed_transactions_as_acknowledged(two_masters, mode):
+    from rmqlab.checker import check_total_queue
+
+    events = _transactional_history(two_masters, mode)
+    r = check_total_queue(events, topic=TOPIC)
+    assert r.valid, r.violations
+    assert (r.stats["acknowledged"], r.stats["lost"], r.stats["rolled_back"], r.stats["unexpected"]) == (4, 0, 0, 0)
+    # The same reads, had the producer rolled back: each read is a violation.
+    relabelled = _relabel(events, "transaction" if mode == "commit" else "transaction_check", "ROLLBACK_MESSAGE")
+    r = check_total_queue(relabelled, topic=TOPIC)
+    assert [v.what for v in r.violations] == ["rolled-back-read"] * 4 and r.stats["rolled_back"] == 4
+
+
+def test_total_queue_rolled_back_transactions_are_never_read_and_a_committed_one_missing_is_lost(two_masters):
+    from rmqlab.checker import check_total_queue
+
+    events = _transactional_history(two_masters, "rollback")
+    r = check_total_queue(events, topic=TOPIC)
+    assert r.valid and r.stats["rolled_back"] == 4 and r.stats["read"] == 0
+    # Had the producer committed them, nothing read is a loss of each.
+    r = check_total_queue(_relabel(events, "transaction", "COMMIT_MESSAGE"), topic=TOPIC)
+    assert [v.what for v in r.violations] == ["lost"] * 4

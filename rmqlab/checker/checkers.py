@@ -67,15 +67,29 @@ def check_total_queue(events: Iterable[TraceEvent], *, topic: str | None = None,
     never sent), `read-after-fail` (read although its send failed: `fail` means it certainly did
     not happen), `corrupted` (read with another body CRC than sent). Reading a message twice
     (a producer retry, a redelivery) is at-least-once delivery, counted, not a violation; an
-    indeterminate send (info, or ok without SEND_OK) may or may not be read."""
+    indeterminate send (info, or ok without SEND_OK) may or may not be read.
+
+    Transactions (TransactionMQProducer's `transaction` operations, and `transaction_check` for
+    the broker's checks) count as sends whose fate the producer decides: COMMIT_MESSAGE (from the
+    local transaction, or from the last check answered when that was UNKNOW) makes it acknowledged,
+    so never reading it is `lost`; ROLLBACK_MESSAGE means it must never be read (`rolled-back-read`);
+    still UNKNOW at the end, it is indeterminate."""
     events = list(events)
     ops = client_ops(events)
     sends: dict[str, list[ClientOp]] = {}
     for op in ops:
-        if op.f == "send" and isinstance(op.invoke_value, dict) and (topic is None or op.invoke_value.get("topic") == topic):
+        if (op.f in ("send", "transaction") and isinstance(op.invoke_value, dict)
+                and (topic is None or op.invoke_value.get("topic") == topic)):
             key = op.invoke_value.get("uniq_key")
             if key:
                 sends.setdefault(key, []).append(op)
+    decided = _transaction_decisions(ops)
+
+    def is_acked(op: ClientOp) -> bool:
+        """`acknowledged` for a send; for a transaction, its producer's decision to commit."""
+        if op.f == "transaction":
+            return decided.get(op.invoke_value.get("uniq_key")) == _COMMIT
+        return acknowledged(op)
     reads: dict[str, list[tuple[ClientOp, dict]]] = {}
     for op in ops:
         if op.type != "ok":
@@ -92,11 +106,11 @@ def check_total_queue(events: Iterable[TraceEvent], *, topic: str | None = None,
 
     elections = master_elections(events)
     violations: list[Violation] = []
-    acked = {k for k, s in sends.items() if any(acknowledged(op) for op in s)}
+    acked = {k for k, s in sends.items() if any(is_acked(op) for op in s)}
     failed = {k for k, s in sends.items() if all(op.type == "fail" for op in s)}
     indeterminate = set(sends) - acked - failed
     for key in sorted(acked - set(reads)):
-        op = min((o for o in sends[key] if acknowledged(o)), key=lambda o: o.complete_seq)
+        op = min((o for o in sends[key] if is_acked(o)), key=lambda o: o.complete_seq)
         where = {k: op.value.get(k) for k in ("broker_name", "queue_id", "queue_offset", "msg_id")}
         violations.append(Violation(
             "lost", f"send of {key} acknowledged at seq {op.complete_seq} but never read "
@@ -121,11 +135,42 @@ def check_total_queue(events: Iterable[TraceEvent], *, topic: str | None = None,
                                             f"sent with {sorted(crcs)}", op.node, op.complete_seq,
                                             op.complete_time_ms, {"uniq_key": key}))
                 break
+    rolled_back = {k for k, d in decided.items() if d == _ROLLBACK and k in sends}
+    for key in sorted(rolled_back & set(reads)):
+        op, m = reads[key][0]
+        violations.append(Violation("rolled-back-read", f"{key} read although its transaction was rolled back",
+                                    op.node, op.complete_seq, op.complete_time_ms,
+                                    {"uniq_key": key, "queue_id": m.get("queue_id"),
+                                     "queue_offset": m.get("queue_offset")}))
+    indeterminate -= rolled_back
     stats = {"attempted": len(sends), "acknowledged": len(acked), "failed": len(failed),
              "indeterminate": len(indeterminate), "read": len(reads),
              "lost": len(acked - set(reads)), "duplicated": sum(1 for r in reads.values() if len(r) > 1),
              "recovered": len(indeterminate & set(reads)), "unexpected": len(set(reads) - set(sends))}
+    if decided:  # only then: the stats of a trace without transactions stay as they were
+        stats["rolled_back"] = len(rolled_back)
     return result("total-queue", violations, stats)
+
+
+_COMMIT, _ROLLBACK = "COMMIT_MESSAGE", "ROLLBACK_MESSAGE"
+
+
+def _transaction_decisions(ops: list[ClientOp]) -> dict[str, str]:
+    """uniq_key -> the producer's decision on its transaction: the local transaction's COMMIT or
+    ROLLBACK; while that was UNKNOW, the first check answered with one (the broker resolves the half
+    message at the first decisive answer; a check answered UNKNOW decides nothing)."""
+    decided: dict[str, str] = {}
+    for op in ops:
+        if op.f not in ("transaction", "transaction_check") or op.type != "ok" or not isinstance(op.value, dict):
+            continue
+        key, state = (op.invoke_value or {}).get("uniq_key"), op.value.get("local_transaction_state")
+        if not key or state not in (_COMMIT, _ROLLBACK):
+            continue
+        if op.f == "transaction":
+            decided[key] = state
+        else:
+            decided.setdefault(key, state)
+    return decided
 
 
 # --- (c) one master per broker set and epoch -------------------------------------------------------------
