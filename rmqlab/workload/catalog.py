@@ -65,12 +65,15 @@ def loss(node: str, peers: list[str], rate: float, at_ms: float, until_ms: float
 
 def add(name: str, mode: str, description: str, faults: list[FaultOp], *, seed: int, proxy: str | None = None,
         duration_ms: float = 20_000, consumer: bool = False, controller_overrides: dict | None = None,
-        broker_overrides: dict | None = None, runtime: str = "sim") -> Workload:
+        broker_overrides: dict | None = None, producer: dict | None = None, client_overrides: dict | None = None,
+        runtime: str = "sim") -> Workload:
     """Register a workload; `broker_overrides` are settings for every broker on top of
-    LAB_BROKER_SETTINGS."""
+    LAB_BROKER_SETTINGS, `client_overrides` the clients' on top of LAB_CLIENT_SETTINGS; `producer`:
+    ProducerSpec fields on top of the common ones."""
     grpc = proxy is not None
-    clients = [WorkloadClient("producer", ProducerSpec(topic=TOPIC, group="workload_producer", interval_ms=SEND_EVERY_MS,
-                                                       body_size=64, protocol="grpc" if grpc else "remoting"), 0.0, None)]
+    clients = [WorkloadClient("producer", ProducerSpec(**{
+        "topic": TOPIC, "group": "workload_producer", "interval_ms": SEND_EVERY_MS, "body_size": 64,
+        "protocol": "grpc" if grpc else "remoting", **(producer or {})}), 0.0, None)]
     if consumer:
         clients.append(WorkloadClient("consumer", ConsumerSpec(topic=TOPIC, group="workload_consumer",
                                                                consume_from_where="CONSUME_FROM_FIRST_OFFSET"),
@@ -78,7 +81,7 @@ def add(name: str, mode: str, description: str, faults: list[FaultOp], *, seed: 
     w = Workload(name=name, mode=mode, seed=seed, description=description, proxy=proxy,
                  overrides={"*": {**LAB_BROKER_SETTINGS, **(broker_overrides or {})}},
                  controller_overrides=dict(controller_overrides or {}),
-                 client_overrides=dict(LAB_CLIENT_SETTINGS), topics=(TopicSpec(TOPIC, 4),), clients=tuple(clients),
+                 client_overrides={**LAB_CLIENT_SETTINGS, **(client_overrides or {})}, topics=(TopicSpec(TOPIC, 4),), clients=tuple(clients),
                  faults=schedule_of(sorted(faults, key=lambda op: op.time_ms)), duration_ms=float(duration_ms),
                  recorded_runtime=runtime)
     if name in CATALOG:
@@ -266,3 +269,30 @@ add("acting-crash-master", ACT, "broker-a's master's machine loses power (unflus
     "consumer commits its offsets to the acting slave; pre-online makes the returning master take those offsets "
     "back before it registers.", process_fault("crash", "broker-a", 5_000, 13_000), seed=42, duration_ms=26_000,
     consumer=True, broker_overrides=_ACT)
+
+# --- transactional messages ------------------------------------------------------------------------------------
+# Every message is a transaction whose local outcome is unknown until the broker's check asks
+# (`rmqlab producer --transaction check-commit`): 200 of them, one every 100 ms, then the producer
+# stays to answer checks until the workload ends. Lab settings: a check every 5 s (RocketMQ: 30 s)
+# of half messages older than 1 s (transactionTimeOut; RocketMQ: 6 s), above
+# transactionOpBatchInterval (3 s), or a check could ask again before the previous answer's op
+# record is written and commit twice; and the producer heartbeats to the brokers every second
+# (RocketMQ: 30 s): a broker checks through a producer's heartbeat channel, and a master that is
+# new or back would otherwise find none ("channel is null") and count the checks up to
+# transactionCheckMax, then discard.
+_TX = {"transactionCheckInterval": 5_000, "transactionTimeOut": 1_000}
+_TX_PRODUCER = {"transaction": "check-commit", "count": 200}
+_TX_CLIENT = {"heartbeatBrokerInterval": 1_000}
+add("tx-async-kill-master", "2m-2s-async", "Every message is a transaction committed at the broker's check. "
+    "broker-a's master is killed for 8 s: its half messages wait on it (a slave runs no check), new "
+    "transactions go to broker-b; back, it checks them and commits them.",
+    process_fault("kill", "broker-a", 5_000, 13_000), seed=43, duration_ms=32_000,
+    broker_overrides=_TX, producer=_TX_PRODUCER, client_overrides=_TX_CLIENT)
+add("tx-ctrl-embedded-kill-master", EMB, "Every message is a transaction committed at the broker's check. The "
+    "master is killed: the replica the controllers elect holds the half messages and checks them, so no "
+    "transaction waits for the old master.", process_fault("kill", MASTER, 5_000, 13_000), seed=44,
+    duration_ms=32_000, broker_overrides=_TX, producer=_TX_PRODUCER, client_overrides=_TX_CLIENT)
+add("tx-acting-kill-master", ACT, "Every message is a transaction committed at the broker's check. broker-a's "
+    "master is killed: its smallest-id slave runs the check as acting master and escapes each committed "
+    "message to broker-b (RIP-32).", process_fault("kill", "broker-a", 5_000, 13_000), seed=45, duration_ms=32_000,
+    broker_overrides={**_ACT, **_TX}, producer=_TX_PRODUCER, client_overrides=_TX_CLIENT)
