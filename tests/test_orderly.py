@@ -10,6 +10,8 @@ the broker's ``RebalanceLockManager`` and ``SendMessageProcessor.handleRetryAndD
 
 from __future__ import annotations
 
+import asyncio
+
 from rmqlab.client import DefaultMQProducer, DefaultMQPushConsumer, MessageQueue
 from rmqlab.client.consumer import ConsumeOrderlyStatus, MessageListenerOrderly
 from rmqlab.client.producer.selector import SelectMessageQueueByHash, java_hash_code
@@ -25,17 +27,30 @@ BROKER_A = "127.0.0.1:10911"
 
 
 class OrderlyRecorder:
-    """An orderly listener: records (client, queue id, offset, body), answers ``status(msg)``."""
+    """An orderly listener: records each message given as (client, queue id, offset, body,
+    reconsume times, virtual ms), answers ``status(msg)``; a body listed in ``slow`` takes that many
+    ms of the node's clock (the listener is a coroutine then, holding the queue's consume lock)."""
 
-    def __init__(self, name: str, log: list, status=lambda msg: SUCCESS):
-        self.name, self.log, self.status = name, log, status
+    def __init__(self, name: str, log: list, sim, status=lambda msg: SUCCESS, slow: dict | None = None):
+        self.name, self.log, self.sim, self.status, self.slow = name, log, sim, status, slow or {}
 
     def __call__(self, msgs, context):
+        if any(m.body in self.slow for m in msgs):
+            return self._slowly(msgs, context)
+        return self._record(msgs, context)
+
+    def _record(self, msgs, context):
         result = SUCCESS
         for m in msgs:
-            self.log.append((self.name, context.message_queue.queue_id, m.queue_offset, m.body, m.reconsume_times))
+            self.log.append((self.name, context.message_queue.queue_id, m.queue_offset, m.body, m.reconsume_times,
+                             self.sim.now_ms()))
             if self.status(m) is not SUCCESS:
                 result = SUSPEND
+        return result
+
+    async def _slowly(self, msgs, context):
+        result = self._record(msgs, context)
+        await asyncio.sleep(sum(self.slow.get(m.body, 0) for m in msgs) / 1000)  # the simulation's clock
         return result
 
 
@@ -61,7 +76,7 @@ def send_ordered(lab, producer: DefaultMQProducer, orders: int, steps: int, topi
 
 def steps_by_order(log) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
-    for _client, _q, _off, body, _n in log:
+    for _client, _q, _off, body, _n, _t in log:
         order, step = body.decode().split(":")
         out.setdefault(order, []).append(int(step))
     return out
@@ -99,7 +114,7 @@ def test_one_orderly_consumer_consumes_each_queue_in_order_after_locking_it(lab)
     lab = lab(ONE_MASTER)
     lab.create_topic()
     log: list = []
-    lab.add_client("c1", lambda: {"consumer": orderly_consumer(OrderlyRecorder("c1", log))})
+    lab.add_client("c1", lambda: {"consumer": orderly_consumer(OrderlyRecorder("c1", log, lab.sim))})
     lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == 4, 5_000)
     # Every queue was locked at the broker before it was taken: the topic's four and the retry topic's.
     manager = lab.sim.components["broker-a"].admin_broker_processor.rebalance_lock_manager
@@ -120,7 +135,7 @@ def test_one_orderly_consumer_consumes_each_queue_in_order_after_locking_it(lab)
     assert len(log) == 60
     assert steps_by_order(log) == {f"order-{o}": list(range(10)) for o in range(6)}
     for q in range(4):
-        offsets = [off for _c, qid, off, _b, _n in log if qid == q]
+        offsets = [off for _c, qid, off, _b, _n, _t in log if qid == q]
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
 
     # The trace: every consume says it is orderly and where the message was.
@@ -128,4 +143,91 @@ def test_one_orderly_consumer_consumes_each_queue_in_order_after_locking_it(lab)
     assert len(ops) == 60 and all(op.type == "ok" for op in ops)
     assert all(op.invoke_value["orderly"] is True for op in ops)
     assert sorted((op.invoke_value["queue_id"], op.invoke_value["queue_offset"]) for op in ops) == \
-        sorted((q, off) for _c, q, off, _b, _n in log)
+        sorted((q, off) for _c, q, off, _b, _n, _t in log)
+
+
+def lock_holders(lab, topic: str = TOPIC, group: str = GROUP, broker: str = "broker-a") -> list[str | None]:
+    manager = lab.sim.components[broker].admin_broker_processor.rebalance_lock_manager
+    return [manager.lock_holder(group, MessageQueue(topic, "broker-a", q)) for q in range(4)]
+
+
+def client_id(lab, node: str) -> str:
+    return lab.client(node, "consumer").client_factory.client_id
+
+
+def test_a_second_consumer_waits_for_the_lock_of_a_queue_still_being_consumed(lab):
+    """c2 joins while c1's listener is in the middle of a slow message of queue X: the rebalance
+    gives X to c2, but c1 cannot unlock it while the listener holds the consume lock (500 ms try),
+    so X stays locked by c1 and c2's LOCK_BATCH_MQ for it is refused until c1 unlocks it (its next
+    rebalance). Each queue is consumed by one client at a time, and every order stays in order."""
+    lab = lab(ONE_MASTER)
+    lab.create_topic()
+    log: list = []
+    slow = {b"order-0:0": 5_000}
+    lab.add_client("c1", lambda: {"consumer": orderly_consumer(OrderlyRecorder("c1", log, lab.sim, slow=slow))})
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == 4, 5_000)
+    lab.add_client("producer", lambda: {"producer": DefaultMQProducer("PG", NS)})
+    producer = lab.client("producer", "producer")
+    send_ordered(lab, producer, orders=8, steps=3)
+    x = abs(java_hash_code("order-0")) % 4
+    lab.sim.run_until(lambda: any(e[3] == b"order-0:0" for e in log), 5_000)
+
+    lab.add_client("c2", lambda: {"consumer": orderly_consumer(OrderlyRecorder("c2", log, lab.sim))})
+    c1, c2 = client_id(lab, "c1"), client_id(lab, "c2")
+    # c1's rebalance dropped X (it belongs to c2 now) but could not unlock it: c1's lock stays.
+    lab.sim.run_until(lambda: MessageQueue(TOPIC, "broker-a", x) not in held_queues(lab, "c1"), 3_000)
+    lab.sim.run_for(1_000)
+    assert lock_holders(lab)[x] == c1
+    assert MessageQueue(TOPIC, "broker-a", x) not in held_queues(lab, "c2")
+    refused_at = lab.sim.now_ms()
+    # c2 gets X once c1 unlocked it, and then the rest of the queues are split two and two.
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == len(held_queues(lab, "c2")) == 2, 60_000)
+    assert lock_holders(lab)[x] == c2
+    assert lab.sim.now_ms() > refused_at
+
+    async def more():
+        for step in range(3, 6):
+            for o in range(8):
+                await producer.send(Message(TOPIC, f"order-{o}:{step}".encode()), selector=SelectMessageQueueByHash(),
+                                    arg=f"order-{o}")
+    lab.run(more())
+    lab.sim.run_until(lambda: {e[3] for e in log} >= {f"order-{o}:5".encode() for o in range(8)}, 10_000)
+    lab.sim.run_for(1_000)
+
+    # Never two clients on one queue at once: per queue, c1's consumptions, then c2's.
+    for q in range(4):
+        clients = [e[0] for e in log if e[1] == q]
+        assert clients == sorted(clients), (q, clients)
+    # Each order in order; the slow message is consumed again by c2 (c1 could not commit it: its
+    # queue was dropped meanwhile) -- at least once, never out of order.
+    for order, steps in steps_by_order(log).items():
+        collapsed = [s for i, s in enumerate(steps) if i == 0 or steps[i - 1] != s]
+        assert collapsed == list(range(6)), (order, steps)
+    assert [e[0] for e in log if e[3] == b"order-0:0"] == ["c1", "c2"]
+
+
+def test_lock_all_renews_the_locks_every_20_s(lab):
+    """lockAll, 1 s after start and every 20 s after: one LOCK_BATCH_MQ with every queue held
+    (the topic's and the retry topic's); the broker's 60 s lock never runs out."""
+    lab = lab(ONE_MASTER)
+    lab.create_topic()
+    log: list = []
+    lab.add_client("c1", lambda: {"consumer": orderly_consumer(OrderlyRecorder("c1", log, lab.sim))})
+    start = lab.sim.now_ms()
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == 4, 5_000)
+    lab.sim.run_for(125_000)
+    cid = client_id(lab, "c1")
+    assert lock_holders(lab) == [cid] * 4
+    locks = frames(lab.sim, "c1", RequestCode.LOCK_BATCH_MQ)
+    # The rebalance's one-queue locks, then lockAll: every queue held in one request (the largest body).
+    biggest = max(e.fields["body_size"] for e in locks)
+    lock_all = [round((e.time_ms - start) / 1000) for e in locks if e.fields["body_size"] == biggest]
+    assert lock_all == [21, 41, 61, 81, 101, 121]
+    # Before: one lock per queue added by the first rebalance, and the first lockAll 1 s after start,
+    # with what was held by then (the rebalance runs at the same time: none or some queues).
+    early = [round((e.time_ms - start) / 1000) for e in locks if e.fields["body_size"] != biggest]
+    held = len(lab.client("c1", "consumer").rebalance_impl.process_queue_table)
+    assert set(early) == {1} and held <= len(early) <= held + 1
+    # The client's view: locked, renewed less than 20 s ago.
+    pqs = lab.client("c1", "consumer").rebalance_impl.process_queue_table
+    assert all(pq.locked and lab.sim.now_ms() - pq.last_lock_timestamp <= 20_000 for pq in pqs.values())
