@@ -16,6 +16,8 @@ from rmqlab.client import DefaultMQProducer, DefaultMQPushConsumer, MessageQueue
 from rmqlab.client.consumer import ConsumeOrderlyStatus, MessageListenerOrderly
 from rmqlab.client.producer.selector import SelectMessageQueueByHash, java_hash_code
 from rmqlab.common.message import Message
+from rmqlab.common.message.message_const import MessageConst
+from rmqlab.common.message.message_decoder import decodes
 from rmqlab.remoting import RequestCode
 from rmqlab.trace import client_ops
 from tests.client_helpers import GROUP, NS, TOPIC, held_queues
@@ -80,6 +82,14 @@ def steps_by_order(log) -> dict[str, list[int]]:
         order, step = body.decode().split(":")
         out.setdefault(order, []).append(int(step))
     return out
+
+
+def first_msg_id(lab, entry) -> str:
+    """The UNIQ_KEY of the message a log entry was, from the consume operation of the trace."""
+    for op in client_ops(lab.sim.tracer.events):
+        if op.f == "consume" and (op.invoke_value["queue_id"], op.invoke_value["queue_offset"]) == entry[1:3]:
+            return op.invoke_value["uniq_key"]
+    raise AssertionError(entry)
 
 
 def frames(sim, node: str, code: int) -> list:
@@ -231,3 +241,120 @@ def test_lock_all_renews_the_locks_every_20_s(lab):
     # The client's view: locked, renewed less than 20 s ago.
     pqs = lab.client("c1", "consumer").rebalance_impl.process_queue_table
     assert all(pq.locked and lab.sim.now_ms() - pq.last_lock_timestamp <= 20_000 for pq in pqs.values())
+
+
+# -- failures: SUSPEND, the reconsume limit ----------------------------------------------------------
+
+def test_suspend_consumes_the_same_message_again_first_after_the_suspend_time(lab):
+    """SUSPEND_CURRENT_QUEUE_A_MOMENT: the message goes back in front of its queue, its reconsume
+    count +1, and the queue waits suspendCurrentQueueTimeMillis; nothing behind it is consumed
+    meanwhile. The default maxReconsumeTimes (-1) is Integer.MAX_VALUE: it is never sent back."""
+    lab = lab(ONE_MASTER)
+    lab.create_topic()
+    log: list = []
+    failures = {b"order-0:1": 2}
+
+    def status(msg):
+        if failures.get(msg.body, 0) > 0:
+            failures[msg.body] -= 1
+            return SUSPEND
+        return SUCCESS
+
+    lab.add_client("c1", lambda: {"consumer": orderly_consumer(OrderlyRecorder("c1", log, lab.sim, status=status),
+                                                               suspend_current_queue_time_millis=2_000)})
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == 4, 5_000)
+    lab.add_client("producer", lambda: {"producer": DefaultMQProducer("PG", NS)})
+    send_ordered(lab, lab.client("producer", "producer"), orders=1, steps=4)
+    lab.sim.run_until(lambda: len(log) >= 6, 10_000)
+    lab.sim.run_for(3_000)
+    assert [(e[3], e[4]) for e in log] == [(b"order-0:0", 0), (b"order-0:1", 0), (b"order-0:1", 1),
+                                           (b"order-0:1", 2), (b"order-0:2", 0), (b"order-0:3", 0)]
+    times = [e[5] for e in log]
+    assert [round(b - a) >= 2_000 for a, b in zip(times[1:4], times[2:5])] == [True, True, False]
+    assert [round(b - a) < 2_100 for a, b in zip(times[1:3], times[2:4])] == [True, True]
+    ops = [op for op in client_ops(lab.sim.tracer.events) if op.f == "consume"]
+    assert [op.type for op in ops] == ["ok", "fail", "fail", "ok", "ok", "ok"]
+    assert not [op for op in client_ops(lab.sim.tracer.events) if op.f == "send_back"]
+    # The offset moved past the message only once it succeeded.
+    mq = MessageQueue(TOPIC, "broker-a", abs(java_hash_code("order-0")) % 4)
+    assert lab.client("c1", "consumer").offset_store.offset_table[mq].value == log[-1][2] + 1
+
+
+def test_past_max_reconsume_times_the_message_goes_to_the_dlq_and_the_queue_moves_on(lab):
+    """A message still failing after maxReconsumeTimes is sent back (a normal send to
+    %RETRY%<group>); the broker sees the group holds a live lock and stores it straight in
+    %DLQ%<group>. The queue then goes on with the next message."""
+    lab = lab(ONE_MASTER)
+    lab.create_topic()
+    log: list = []
+    lab.add_client("c1", lambda: {"consumer": orderly_consumer(
+        OrderlyRecorder("c1", log, lab.sim, status=lambda m: SUSPEND if m.body == b"order-0:0" else SUCCESS),
+        max_reconsume_times=2, suspend_current_queue_time_millis=100)})
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == 4, 5_000)
+    lab.add_client("producer", lambda: {"producer": DefaultMQProducer("PG", NS)})
+    send_ordered(lab, lab.client("producer", "producer"), orders=1, steps=3)
+    lab.sim.run_until(lambda: len(log) >= 5, 10_000)
+    lab.sim.run_for(2_000)
+    assert [(e[3], e[4]) for e in log] == [(b"order-0:0", 0), (b"order-0:0", 1), (b"order-0:0", 2),
+                                           (b"order-0:1", 0), (b"order-0:2", 0)]
+    store = lab.sim.components["broker-a"].message_store
+    assert store.get_max_offset_in_queue("%DLQ%" + GROUP, 0) == 1
+    assert store.get_max_offset_in_queue("%RETRY%" + GROUP, 0) == 0
+    [dlq] = decodes(store.get_message("t", "%DLQ%" + GROUP, 0, 0, 1).message_buffers[0])
+    first = log[0]
+    assert dlq.body == b"order-0:0" and dlq.reconsume_times == 3
+    assert dlq.properties[MessageConst.PROPERTY_RETRY_TOPIC] == TOPIC
+    assert dlq.properties[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] == first_msg_id(lab, first)
+    backs = [op for op in client_ops(lab.sim.tracer.events) if op.f == "send_back"]
+    assert [(op.type, op.invoke_value["delay_level"], op.invoke_value["reconsume_times"]) for op in backs] == \
+        [("ok", 5, 2)]
+    sends = [op for op in client_ops(lab.sim.tracer.events) if op.f == "send" and op.invoke_value["topic"] ==
+             "%RETRY%" + GROUP]
+    assert len(sends) == 1 and sends[0].type == "ok"
+
+
+# -- a consumer killed -------------------------------------------------------------------------------
+
+def test_a_killed_consumers_queues_are_taken_over_once_its_locks_expire(lab):
+    """c2 dies without unlocking. The broker drops it from the group (its connection closed) and
+    c1's rebalance allocates it all queues, but c2's locks live on at the broker until 60 s after
+    its last lockAll: until then c1's LOCK_BATCH_MQ for them is refused and those queues wait. Then c1
+    takes them over and consumes their messages from c2's last committed offset, in order."""
+    lab = lab(ONE_MASTER)
+    lab.create_topic()
+    log: list = []
+    for n in ("c1", "c2"):
+        lab.add_client(n, lambda n=n: {"consumer": orderly_consumer(OrderlyRecorder(n, log, lab.sim))})
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == len(held_queues(lab, "c2")) == 2, 30_000)
+    lab.add_client("producer", lambda: {"producer": DefaultMQProducer("PG", NS)})
+    producer = lab.client("producer", "producer")
+    send_ordered(lab, producer, orders=8, steps=2)
+    lab.sim.run_until(lambda: len(log) >= 16, 10_000)
+    lab.sim.run_for(11_000)  # the offsets written to the broker (every 5 s, the first 10 s after start)
+    c1, c2 = client_id(lab, "c1"), client_id(lab, "c2")
+    c2_queues = sorted(mq.queue_id for mq in held_queues(lab, "c2"))
+    last_lock = max(e.time_ms for e in frames(lab.sim, "c2", RequestCode.LOCK_BATCH_MQ))
+
+    lab.sim.nemesis.kill("c2")
+    killed_at = lab.sim.now_ms()
+
+    async def more():
+        for step in range(2, 4):
+            for o in range(8):
+                await producer.send(Message(TOPIC, f"order-{o}:{step}".encode()), selector=SelectMessageQueueByHash(),
+                                    arg=f"order-{o}")
+    lab.run(more())
+    # c1 is allocated every queue within seconds, and asks for c2's locks, in vain, until they expire.
+    lab.sim.run_until(lambda: lab.sim.now_ms() > last_lock + 59_000, 120_000)
+    assert [lock_holders(lab)[q] for q in c2_queues] == [c2] * len(c2_queues)
+    refused = [e for e in frames(lab.sim, "c1", RequestCode.LOCK_BATCH_MQ) if e.time_ms > killed_at]
+    assert len(refused) > 10  # a rebalance every second, each trying c2's queues
+    assert not [e for e in log if e[0] == "c1" and e[1] in c2_queues]
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == 4, 10_000)
+    assert lab.sim.now_ms() - last_lock > 60_000
+    assert lock_holders(lab) == [c1] * 4
+    lab.sim.run_until(lambda: len(log) >= 32, 10_000)
+    lab.sim.run_for(1_000)
+    assert len(log) == 32  # nothing consumed twice: c2 committed what it consumed before it died
+    assert steps_by_order(log) == {f"order-{o}": [0, 1, 2, 3] for o in range(8)}
+    assert {e[0] for e in log if e[1] in c2_queues and e[3].endswith((b":2", b":3"))} == {"c1"}
