@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from rmqlab.broker.broker_controller import BrokerController
 from rmqlab.client import ClientProcess, DefaultMQAdminExt, DefaultMQProducer, DefaultMQPushConsumer, MessageQueue
 from rmqlab.client.consumer import ConsumeOrderlyStatus, MessageListenerOrderly

@@ -19,14 +19,15 @@ the waiting consumer here.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import pytest
 
 from rmqlab.remoting import RequestCode
-from tests.cpp_helpers import CppClient, lines
+from rmqlab.runtime.real_cluster import RealCluster, free_ports
+from tests.cpp_helpers import CppClient, lines, template, write_conf
 from tests.oracles import run_cpp
-from tests.test_cpp_client import start_cluster, wait_until
 
 pytestmark = pytest.mark.real
 
@@ -34,6 +35,32 @@ TOPIC, GROUP = "TopicOrder", "CID-orderly"
 ORDERS = 4  # sharding keys 0..3: one queue each on a 4-queue topic
 LOCK_MAX_LIVE_S = 60  # RebalanceLockManager.REBALANCE_LOCK_MAX_LIVE_TIME
 LOCK_INTERVAL_S = 20  # the client's RebalanceLockInterval: lockAll's period
+
+
+def start_cluster(tmp_path) -> tuple[RealCluster, str]:
+    """A NameServer and broker-a (conf/broker.conf) as `rmqlab namesrv` / `rmqlab broker`, on free
+    ports, once the broker registered."""
+    cluster = RealCluster(str(tmp_path / "cluster"))
+    ns_port, listen, ha = free_ports(3)
+    namesrv = f"127.0.0.1:{ns_port}"
+    conf = write_conf(tmp_path / "namesrv.conf", {"listenPort": ns_port})
+    cluster.add_node("namesrv", [sys.executable, "-m", "rmqlab.cli", "namesrv", "-c", conf], ports=[ns_port])
+    values = template("broker.conf") | {"namesrvAddr": namesrv, "listenPort": listen, "haListenPort": ha,
+                                        "storePathRootDir": cluster.store_dir("broker-a"),
+                                        "mappedFileSizeCommitLog": 1024 * 1024}
+    conf = write_conf(tmp_path / "broker-a.properties", values)
+    cluster.add_node("broker-a", [sys.executable, "-m", "rmqlab.cli", "broker", "-c", conf], ports=[listen, ha])
+    cluster.start_all(timeout_s=60)
+    wait_until(lambda: any(e.kind == "namesrv.broker_register" for e in cluster.events("namesrv")), 30,
+               "the broker's registration")
+    return cluster, namesrv
+
+
+def wait_until(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f} s waiting for {what}"
+        time.sleep(0.1)
 
 
 def deliveries(client: CppClient) -> list[dict]:
@@ -60,7 +87,7 @@ def lock_frames(cluster, code: int = RequestCode.LOCK_BATCH_MQ) -> list:
 def test_cpp_orderly_consumer_locks_consumes_in_order_renews_and_a_second_waits_for_the_lock(tmp_path):
     home = str(tmp_path / "home")
     os.makedirs(home)
-    cluster, namesrv = start_cluster(tmp_path, {"broker-a": "broker.conf"})
+    cluster, namesrv = start_cluster(tmp_path)
     a = b = None
     try:
         sent = lines(run_cpp("cpp_producer_orderly.py", namesrv, TOPIC, "40", str(ORDERS), "o1", home=home))
