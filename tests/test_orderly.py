@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from rmqlab.client import DefaultMQProducer, DefaultMQPushConsumer, MessageQueue
 from rmqlab.client.consumer import ConsumeOrderlyStatus, MessageListenerOrderly
 from rmqlab.client.producer.selector import SelectMessageQueueByHash, java_hash_code
@@ -154,6 +156,28 @@ def test_one_orderly_consumer_consumes_each_queue_in_order_after_locking_it(lab)
     assert all(op.invoke_value["orderly"] is True for op in ops)
     assert sorted((op.invoke_value["queue_id"], op.invoke_value["queue_offset"]) for op in ops) == \
         sorted((q, off) for _c, q, off, _b, _n, _t in log)
+
+    # A clean shutdown unlocks every queue (unlockAll), so the next member need not wait.
+    lab.sim.stop("c1")
+    lab.sim.run_for(100)
+    assert [manager.lock_holder(GROUP, MessageQueue(TOPIC, "broker-a", q)) for q in range(4)] == [None] * 4
+
+
+@pytest.mark.parametrize("status", [ConsumeOrderlyStatus.COMMIT, ConsumeOrderlyStatus.ROLLBACK])
+def test_the_deprecated_commit_and_rollback_count_as_success_with_auto_commit(lab, status):
+    lab = lab(ONE_MASTER)
+    lab.create_topic()
+    log: list = []
+    lab.add_client("c1", lambda: {"consumer": orderly_consumer(OrderlyRecorder("c1", log, lab.sim))})
+    lab.client("c1", "consumer").message_listener.function = lambda msgs, ctx: (log.extend(msgs), status)[1]
+    lab.sim.run_until(lambda: len(held_queues(lab, "c1")) == 4, 5_000)
+    lab.add_client("producer", lambda: {"producer": DefaultMQProducer("PG", NS)})
+    send_ordered(lab, lab.client("producer", "producer"), orders=1, steps=3)
+    lab.sim.run_for(3_000)
+    assert [m.body for m in log] == [b"order-0:0", b"order-0:1", b"order-0:2"]  # each once
+    mq = MessageQueue(TOPIC, "broker-a", abs(java_hash_code("order-0")) % 4)
+    assert lab.client("c1", "consumer").offset_store.offset_table[mq].value == log[-1].queue_offset + 1
+    assert {op.type for op in client_ops(lab.sim.tracer.events) if op.f == "consume"} == {"ok"}
 
 
 def lock_holders(lab, topic: str = TOPIC, group: str = GROUP, broker: str = "broker-a") -> list[str | None]:
