@@ -51,6 +51,13 @@ inner producer (``sendMessageBackAsNormalMessage``: ``RETRY_TOPIC``, ``ORIGIN_ME
 ``RECONSUME_TIME``, ``MAX_RECONSUME_TIMES``, ``DELAY`` = 3 + reconsumeTimes). The group's retry
 messages come back through the ``%RETRY%<group>`` subscription.
 
+Orderly consumption: register a ``MessageListenerOrderly`` and the messages of each queue are
+consumed one at a time, in order, by the one member of the group holding the queue's lock at the
+broker (ConsumeMessageOrderlyService, RebalanceImpl's locks). Its pulls differ: a queue not
+locked (any more) is pulled again 3 s later (``pull_time_delay_mills_when_exception``), the first
+pull after the lock was granted starts from the offset the broker has for the group (another
+member may have consumed further), and there is no span limit.
+
 Trace: every message handed to the listener (ConsumeMessageConcurrentlyService, ``f="consume"``),
 and every send-back (``f="send_back"``); the push consumer's own pulls are not client operations
 (their frames are in the trace).
@@ -66,7 +73,9 @@ from typing import TYPE_CHECKING
 from rmqlab.client.client_config import ClientConfig
 from rmqlab.client.consumer.allocate_message_queue_averagely import AllocateMessageQueueAveragely
 from rmqlab.client.consumer.consume_message_concurrently_service import ConsumeMessageConcurrentlyService
+from rmqlab.client.consumer.consume_message_orderly_service import ConsumeMessageOrderlyService
 from rmqlab.client.consumer.message_listener import MessageListenerConcurrently
+from rmqlab.client.consumer.message_listener_orderly import MessageListenerOrderly
 from rmqlab.client.consumer.process_queue import ProcessQueue
 from rmqlab.client.consumer.pull_api_wrapper import PullAPIWrapper
 from rmqlab.client.consumer.pull_result import PullStatus, client_msg_id
@@ -127,7 +136,7 @@ class DefaultMQPushConsumer:
                  pull_interval: int = 0, pull_threshold_for_queue: int = 1000,
                  consume_concurrently_max_span: int = 2000, post_subscription_when_pull: bool = False,
                  pull_time_delay_mills_when_exception: int = 3000, max_reconsume_times: int = -1,
-                 consume_timestamp: str | None = None):
+                 consume_timestamp: str | None = None, suspend_current_queue_time_millis: int = 1000):
         if consume_timestamp is not None:
             parse_consume_timestamp(consume_timestamp)  # checkConfig: refuse a malformed one now
         self.consumer_group = consumer_group
@@ -149,14 +158,17 @@ class DefaultMQPushConsumer:
         self.post_subscription_when_pull = post_subscription_when_pull
         self.pull_time_delay_mills_when_exception = pull_time_delay_mills_when_exception
         self.max_reconsume_times = max_reconsume_times
+        # Orderly consumption: how long a queue waits after SUSPEND_CURRENT_QUEUE_A_MOMENT.
+        self.suspend_current_queue_time_millis = suspend_current_queue_time_millis
+        self.consume_orderly = False
         self.subscription: dict[str, str] = {}
-        self.message_listener: MessageListenerConcurrently | None = None
+        self.message_listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
         self.node: Node | None = None
         self.client_factory: MQClientInstance | None = None
         self.rebalance_impl = RebalanceImpl(self)
         self.pull_api_wrapper: PullAPIWrapper | None = None
         self.offset_store: RemoteBrokerOffsetStore | None = None
-        self.consume_message_service: ConsumeMessageConcurrentlyService | None = None
+        self.consume_message_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         # Insertion-ordered (a dict, not a set): they are cancelled in a repeatable order.
         self._pull_tasks: dict[asyncio.Task, None] = {}
         self._running = False
@@ -184,8 +196,10 @@ class DefaultMQPushConsumer:
         await self.client_factory.send_heartbeat_to_all_broker_with_lock()
         self.client_factory.rebalance_immediately()
 
-    def register_message_listener(self, listener: MessageListenerConcurrently) -> None:
+    def register_message_listener(self, listener: MessageListenerConcurrently | MessageListenerOrderly) -> None:
+        """A function (concurrent consumption), or a MessageListenerOrderly (orderly)."""
         self.message_listener = listener
+        self.consume_orderly = isinstance(listener, MessageListenerOrderly)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self, node: Node) -> None:
@@ -208,12 +222,17 @@ class DefaultMQPushConsumer:
         self.client_factory = MQClientManager.get_instance(node).get_or_create_mq_client_instance(self.client_config)
         self.pull_api_wrapper = PullAPIWrapper(self.client_factory, self.consumer_group)
         self.offset_store = RemoteBrokerOffsetStore(self.client_factory, self.consumer_group)
-        self.consume_message_service = ConsumeMessageConcurrentlyService(self, self.message_listener)
+        if self.consume_orderly:
+            self.consume_message_service = ConsumeMessageOrderlyService(self, self.message_listener)
+        else:
+            self.consume_message_service = ConsumeMessageConcurrentlyService(self, self.message_listener)
         if not self.client_factory.register_consumer(self.consumer_group, self):
             raise MQClientException(-1, f"The consumer group[{self.consumer_group}] has been created before, "
                                         "specify another name please.")
         self.client_factory.start()
         self._running = True
+        if self.consume_orderly:
+            self.consume_message_service.start()
         for topic in sorted(self.rebalance_impl.subscription_inner):
             await self.client_factory.update_topic_route_info_from_name_server(topic)
         await self.client_factory.send_heartbeat_to_all_broker_with_lock()
@@ -227,6 +246,8 @@ class DefaultMQPushConsumer:
         self.consume_message_service.shutdown()
         for task in list(self._pull_tasks):
             task.cancel()
+        if self.consume_orderly:
+            await self.consume_message_service.unlock_all_mq()
         await self.persist_consumer_offset()
         await self.client_factory.unregister_consumer(self.consumer_group)
         await self.client_factory.shutdown()
@@ -234,6 +255,8 @@ class DefaultMQPushConsumer:
 
     def on_crash(self) -> None:
         self._running = False
+        if self.consume_orderly and self.consume_message_service is not None:
+            self.consume_message_service.stopped = True
         self.rebalance_impl.destroy()
         if self.client_factory is not None:
             self.client_factory.consumer_table.pop(self.consumer_group, None)
@@ -343,8 +366,23 @@ class DefaultMQPushConsumer:
         pq.last_pull_timestamp = self.node.now_ms()
         if pq.msg_count > self.pull_threshold_for_queue:
             return PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL
-        if pq.get_max_span() > self.consume_concurrently_max_span:
-            return PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL
+        if not self.consume_orderly:
+            if pq.get_max_span() > self.consume_concurrently_max_span:
+                return PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL
+        elif not pq.locked:
+            log.info("pull message later because not locked in broker, %s", mq)
+            return self.pull_time_delay_mills_when_exception
+        elif not request.previously_locked:
+            # The first pull since the lock was granted: start where the group's offset is now.
+            try:
+                offset = await self.rebalance_impl.compute_pull_from_where(mq)
+            except Exception as e:
+                log.error("Failed to compute pull offset, %s: %r", mq, e)
+                return self.pull_time_delay_mills_when_exception
+            log.info("the first time to pull message, so fix offset from broker. %s NewOffset: %d brokerBusy: %s",
+                     mq, offset, offset < request.next_offset)
+            request.previously_locked = True
+            request.next_offset = offset
         subscription = self.rebalance_impl.subscription_inner.get(mq.topic)
         if subscription is None:
             log.warning("find the consumer's subscription failed, %s", mq)
@@ -376,8 +414,12 @@ class DefaultMQPushConsumer:
             request.next_offset = result.next_begin_offset
             if not result.msg_found_list:
                 return 0
-            pq.put_message(result.msg_found_list)
-            self.consume_message_service.submit_consume_request(result.msg_found_list, pq, mq)
+            dispatch_to_consume = pq.put_message(result.msg_found_list)
+            if self.consume_orderly:
+                self.consume_message_service.submit_consume_request(result.msg_found_list, pq, mq,
+                                                                    dispatch_to_consume)
+            else:
+                self.consume_message_service.submit_consume_request(result.msg_found_list, pq, mq)
             return self.pull_interval
         if status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
             request.next_offset = result.next_begin_offset
@@ -401,7 +443,8 @@ class DefaultMQPushConsumer:
 class _PullRequest:
     """``PullRequest``: a queue, its ProcessQueue and the next offset to pull."""
 
-    __slots__ = ("message_queue", "process_queue", "next_offset")
+    __slots__ = ("message_queue", "process_queue", "next_offset", "previously_locked")
 
     def __init__(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int):
         self.message_queue, self.process_queue, self.next_offset = mq, pq, next_offset
+        self.previously_locked = False  # orderly: the first pull since the lock re-reads the offset

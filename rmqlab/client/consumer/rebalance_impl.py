@@ -23,6 +23,15 @@ For every subscribed topic (the retry topic ``%RETRY%<group>`` included), ``reba
 The result is "balanced" when the queues held equal the share computed; the RebalanceService
 then waits the long interval, else 1 s.
 
+An orderly consumer (ConsumeMessageOrderlyService) locks its queues at the broker
+(LOCK_BATCH_MQ to the master, or the route's brokerId 0): a new queue is added only once ``lock(mq)``
+got it (else the rebalance is not balanced and is retried), ``lock_all`` renews them, a queue removed
+is unlocked (UNLOCK_BATCH_MQ, oneway) after its offset was written -- waiting at most 500 ms for
+the listener to finish its message (the ProcessQueue's consume lock), or at once once the queue
+was dropped 20 s after its last lock -- and shutdown unlocks them all. Deviation: Java asks for a
+rebalance 500 ms after a lock failed (``rebalanceLater``); rmqlab's RebalanceService retries an
+unbalanced result after ``rebalance_min_interval``.
+
 Queue handover is not exclusive: between one member's last pull and the offset it wrote and the
 next member's first pull, messages can be consumed by both (RocketMQ's at-least-once).
 """
@@ -37,8 +46,10 @@ from rmqlab.client.consumer.process_queue import ProcessQueue
 from rmqlab.client.consumer.remote_broker_offset_store import ReadOffsetType
 from rmqlab.client.exceptions import MQClientException
 from rmqlab.common.mix_all import RETRY_GROUP_TOPIC_PREFIX
+from rmqlab.remoting.protocol.body.lock_batch_body import LockBatchRequestBody, UnlockBatchRequestBody
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 from rmqlab.remoting.protocol.header.broker.heartbeat import ConsumeFromWhere, SubscriptionData
+from rmqlab.remoting.protocol.route.topic_route_data import MASTER_ID
 from rmqlab.remoting.response_code import ResponseCode
 
 if TYPE_CHECKING:
@@ -47,6 +58,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmqlab.client")
 
 DISPATCH_PULL_DELAY_MS = 500
+LOCK_TIMEOUT_MS = 1000  # lockBatchMQ / unlockBatchMQ's timeout in lock, lockAll, unlock, unlockAll
+# rocketmq.client.unlockDelayTimeMills: a dropped queue is unlocked without waiting for its
+# listener once this long passed since its last lock.
+UNLOCK_DELAY_TIME_MILLS = 20_000
 
 # ConsumeFromWhere values that RocketMQ 5 treats as CONSUME_FROM_LAST_OFFSET (deprecated aliases).
 _FROM_LAST = frozenset({ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
@@ -143,6 +158,9 @@ class RebalanceImpl:
         for mq in sorted(mq_set):
             if mq in self.process_queue_table:
                 continue
+            if self.consumer.consume_orderly and not await self.lock(mq):
+                log.warning("doRebalance, %s, add a new mq failed, %s, because lock failed", self.consumer_group, mq)
+                continue
             self.consumer.offset_store.remove_offset(mq)  # removeDirtyOffset
             try:
                 next_offset = await self.compute_pull_from_where(mq)
@@ -152,6 +170,8 @@ class RebalanceImpl:
             if mq in self.process_queue_table:  # added meanwhile by a concurrent rebalance
                 continue
             pq = ProcessQueue(self.consumer.node.now_ms())
+            if self.consumer.consume_orderly:
+                pq.locked = True  # just granted by lock(mq), before the ProcessQueue existed
             self.process_queue_table[mq] = pq
             log.info("doRebalance, %s, add a new mq, %s", self.consumer_group, mq)
             new_requests.append((mq, pq, next_offset))
@@ -161,10 +181,127 @@ class RebalanceImpl:
         return changed
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        """The queue goes to another member: write its offset, then forget it."""
+        """The queue goes to another member: write its offset, then forget it (an orderly
+        consumer also unlocks it: ``try_remove_order_message_queue``)."""
+        if self.consumer.consume_orderly:
+            await self.consumer.offset_store.persist(mq)
+            return await self.try_remove_order_message_queue(mq, pq)
         await self.consumer.offset_store.persist(mq)
         self.consumer.offset_store.remove_offset(mq)
         return True
+
+    async def try_remove_order_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """``RebalancePushImpl.tryRemoveOrderMessageQueue``: unlock once no message is being
+        consumed (the consume lock within 500 ms), or at once when the queue was dropped and its
+        last lock is UNLOCK_DELAY_TIME_MILLS old; False (kept, retried by the next rebalance) else."""
+        node = self.consumer.node
+        force_unlock = pq.dropped and node.now_ms() > pq.last_lock_timestamp + UNLOCK_DELAY_TIME_MILLS
+        if not force_unlock and not await pq.consume_lock.try_write_lock(node, 500):
+            pq.try_unlock_times += 1
+            log.warning("[WRONG]mq is consuming, so can not unlock it, %s. maybe hanged for a while, %d", mq,
+                        pq.try_unlock_times)
+            return False
+        try:
+            await self.consumer.offset_store.persist(mq)
+            self.consumer.offset_store.remove_offset(mq)
+            pq.locked = False
+            await self.unlock(mq, True)
+            return True
+        finally:
+            if not force_unlock:
+                await pq.consume_lock.release_write()
+
+    # -- queue locks (orderly consumption) -------------------------------------------------------
+    def _lock_broker_addr(self, broker_name: str) -> str | None:
+        found = self.client_factory.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
+        return found.broker_addr if found is not None else None
+
+    def build_process_queue_table_by_broker_name(self) -> dict[str, list[MessageQueue]]:
+        result: dict[str, list[MessageQueue]] = {}
+        for mq in sorted(self.process_queue_table):
+            if not self.process_queue_table[mq].dropped:
+                result.setdefault(mq.broker_name, []).append(mq)
+        return result
+
+    async def lock(self, mq: MessageQueue) -> bool:
+        """``lock(mq)``: LOCK_BATCH_MQ for one queue; True when granted (every queue granted is
+        marked locked now)."""
+        addr = self._lock_broker_addr(mq.broker_name)
+        if addr is None:
+            return False
+        body = LockBatchRequestBody(self.consumer_group, self.client_factory.client_id, False, [mq])
+        try:
+            locked_mq = await self.client_factory.mq_client_api_impl.lock_batch_mq(addr, body, LOCK_TIMEOUT_MS)
+        except Exception as e:
+            log.error("lockBatchMQ exception, %s: %r", mq, e)
+            return False
+        now = self.consumer.node.now_ms()
+        for m in locked_mq:
+            pq = self.process_queue_table.get(m)
+            if pq is not None:
+                pq.locked = True
+                pq.last_lock_timestamp = now
+        lock_ok = mq in locked_mq
+        log.info("message queue lock %s, %s %s", "OK" if lock_ok else "Failed", self.consumer_group, mq)
+        return lock_ok
+
+    async def lock_all(self) -> None:
+        """``lockAll``: per broker group, one LOCK_BATCH_MQ with every queue held; the granted are
+        locked (their lock time now), the refused are not."""
+        for broker_name, mqs in sorted(self.build_process_queue_table_by_broker_name().items()):
+            addr = self._lock_broker_addr(broker_name)
+            if addr is None:
+                continue
+            body = LockBatchRequestBody(self.consumer_group, self.client_factory.client_id, False, list(mqs))
+            try:
+                lock_ok_mq_set = set(await self.client_factory.mq_client_api_impl.lock_batch_mq(
+                    addr, body, LOCK_TIMEOUT_MS))
+            except Exception as e:
+                log.error("lockBatchMQ exception, %s: %r", mqs, e)
+                continue
+            now = self.consumer.node.now_ms()
+            for mq in mqs:
+                pq = self.process_queue_table.get(mq)
+                if pq is None:
+                    continue
+                if mq in lock_ok_mq_set:
+                    if not pq.locked:
+                        log.info("the message queue locked OK, Group: %s %s", self.consumer_group, mq)
+                    pq.locked = True
+                    pq.last_lock_timestamp = now
+                else:
+                    pq.locked = False
+                    log.warning("the message queue locked Failed, Group: %s %s", self.consumer_group, mq)
+
+    async def unlock(self, mq: MessageQueue, oneway: bool) -> None:
+        addr = self._lock_broker_addr(mq.broker_name)
+        if addr is None:
+            return
+        body = UnlockBatchRequestBody(self.consumer_group, self.client_factory.client_id, False, [mq])
+        try:
+            await self.client_factory.mq_client_api_impl.unlock_batch_mq(addr, body, LOCK_TIMEOUT_MS, oneway=oneway)
+            log.warning("unlock messageQueue. group:%s, clientId:%s, mq:%s", self.consumer_group,
+                        self.client_factory.client_id, mq)
+        except Exception as e:
+            log.error("unlockBatchMQ exception, %s: %r", mq, e)
+
+    async def unlock_all(self, oneway: bool) -> None:
+        for broker_name, mqs in sorted(self.build_process_queue_table_by_broker_name().items()):
+            addr = self._lock_broker_addr(broker_name)
+            if addr is None:
+                continue
+            body = UnlockBatchRequestBody(self.consumer_group, self.client_factory.client_id, False, list(mqs))
+            try:
+                await self.client_factory.mq_client_api_impl.unlock_batch_mq(addr, body, LOCK_TIMEOUT_MS,
+                                                                            oneway=oneway)
+            except Exception as e:
+                log.error("unlockBatchMQ exception, %s: %r", mqs, e)
+                continue
+            for mq in mqs:
+                pq = self.process_queue_table.get(mq)
+                if pq is not None:
+                    pq.locked = False
+                    log.info("the message queue unlock OK, Group: %s %s", self.consumer_group, mq)
 
     async def remove_process_queue(self, mq: MessageQueue) -> None:
         pq = self.process_queue_table.pop(mq, None)

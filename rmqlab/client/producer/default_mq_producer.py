@@ -54,6 +54,7 @@ from rmqlab.client.exceptions import ClientErrorCode, MQBrokerException, MQClien
 from rmqlab.client.impl.mq_client_manager import MQClientManager
 from rmqlab.client.latency.mq_fault_strategy import MQFaultStrategy
 from rmqlab.client.operation_tracer import ClientOperation, describe_message
+from rmqlab.client.producer.selector.message_queue_selector import MessageQueueSelector
 from rmqlab.client.producer.send_result import SendResult, SendStatus
 from rmqlab.client.producer.topic_publish_info import TopicPublishInfo
 from rmqlab.common.message.message import Message
@@ -293,19 +294,42 @@ class DefaultMQProducer:
         return self.client_factory.mq_client_api_impl.send_message_request(ext_fields, msg.body)
 
     # -- sync ------------------------------------------------------------------------------------
-    async def send(self, msg: Message, mq: MessageQueue | None = None, timeout: int | None = None) -> SendResult:
+    async def send(self, msg: Message, mq: MessageQueue | None = None, timeout: int | None = None, *,
+                   selector: MessageQueueSelector | None = None, arg: Any = None) -> SendResult:
         """Send and wait for the broker's answer (see the module docstring); with ``mq``, to that
-        queue only, without retries. Raises MQClientException, MQBrokerException or a remoting
-        error when the message was not (known to be) stored."""
+        queue only, without retries; with ``selector``, to the queue it picks for ``arg``
+        (``sendSelectImpl``: an ordered send, also without retries). Raises MQClientException,
+        MQBrokerException or a remoting error when the message was not (known to be) stored."""
         self._make_sure_state_ok()
         if msg is None:
             raise MQClientException(ResponseCode.MESSAGE_ILLEGAL, "the message is null")
         timeout_ms = self.send_msg_timeout if timeout is None else timeout
+        if selector is not None:
+            try:
+                mq = await self.select_message_queue(msg, selector, arg)
+            except MQClientException as e:
+                self.set_uniq_id(msg)
+                self._complete_failed(self.client_factory.tracer.invoke("send", describe_message(msg)), e)
+                raise
         self.set_uniq_id(msg)
         op = self.client_factory.tracer.invoke("send", describe_message(msg, mq))
         if mq is not None:
             return await self._traced(op, self._send_to_queue(msg, mq, timeout_ms))
         return await self._traced(op, self.send_default_impl(msg, timeout_ms))
+
+    async def select_message_queue(self, msg: Message, selector: MessageQueueSelector, arg: Any) -> MessageQueue:
+        """``sendSelectImpl``'s choice: ``selector.select`` over the topic's publish queues."""
+        self.check_message(msg)
+        info = await self.try_to_find_topic_publish_info(msg.topic)
+        if info is None or not info.ok():
+            raise MQClientException(-1, f"No route info for this topic, {msg.topic}")
+        try:
+            mq = selector.select(list(info.message_queue_list), msg, arg)
+        except Exception as e:
+            raise MQClientException(-1, "select message queue threw exception.") from e
+        if mq is None:
+            raise MQClientException(-1, "select message queue return null.")
+        return mq
 
     async def _send_to_queue(self, msg: Message, mq: MessageQueue, timeout_ms: float) -> tuple[SendResult, list[str]]:
         try:

@@ -23,6 +23,9 @@ Flags (RocketMQ's letters where its benchmark has the option):
                     --endpoints its addresses) (remoting)
     --consumeFromWhere  CONSUME_FROM_LAST_OFFSET | CONSUME_FROM_FIRST_OFFSET: where a group
                     without a stored offset starts (CONSUME_FROM_LAST_OFFSET)
+    --orderly  push only: consume orderly (MessageListenerOrderly: each queue's messages one at a
+        time, in order, by the member holding the queue's lock at the broker); -r's failures
+        answer SUSPEND_CURRENT_QUEUE_A_MOMENT (the queue retries that message first)
     -r  share of messages answered RECONSUME_LATER (push), or left unacked to come back after their
         invisible time (simple), seeded on the simulator (0)
     -w  consume tasks at a time (push: consumeThreadMax) (20)
@@ -40,8 +43,8 @@ prints one line:
 Deviations from RocketMQ's tool, and why: the group is used as given (Java appends a random suffix
 unless ``-p false``: a lab's consumer must find its committed offsets again after a restart); ``-e``
 is the tag expression itself (Java: ``-f TAG -e <file>``; SQL92 filtering is not served by rmqlab's
-broker); ``-q``, ``--duration``, ``--consumerType``, ``--consumeFromWhere`` and ``--protocol`` are
-rmqlab's. A simple consumer makes one receive call at a time, for up to 16 messages, invisible for
+broker); ``-q``, ``--duration``, ``--consumerType``, ``--consumeFromWhere``, ``--orderly`` and
+``--protocol`` are rmqlab's. A simple consumer makes one receive call at a time, for up to 16 messages, invisible for
 15 s, waiting up to 5 s for them, on the route's queues in turn (four in a row on each broker of a
 4-queue topic: an idle broker holds it 5 s a call); where a new group starts is the broker's POP
 rule, whatever ``--consumeFromWhere``.
@@ -59,8 +62,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rmqlab.client.client_process import ClientProcess
-from rmqlab.client.consumer import (ConsumeConcurrentlyStatus, DefaultMQPullConsumer, DefaultMQPushConsumer,
-                                    PullStatus)
+from rmqlab.client.consumer import (ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, DefaultMQPullConsumer,
+                                    DefaultMQPushConsumer, MessageListenerOrderly, PullStatus)
 from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.topic.topic_validator import TopicValidator
@@ -99,12 +102,13 @@ class ConsumerSpec(SpecDict):
     count: int = 0
     duration_ms: float = 0
     protocol: str = "remoting"
+    orderly: bool = False
 
     kind: ClassVar[str] = "consumer"
     FLAGS: ClassVar[dict[str, str]] = {
         "topic": "-t", "group": "-g", "expression": "-e", "consumer_type": "--consumerType",
         "consume_from_where": "--consumeFromWhere", "fail_rate": "-r", "threads": "-w", "count": "-q",
-        "duration_ms": "--duration", "protocol": "--protocol",
+        "duration_ms": "--duration", "protocol": "--protocol", "orderly": "--orderly",
     }
 
     def __post_init__(self) -> None:
@@ -125,6 +129,9 @@ class ConsumerSpec(SpecDict):
             object.__setattr__(self, "consumer_type", types[0])
         check(self.consumer_type in types, f"{f['consumer_type']} (consumer_type)",
                f"{' or '.join(types)} with --protocol {self.protocol}", self.consumer_type)
+        check(isinstance(self.orderly, bool), f"{f['orderly']} (orderly)", "true or false", self.orderly)
+        if self.orderly and self.consumer_type != "push":
+            raise ValueError(f"{f['orderly']} (orderly) applies to push consumers only (--consumerType push)")
         check(self.consume_from_where in CONSUME_FROM, f"{f['consume_from_where']} (consume_from_where)",
                " or ".join(CONSUME_FROM), self.consume_from_where)
         check(isinstance(self.fail_rate, (int, float)) and not isinstance(self.fail_rate, bool)
@@ -146,7 +153,15 @@ class ConsumerSpec(SpecDict):
         duration = str(int(self.duration_ms)) if float(self.duration_ms).is_integer() else repr(float(self.duration_ms))
         return ["-t", self.topic, "-g", self.group, "-e", self.expression, "--consumerType", self.consumer_type,
                 "--consumeFromWhere", self.consume_from_where, "-r", repr(float(self.fail_rate)),
-                "-w", str(self.threads), "-q", str(self.count), "--duration", duration, "--protocol", self.protocol]
+                "-w", str(self.threads), "-q", str(self.count), "--duration", duration, "--protocol", self.protocol] \
+            + (["--orderly"] if self.orderly else [])
+
+    def to_dict(self) -> dict:
+        # orderly only when set: a description without it is the one stored before it existed.
+        d = super().to_dict()
+        if not self.orderly:
+            d.pop("orderly")
+        return d
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -160,6 +175,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="push or pull (remoting), simple (grpc) (default push; simple with --protocol grpc)")
     p.add_argument("--consumeFromWhere", dest="consume_from_where", choices=CONSUME_FROM, default=d.consume_from_where,
                    help=f"where a group without a stored offset starts (default {d.consume_from_where})")
+    p.add_argument("--orderly", dest="orderly", action="store_true",
+                   help="push only: consume each queue in order, holding its lock at the broker (default off)")
     p.add_argument("-r", "--failRate", dest="fail_rate", type=float, default=d.fail_rate,
                    help="share of messages answered RECONSUME_LATER, push only (default 0)")
     p.add_argument("-w", "--threadCount", dest="threads", type=int, default=d.threads,
@@ -210,7 +227,8 @@ class BenchmarkConsumer(ClientProcess):
             consumer = DefaultMQPushConsumer(spec.group, address, consume_from_where=where,
                                              consume_thread_max=spec.threads)
             consumer.subscribe(spec.topic, spec.expression)
-            consumer.register_message_listener(self._listener)
+            consumer.register_message_listener(MessageListenerOrderly(self._orderly_listener) if spec.orderly
+                                               else self._listener)
         else:
             consumer = DefaultMQPullConsumer(spec.group, address)
             consumer.consume_from_where = where
@@ -255,6 +273,15 @@ class BenchmarkConsumer(ClientProcess):
             return ConsumeConcurrentlyStatus.RECONSUME_LATER
         self._counted(len(msgs))
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def _orderly_listener(self, msgs: list[MessageExt], context) -> ConsumeOrderlyStatus:
+        for msg in msgs:
+            self._check_body(msg)
+        if self.spec.fail_rate and self.node.random.random() < self.spec.fail_rate:
+            self.stats.failed += len(msgs)
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        self._counted(len(msgs))
+        return ConsumeOrderlyStatus.SUCCESS
 
     # -- the pull consumer's loop ------------------------------------------------------------------
     async def _pause(self, ms: float) -> None:

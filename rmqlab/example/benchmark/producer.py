@@ -26,6 +26,10 @@ Flags (RocketMQ's letters where its benchmark has the option):
     --protocol  remoting: DefaultMQProducer, to the brokers (-n the name servers); grpc: rmqlab's
         5.x Producer (rmqlab.client.grpc), through a Proxy (--endpoints its addresses instead of
         -n; no producer group, no oneway sends in the 5.x protocol) (remoting)
+    --shardingKeys  ordered sends: message i is one step of order "order-<i mod N>", sent with
+        SelectMessageQueueByHash on that sharding key (``send(msg, selector, arg)``), so each
+        order's messages share a queue, in send order; 0 = plain sends (0). Sync and remoting only
+        (what RocketMQ's ordered-message example does).
 
 The process ends after ``-q`` messages or ``--duration`` (whichever comes first: each in-flight
 send completes first), or on SIGTERM, and prints one line:
@@ -40,7 +44,7 @@ Deviations from RocketMQ's tool, and why:
   built from the key (``message_body``), so a consumer can check every body it receives;
 * ``-l`` picks the tag from the message number (Java: from the wall clock), which is repeatable on
   the simulator;
-* ``-i``, ``--duration``, ``--sendMode`` and ``--protocol`` are rmqlab's (Java has ``-y true`` for async only);
+* ``-i``, ``--duration``, ``--sendMode``, ``--shardingKeys`` and ``--protocol`` are rmqlab's (Java has ``-y true`` for async only);
   delay levels, properties, ACL and message trace (``-d -e -p -a -m``) are left out;
 * after a failed send a sender pauses 3 s, as Java does after remoting and broker errors, but after
   every failure (a cluster without a route must not make it spin).
@@ -58,6 +62,7 @@ from typing import ClassVar
 from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.exceptions import ClientErrorCode, MQClientException, outcome_unknown
 from rmqlab.client.producer import DefaultMQProducer
+from rmqlab.client.producer.selector import SelectMessageQueueByHash
 from rmqlab.common.message.message import Message
 from rmqlab.common.topic.topic_validator import TopicValidator
 from rmqlab.example.benchmark.client_spec import SpecDict, check, describe_failure, pause
@@ -112,12 +117,13 @@ class ProducerSpec(SpecDict):
     protocol: str = "remoting"
     # "" (plain sends) or a TRANSACTIONS mode: each message is a transaction (TransactionMQProducer).
     transaction: str = ""
+    sharding_keys: int = 0
 
     kind: ClassVar[str] = "producer"
     FLAGS: ClassVar[dict[str, str]] = {
         "topic": "-t", "group": "-g", "count": "-q", "interval_ms": "-i", "duration_ms": "--duration",
         "body_size": "-s", "keys": "-k", "tag_count": "-l", "send_mode": "--sendMode", "in_flight": "-w",
-        "protocol": "--protocol", "transaction": "--transaction",
+        "protocol": "--protocol", "transaction": "--transaction", "sharding_keys": "--shardingKeys",
     }
 
     def __post_init__(self) -> None:
@@ -128,7 +134,7 @@ class ProducerSpec(SpecDict):
             result = validate(value)
             if not result.valid:
                 raise ValueError(f"{f[name]} ({name}): {result.remark}")
-        for name in ("count", "tag_count"):
+        for name in ("count", "tag_count", "sharding_keys"):
             value = getattr(self, name)
             check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
                    f"{f[name]} ({name})", "an integer >= 0", value)
@@ -149,6 +155,12 @@ class ProducerSpec(SpecDict):
         if self.transaction and (self.protocol != "remoting" or self.send_mode != "sync"):
             raise ValueError(f"{f['transaction']} (transaction): transactions are sent synchronously over the "
                              "remoting protocol (--sendMode sync --protocol remoting)")
+        if self.sharding_keys and (self.send_mode != "sync" or self.protocol != "remoting"):
+            raise ValueError(f"{f['sharding_keys']} (sharding_keys): ordered sends are sync sends of the remoting "
+                             "protocol (--sendMode sync --protocol remoting)")
+        if self.transaction and self.sharding_keys:
+            raise ValueError(f"{f['transaction']} (transaction) and {f['sharding_keys']} (sharding_keys): a "
+                             "transactional send picks its own queue; choose one")
         check(isinstance(self.keys, str), f"{f['keys']} (keys)", "a str", self.keys)
         check_key_pattern(self.keys, f"{f['keys']} (keys)")
 
@@ -157,13 +169,17 @@ class ProducerSpec(SpecDict):
         return ["-t", self.topic, "-g", self.group, "-q", str(self.count), "-i", _num(self.interval_ms),
                 "--duration", _num(self.duration_ms), "-s", str(self.body_size), "-k", self.keys,
                 "-l", str(self.tag_count), "--sendMode", self.send_mode, "-w", str(self.in_flight),
-                "--protocol", self.protocol] + (["--transaction", self.transaction] if self.transaction else [])
+                "--protocol", self.protocol] + (["--transaction", self.transaction] if self.transaction else []) \
+            + (["--shardingKeys", str(self.sharding_keys)] if self.sharding_keys else [])
 
     def to_dict(self) -> dict:
-        """Without ``transaction`` when it is off, so descriptions from before it read the same."""
+        """Without ``transaction`` and ``sharding_keys`` when they are off, so descriptions from
+        before them read the same."""
         data = super().to_dict()
         if not self.transaction:
             del data["transaction"]
+        if not self.sharding_keys:
+            del data["sharding_keys"]
         return data
 
 
@@ -190,6 +206,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f'(default "{d.keys}")')
     p.add_argument("-l", "--tagCount", dest="tag_count", type=int, default=d.tag_count,
                    help="tags tag0..tag<l-1>, by message number; 0: no tags (default 0)")
+    p.add_argument("--shardingKeys", dest="sharding_keys", type=int, default=d.sharding_keys,
+                   help='ordered sends: message i goes to the queue of order "order-<i mod N>" '
+                        "(SelectMessageQueueByHash); 0: plain sends (default 0)")
     p.add_argument("--sendMode", dest="send_mode", choices=SEND_MODES, default=d.send_mode,
                    help=f"sync, async or oneway (default {d.send_mode})")
     p.add_argument("-w", "--threadCount", dest="in_flight", type=int, default=d.in_flight,
@@ -330,6 +349,9 @@ class BenchmarkProducer(ClientProcess):
             try:
                 if spec.transaction:
                     await producer.send_message_in_transaction(msg)
+                elif spec.sharding_keys:
+                    await producer.send(msg, selector=SelectMessageQueueByHash(),
+                                        arg=f"order-{seq % spec.sharding_keys}")
                 elif spec.send_mode == "sync":
                     await producer.send(msg)
                 elif spec.send_mode == "async":
