@@ -6,6 +6,7 @@ scenarios read back from the trace.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 
 from rmqlab.broker.broker_controller import BrokerController
@@ -14,6 +15,7 @@ from rmqlab.client import (ClientProcess, ConsumeConcurrentlyStatus, DefaultMQAd
                            DefaultMQPushConsumer, MessageQueue, MQClientException)
 from rmqlab.common.message import Message
 from rmqlab.common.message.message_const import MessageConst
+from rmqlab.cluster import Cluster
 from rmqlab.config.loader import load_broker_config, load_namesrv_config
 from rmqlab.namesrv import NamesrvController
 from rmqlab.runtime.sim import Simulation
@@ -178,3 +180,25 @@ def held_queues(lab: Lab, node: str, topic: str = TOPIC) -> set[MessageQueue]:
     consumer = lab.client(node, "consumer")
     table = consumer.rebalance_impl.process_queue_table
     return {mq for mq, pq in table.items() if mq.topic == topic and not pq.dropped}
+
+
+# -- the benchmark clients on either runtime (rmqlab producer / consumer) -------------------------------
+def ops_of(events):
+    """client_ops over a whole cluster's trace, each op's node named "<node>#<incarnation>" (each
+    incarnation of a process numbers its operations anew)."""
+    return [dataclasses.replace(op, node=f"{op.node}#{op.incarnation}") for op in client_ops(events)]
+
+
+def consumed_messages(op) -> list[dict]:
+    """The messages an ok operation consumed: a push consume's message, a pull's messages found."""
+    if op.type != "ok":
+        return []
+    if op.f == "consume":
+        return [op.invoke_value]
+    if op.f == "pull":
+        return op.value["messages"]
+    return []
+
+
+def make_cluster(runtime: str, mode: str, tmp_path) -> Cluster:
+    return Cluster(mode, runtime=runtime, seed=3, root_dir=str(tmp_path / runtime))

@@ -9,7 +9,6 @@ on the simulator and on real processes and asserts the same outcome.
 
 from __future__ import annotations
 
-import dataclasses
 
 import json
 from collections import Counter
@@ -24,7 +23,7 @@ from rmqlab.example.benchmark import ConsumerSpec, ProducerSpec, client_spec_fro
 from rmqlab.example.benchmark import consumer as consumer_cli
 from rmqlab.example.benchmark import producer as producer_cli
 from rmqlab.example.benchmark.message_body import body_matches, build_body
-from rmqlab.trace import client_ops
+from tests.client_helpers import consumed_messages, make_cluster, ops_of
 
 TOPIC = "BenchTopic"
 
@@ -132,30 +131,9 @@ def test_bodies_are_built_from_their_keys():
 # reading the trace
 # ---------------------------------------------------------------------------------------------
 
-def ops_of(events):
-    """client_ops over a whole cluster's trace, each op's node named "<node>#<incarnation>" (each
-    incarnation of a process numbers its operations anew)."""
-    return [dataclasses.replace(op, node=f"{op.node}#{op.incarnation}") for op in client_ops(events)]
-
-
-def consumed_messages(op) -> list[dict]:
-    """The messages an ok operation consumed: a push consume's message, a pull's messages found."""
-    if op.type != "ok":
-        return []
-    if op.f == "consume":
-        return [op.invoke_value]
-    if op.f == "pull":
-        return op.value["messages"]
-    return []
-
-
 def summaries(events, node: str) -> list[dict]:
     return [e.fields for e in events if e.node == node and e.kind == "log"
             and e.fields["message"].startswith("[Complete]")]
-
-
-def make_cluster(runtime: str, mode: str, tmp_path) -> Cluster:
-    return Cluster(mode, runtime=runtime, seed=3, root_dir=str(tmp_path / runtime))
 
 
 # ---------------------------------------------------------------------------------------------

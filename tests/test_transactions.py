@@ -477,7 +477,7 @@ def test_half_messages_are_stored_unless_reject_transaction_message_is_set():
 
 @pytest.mark.parametrize("runtime", ["sim", pytest.param("real", marks=pytest.mark.real)])
 def test_transactional_benchmark_producers_commit_delivers_and_rollback_does_not(runtime, tmp_path):
-    from tests.test_client_cli import consumed_messages, make_cluster, ops_of
+    from tests.client_helpers import consumed_messages, make_cluster, ops_of
 
     n, topic = 10, "BenchTopic"
     c = make_cluster(runtime, "2m-noslave", tmp_path)
