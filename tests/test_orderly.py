@@ -156,6 +156,7 @@ def test_one_orderly_consumer_consumes_each_queue_in_order_after_locking_it(lab)
     assert all(op.invoke_value["orderly"] is True for op in ops)
     assert sorted((op.invoke_value["queue_id"], op.invoke_value["queue_offset"]) for op in ops) == \
         sorted((q, off) for _c, q, off, _b, _n, _t in log)
+    check_order_reads_the_trace(list(lab.sim.tracer.events))
 
     # A clean shutdown unlocks every queue (unlockAll), so the next member need not wait.
     lab.sim.stop("c1")
@@ -382,3 +383,37 @@ def test_a_killed_consumers_queues_are_taken_over_once_its_locks_expire(lab):
     assert len(log) == 32  # nothing consumed twice: c2 committed what it consumed before it died
     assert steps_by_order(log) == {f"order-{o}": [0, 1, 2, 3] for o in range(8)}
     assert {e[0] for e in log if e[1] in c2_queues and e[3].endswith((b":2", b":3"))} == {"c1"}
+
+
+def check_order_reads_the_trace(events: list) -> None:
+    """rmqlab.checker.check_order on a run where one consumer consumed every queue in order: valid;
+    the same trace with two messages of a queue swapped (out-of-order, both named) or with one
+    consume in the middle of a queue's run done by another consumer (two-consumers): not."""
+    from rmqlab.checker import check_order
+    from rmqlab.trace import TraceEvent
+
+    r = check_order(events)
+    assert r.valid and r.stats["orderly_consumes"] == 60 and r.stats["reconsumed"] == 0, r.violations
+    invokes = [e for e in events if e.kind == "client" and e.fields.get("f") == "consume"
+               and e.fields.get("type") == "invoke" and e.fields["value"]["queue_id"] == 0]
+    first, second = invokes[0], invokes[1]
+
+    def with_value(e: TraceEvent, **value) -> TraceEvent:
+        return TraceEvent(e.seq, e.time_ms, e.node, e.kind, {**e.fields, "value": {**e.fields["value"], **value}})
+
+    a, b = first.fields["value"], second.fields["value"]
+    swapped = [with_value(e, queue_offset=b["queue_offset"], uniq_key=b["uniq_key"]) if e is first else
+               with_value(e, queue_offset=a["queue_offset"], uniq_key=a["uniq_key"]) if e is second else e
+               for e in events]
+    r = check_order(swapped)
+    assert [v.what for v in r.violations] == ["out-of-order"]
+    assert r.violations[0].details["first"]["uniq_key"] == a["uniq_key"]
+    assert r.violations[0].details["ahead"]["uniq_key"] == b["uniq_key"]
+    # One consume of queue 0 by another node: its invoke and completion move there.
+    middle = invokes[len(invokes) // 2]
+    op_id = middle.fields["op_id"]
+    moved = [TraceEvent(e.seq, e.time_ms, "c2", e.kind, e.fields)
+             if e.kind == "client" and e.node == middle.node and e.fields.get("op_id") == op_id else e
+             for e in events]
+    r = check_order(moved)
+    assert [v.what for v in r.violations] == ["two-consumers"]

@@ -9,18 +9,20 @@ invariant panel and the grading pipeline on any recorded trace.
 
 Pieces: `random_schedule` / `run_schedule` (schedule), `QueueWorkload` (queue_clients),
 `check_total_queue`, `check_replicas`, `check_single_master`, `check_elections` (the elected master
-was in the SyncStateSet), `check_truncations` (every cut at the consistent point) (checkers, returning `CheckResult`
+was in the SyncStateSet), `check_truncations` (every cut at the consistent point), `check_order` (orderly consumption, per
+queue) (checkers, returning `CheckResult`
 with `Violation`s), `run_chaos` / `check_all` / `run_and_check` (chaos).
 """
 
 from rmqlab.checker.chaos import ChaosReport, ChaosRun, check_all, converged, run_and_check, run_chaos
 from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
                                      check_truncations, read_commitlog, read_epochs, send_acknowledged)
+from rmqlab.checker.order import check_order
 from rmqlab.checker.queue_clients import QueueWorkload
 from rmqlab.checker.result import CheckResult, Violation
 from rmqlab.checker.schedule import FAULTS, FaultOp, FaultSchedule, MasterResolver, apply_op, random_schedule, run_schedule
 
 __all__ = ["ChaosReport", "ChaosRun", "check_all", "converged", "run_and_check", "run_chaos",
-           "check_elections", "check_replicas", "check_single_master", "check_total_queue", "check_truncations", "read_commitlog", "read_epochs",
+           "check_elections", "check_order", "check_replicas", "check_single_master", "check_total_queue", "check_truncations", "read_commitlog", "read_epochs",
            "send_acknowledged", "CheckResult", "Violation", "FAULTS", "FaultOp", "FaultSchedule", "apply_op",
            "random_schedule", "run_schedule", "MasterResolver", "QueueWorkload"]
