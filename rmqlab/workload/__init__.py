@@ -13,14 +13,14 @@ the invariants and recovery time, as canonical JSON.
 `rmqlab.workload.catalog.CATALOG`.
 """
 
-from rmqlab.workload.outcome import INVARIANTS, outcome, outcome_json, promises_no_loss, summary
+from rmqlab.workload.outcome import CONDITIONAL_INVARIANTS, INVARIANTS, outcome, outcome_json, promises_no_loss, summary
 from rmqlab.workload.parquet_format import (SCHEMA, SCHEMA_VERSION, RecordedWorkload, WorkloadFormatError,
                                             WorkloadVersionError, load_workload, load_workload_bytes, read_header, read_spec,
                                             save_workload, workload_bytes)
 from rmqlab.workload.runner import WorkloadRun, run_workload
 from rmqlab.workload.spec import TopicSpec, Workload, WorkloadClient, schedule_of
 
-__all__ = ["INVARIANTS", "outcome", "outcome_json", "promises_no_loss", "summary", "SCHEMA", "SCHEMA_VERSION",
+__all__ = ["CONDITIONAL_INVARIANTS", "INVARIANTS", "outcome", "outcome_json", "promises_no_loss", "summary", "SCHEMA", "SCHEMA_VERSION",
            "RecordedWorkload", "WorkloadFormatError", "WorkloadVersionError", "load_workload", "load_workload_bytes",
            "read_header", "read_spec", "save_workload", "workload_bytes", "WorkloadRun", "run_workload", "TopicSpec", "Workload",
            "WorkloadClient", "schedule_of", "record"]

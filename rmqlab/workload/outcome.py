@@ -28,6 +28,10 @@ Keys:
       replicas-identical               the replicas' commit logs and epoch files agree on the
                                        committed prefix (check_replicas); controller modes, with
                                        the store files
+      no-rolled-back-read              no message of a rolled-back transaction was read (total-queue's
+                                       rolled-back-read); only in traces with transactions
+      queue-order                      orderly consumption kept each queue's order, one consumer at a
+                                       time (check_order); only in traces with orderly consumers
   recovery_ms, recovery (per fault), max_unavailable_ms: see `recovery`;
   converged, virtual_ms (the trace's span), trace_events, trace_hash.
 
@@ -41,6 +45,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rmqlab.checker.order import check_order
 from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
                                      check_truncations, send_acknowledged)
 from rmqlab.checker.result import CheckResult, Violation
@@ -50,6 +55,8 @@ from rmqlab.workload.spec import Workload
 MAX_KEYS = 10
 INVARIANTS = ("single-master", "elected-in-sync-state-set", "truncation-at-consistent-point",
               "no-acknowledged-loss", "replicas-identical")
+# In an outcome only when its trace has transactions / orderly consumers.
+CONDITIONAL_INVARIANTS = ("no-rolled-back-read", "queue-order")
 # Trace kinds that inject a fault (the nemesis's events; a loss of rate 0 is its undo).
 # apply_op traces a loss op as two fault.loss events, one per direction: at the same virtual time on
 # the simulator, a few ms apart on real processes.
@@ -236,6 +243,14 @@ def outcome(events: Iterable[TraceEvent], workload: Workload, stores: Mapping[st
                                              name: {"committed_offset": v["committed_offset"]}
                                              for name, v in sorted(replicas.stats.items())}),
     }
+    # Only for the traces that have them, so the outcomes of every other workload read as before.
+    if "rolled_back" in s:
+        rolled = [v for v in tq.violations if v.what == "rolled-back-read"]
+        invariants["no-rolled-back-read"] = _invariant(True, None, t0, {"rolled_back": s["rolled_back"]},
+                                                       violations=rolled)
+    order = check_order(events)
+    if order.stats["orderly_consumes"]:
+        invariants["queue-order"] = _invariant(True, order, t0, dict(order.stats))
     rec = recovery(events, workload, t0)
     return {
         "workload": workload.name, "seed": workload.seed if seed is None else seed, "mode": workload.mode,
