@@ -123,6 +123,32 @@ def test_unknown_answer_sends_nothing_and_the_broker_checks_again(mode, tmp_path
 
 
 @pytest.mark.parametrize("mode", ["cluster", "local"])
+def test_a_producer_killed_after_its_half_message_is_resolved_through_another_producer_of_the_topic(mode, tmp_path):
+    """The Proxy forgets the dead producer's channel when its Telemetry stream ends and relays the
+    broker's check to the other producer of the group (= the topic)."""
+    dead_checks: list[str] = []
+    c, p = start(mode, str(tmp_path), lambda view: dead_checks.append(view.message_id) or pb.COMMIT)
+    try:
+        other_checks: list[str] = []
+        endpoints = ";".join(c.proxy_endpoints)
+        c.add_client("txp2", lambda: ClientProcess(producer=Producer(
+            ClientConfiguration(endpoints), topics=[TOPIC],
+            transaction_checker=lambda view: other_checks.append(view.message_id) or pb.COMMIT)))
+        tx = p.begin_transaction()
+        receipt = c.sim.run(tx.send(Message(TOPIC, b"orphan")))
+        c.sim.nemesis.kill("txp")  # before transactionTimeOut: no check has been sent yet
+        c.run_for(50_000)
+        assert dead_checks == [] and receipt.message_id in other_checks
+        assert received(c)[receipt.message_id] == 1
+        proxies = [c.sim.components[n] for n in (["proxy"] if mode == "cluster" else ["broker-a", "broker-b"])]
+        for proxy in proxies:
+            channels = proxy.activity.send.processor.transactions.producer_channels.get(TOPIC, {})
+            assert all(cid.startswith("txp2@") for cid in channels), channels
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("mode", ["cluster", "local"])
 def test_bad_end_transaction_gets_rocketmqs_status(mode, tmp_path):
     c, p = start(mode, str(tmp_path), lambda view: pb.COMMIT)
     try:

@@ -188,7 +188,9 @@ class TransactionService:
                 continue  # groupOnline: no producer left, nothing to check through this Proxy
             for topic in sorted(self.group_topics[group]):
                 try:
-                    view = await self.routes.get_all_message_queue_view(topic)
+                    # The brokers the Proxy writes the topic to: all of the route's masters in
+                    # Cluster mode, its own broker in Local mode (LocalTransactionService).
+                    view = await self.routes.get_current_message_queue_view(topic)
                 except Exception as e:
                     log.error("get cluster data failed in txHeartBeat. topic: %s, err: %s", topic, e)
                     continue
