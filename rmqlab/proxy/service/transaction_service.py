@@ -7,7 +7,8 @@ proxy/grpc/v2/channel/GrpcClientChannel.processCheckTransaction).
   the half message's queue offset and commit-log offset), kept per (producer group, transaction id)
   for transactionDataExpireMillis (30 s), at most transactionDataMaxNum (15) per key; an end takes
   the newest unexpired entry. Filled by a transactional send and by each check the Proxy relays
-  (the check names a copy of the half message, so the answer ends that copy).
+  (the check names a copy of the half message, so the answer ends that copy). Expired entries
+  are also swept at each heartbeat round (RocketMQ: a cleaner every 10 s); an end never takes one.
 * Producer channels (the Proxy's ProducerManager of GrpcClientChannels): group -> client id ->
   the client's Telemetry stream. A producer's group is its topic ("here use topicName as
   producerGroup for transactional checker", SendMessageActivity).
