@@ -148,6 +148,29 @@ def test_a_producer_killed_after_its_half_message_is_resolved_through_another_pr
         c.close()
 
 
+def test_orphaned_transaction_recovery_duration_delays_the_first_check(tmp_path):
+    """The client's recovery duration reaches the broker as CHECK_IMMUNITY_TIME_IN_SECONDS: no check
+    before it has passed (without it: transactionTimeOut, 1 s here)."""
+    c, p = start("cluster", str(tmp_path), lambda view: pb.COMMIT)
+    try:
+        plain, immune = p.begin_transaction(), p.begin_transaction()
+        sent_at = c.sim.now_ms()
+        plain_id = c.sim.run(plain.send(Message(TOPIC, b"plain"))).message_id
+        msg = Message(TOPIC, b"immune")
+        msg.put_property("CHECK_IMMUNITY_TIME_IN_SECONDS", "7")
+        immune_id = c.sim.run(immune.send(msg)).message_id
+        c.run_for(20_000)
+        first_check = {}
+        for e in c.events():
+            if e.kind == "state" and e.fields.get("machine") == "TransactionalMessage.half" \
+                    and e.fields["to"] == "CHECKING":
+                first_check.setdefault(e.fields["uniq_key"], e.time_ms)
+        assert first_check[plain_id] - sent_at < 7_000 <= first_check[immune_id] - sent_at, (sent_at, first_check)
+        assert half_states(c)[immune_id][-1] == "COMMITTED"
+    finally:
+        c.close()
+
+
 @pytest.mark.parametrize("mode", ["cluster", "local"])
 def test_bad_end_transaction_gets_rocketmqs_status(mode, tmp_path):
     c, p = start(mode, str(tmp_path), lambda view: pb.COMMIT)

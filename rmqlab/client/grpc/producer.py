@@ -245,9 +245,10 @@ class Producer(Client):
             sp.message_group = props[MC.PROPERTY_SHARDING_KEY]
         if props.get(MC.PROPERTY_TIMER_DELIVER_MS):
             sp.delivery_timestamp.FromMilliseconds(int(props[MC.PROPERTY_TIMER_DELIVER_MS]))
-        if kind == pb.TRANSACTION and props.get(MC.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS):
-            sp.orphaned_transaction_recovery_duration.FromSeconds(int(props[MC.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS]))
         user = {k: v for k, v in props.items() if k not in MC.STRING_HASH_SET}
+        if kind == pb.TRANSACTION and props.get(MC.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS):
+            # A system property on the wire, not a user one (it is not in STRING_HASH_SET).
+            sp.orphaned_transaction_recovery_duration.FromSeconds(int(user.pop(MC.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)))
         return spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=msg.topic), user_properties=user,
                                                            system_properties=sp, body=msg.body)])
 
