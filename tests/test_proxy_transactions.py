@@ -142,7 +142,7 @@ def test_a_producer_killed_after_its_half_message_is_resolved_through_another_pr
         assert received(c)[receipt.message_id] == 1
         proxies = [c.sim.components[n] for n in (["proxy"] if mode == "cluster" else ["broker-a", "broker-b"])]
         for proxy in proxies:
-            channels = proxy.activity.send.processor.transactions.producer_channels.get(TOPIC, {})
+            channels = proxy.transactions.producer_channels.get(TOPIC, {})
             assert all(cid.startswith("txp2@") for cid in channels), channels
     finally:
         c.close()

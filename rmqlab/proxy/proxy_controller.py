@@ -56,6 +56,7 @@ class ProxyController(Component):
         self.grpc_server = None  # GrpcServer or FramedGrpcServer
         self.activity: GrpcMessagingActivity | None = None
         self.remoting_client: RemotingClient | None = None
+        self.transactions: TransactionService | None = None
 
     @classmethod
     def from_startup_config(cls, bundle) -> ProxyController:
@@ -103,9 +104,10 @@ class ProxyController(Component):
             metadata = ClusterMetadataService(api, routes, pc.rocketMQClusterName, node.now_ms,
                                               pc.topicRouteServiceCacheRefreshSeconds, node.spawn)
         processor = MessagingProcessor(api, routes, metadata, node.now_ms)
-        processor.transactions = TransactionService(node, api, routes, pc)
+        self.transactions = processor.transactions = TransactionService(node, api, routes, pc)
+        # A broker's check of a half message sent through this Proxy comes back on its connection.
         self.remoting_client.register_processor(RequestCode.CHECK_TRANSACTION_STATE,
-                                                processor.transactions.process_check_transaction_state)
+                                                self.transactions.process_check_transaction_state)
         self.activity = GrpcMessagingActivity(processor, pc)
         if self.transport == "grpc":
             from rmqlab.proxy.grpc.grpc_server import GrpcServer as server_class  # loads grpcio
@@ -118,8 +120,8 @@ class ProxyController(Component):
         node.trace("log", level="INFO", message=tip, logger="rmqlab.proxy")
 
     async def shutdown(self) -> None:
-        if self.activity is not None:
-            self.activity.send.processor.transactions.shutdown()
+        if self.transactions is not None:
+            self.transactions.shutdown()
         if self.grpc_server is not None:
             await self.grpc_server.shutdown()
         if self.remoting_client is not None:
