@@ -21,7 +21,6 @@ import pytest
 
 from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.grpc import ClientConfiguration, ClientException, Producer
-from rmqlab.client.operation_tracer import describe_message  # noqa: F401 (the consumer's trace shape)
 from rmqlab.cluster import Cluster
 from rmqlab.common.message.message import Message
 from rmqlab.config.proxy import ProxyConfig
