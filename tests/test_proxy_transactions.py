@@ -235,3 +235,48 @@ def test_transaction_data_manager_keeps_15_per_key_for_30_s_and_gives_the_newest
     assert m.poll_no_expire_transaction_data("T", "tx") is None
     assert "T@tx" not in m.data
     assert m.poll_no_expire_transaction_data("T", "other") is None
+
+
+def test_controller_mode_master_failover_between_half_message_and_check_through_the_proxy(tmp_path):
+    """Controller mode, a Cluster-mode Proxy: the master dies after two half messages reached the
+    replicas and before any check. The new master runs the check service; the Proxy's next
+    heartbeat (every 20 s, to the masters of the topic's route) makes it the channel of the group
+    there, and the checks come through it to the producer: the committed one written once to the
+    real topic on the new master, the rolled-back one never."""
+    from tests.controller_mode_helpers import ALL_IDS, fail_over, rm, sync_state_set
+
+    # transactionTimeOut 3 s: the old master cannot check before it dies; checks do not run out
+    # while the Proxy learns the new master (route refresh, then heartbeat).
+    c = Cluster("controller-standalone", seed=5, proxy="cluster", root_dir=str(tmp_path),
+                overrides={"*": {**FAST, "transactionTimeOut": 3000, "transactionCheckMax": 1000}})
+    answers: dict[str, int] = {}
+    checks: list[str] = []
+    try:
+        c.start(60_000)
+        c.create_topic(TOPIC, message_type="TRANSACTION")
+        c.run_until(lambda: sync_state_set(c) == ALL_IDS, 60_000)  # every replica can take over
+        endpoints = ";".join(c.proxy_endpoints)
+        c.add_client("txp", lambda: ClientProcess(producer=Producer(
+            ClientConfiguration(endpoints), topics=[TOPIC],
+            transaction_checker=lambda view: checks.append(view.message_id) or answers[view.message_id])))
+        p = c.sim.components["txp"]["producer"]
+        commit_id = c.sim.run(p.begin_transaction().send(Message(TOPIC, b"commit-me"))).message_id
+        rollback_id = c.sim.run(p.begin_transaction().send(Message(TOPIC, b"roll-me-back"))).message_id
+        answers[commit_id], answers[rollback_id] = pb.COMMIT, pb.ROLLBACK
+        c.run_for(300)  # replicated; a check waits transactionTimeOut (3 s)
+        old, new, _ = fail_over(c, lambda name: c.sim.nemesis.kill(name))
+        c.run_for(90_000)
+        assert commit_id in checks and rollback_id in checks
+        store = c.components[new].message_store
+
+        def copies(uniq):
+            return [m for q in range(8) for m in store.get_message("r", TOPIC, q, 0, 1000).messages()
+                    if m.properties.get("UNIQ_KEY") == uniq]
+
+        assert len(copies(commit_id)) == 1 and copies(rollback_id) == []
+        ended = {e.fields["uniq_key"]: (e.node, e.fields["to"]) for e in c.events() if e.kind == "state"
+                 and e.fields.get("machine") == "TransactionalMessage.half" and e.fields["to"] != "CHECKING"}
+        assert ended == {commit_id: (new, "COMMITTED"), rollback_id: (new, "ROLLED_BACK")}
+        assert rm(c, new).master_epoch > 1 and old != new
+    finally:
+        c.close()
