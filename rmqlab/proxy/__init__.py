@@ -9,7 +9,9 @@ RocketMQ's deployment guide ("部署方式", https://rocketmq.apache.org/zh/docs
     in_process.py         the simulator's Local-mode Proxy reaches its broker through a pipe
     grpc/v2/              MessagingService: generated classes, the method table, one activity per
                           group of RPCs, settings, converter, validator, status codes
-    processor/            MessagingProcessor: send, pop, ack, change invisible time over remoting
-    service/              routes (name server or local broker) and metadata (topic message type,
-                          subscription group config)
+    processor/            MessagingProcessor: send, pop, ack, change invisible time, end
+                          transaction over remoting
+    service/              routes (name server or local broker), metadata (topic message type,
+                          subscription group config), transactions (transaction data, the
+                          producer heartbeats, the check relay to the client's Telemetry stream)
 """

@@ -28,7 +28,9 @@ from rmqlab.proxy.grpc.v2.grpc_messaging_activity import GrpcMessagingActivity
 from rmqlab.proxy.processor.messaging_processor import MessagingProcessor
 from rmqlab.proxy.service.metadata_service import ClusterMetadataService, LocalMetadataService
 from rmqlab.proxy.service.topic_route_service import ClusterTopicRouteService, LocalTopicRouteService
+from rmqlab.proxy.service.transaction_service import TransactionService
 from rmqlab.remoting.remoting_client import RemotingClient
+from rmqlab.remoting.request_code import RequestCode
 from rmqlab.runtime.component import Component
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ class ProxyController(Component):
         self.grpc_server = None  # GrpcServer or FramedGrpcServer
         self.activity: GrpcMessagingActivity | None = None
         self.remoting_client: RemotingClient | None = None
+        self.transactions: TransactionService | None = None
 
     @classmethod
     def from_startup_config(cls, bundle) -> ProxyController:
@@ -101,6 +104,10 @@ class ProxyController(Component):
             metadata = ClusterMetadataService(api, routes, pc.rocketMQClusterName, node.now_ms,
                                               pc.topicRouteServiceCacheRefreshSeconds, node.spawn)
         processor = MessagingProcessor(api, routes, metadata, node.now_ms)
+        self.transactions = processor.transactions = TransactionService(node, api, routes, pc)
+        # A broker's check of a half message sent through this Proxy comes back on its connection.
+        self.remoting_client.register_processor(RequestCode.CHECK_TRANSACTION_STATE,
+                                                self.transactions.process_check_transaction_state)
         self.activity = GrpcMessagingActivity(processor, pc)
         if self.transport == "grpc":
             from rmqlab.proxy.grpc.grpc_server import GrpcServer as server_class  # loads grpcio
@@ -113,6 +120,8 @@ class ProxyController(Component):
         node.trace("log", level="INFO", message=tip, logger="rmqlab.proxy")
 
     async def shutdown(self) -> None:
+        if self.transactions is not None:
+            self.transactions.shutdown()
         if self.grpc_server is not None:
             await self.grpc_server.shutdown()
         if self.remoting_client is not None:

@@ -1,5 +1,6 @@
 """rmqlab's client of the 5.x protocol (`apache.rocketmq.v2.MessagingService`, through a Proxy),
-named after the official clients (rocketmq-clients): Producer.send, SimpleConsumer.receive / ack,
+named after the official clients (rocketmq-clients): Producer.send, transactions
+(Producer.begin_transaction, a transaction checker), SimpleConsumer.receive / ack,
 QueryRoute, the Telemetry settings exchange, heartbeats.
 
     client.py            ClientConfiguration, ClientException, the shared client (routes, settings

@@ -144,6 +144,10 @@ class Client:
     def apply_settings(self, settings: pb.Settings) -> None:
         """The Proxy's answer to the settings (ClientImpl.onSettingsCommand)."""
 
+    def on_recover_orphaned_transaction_command(self, endpoint: str, command) -> None:
+        """The Proxy asks about a half message (ClientImpl.onRecoverOrphanedTransactionCommand):
+        only a producer with a transaction checker answers."""
+
     def heartbeat_request(self) -> spb.HeartbeatRequest:
         return spb.HeartbeatRequest(client_type=self.client_type)
 
@@ -276,6 +280,9 @@ class Client:
                 if command.HasField("settings"):
                     self.apply_settings(command.settings)
                     session.synced.set()
+                elif command.HasField("recover_orphaned_transaction_command"):
+                    self.on_recover_orphaned_transaction_command(endpoint,
+                                                                 command.recover_orphaned_transaction_command)
         except RpcError as e:
             self.node.log.info("%s: telemetry with %s ended: %s", self.client_id, endpoint, e)
         finally:

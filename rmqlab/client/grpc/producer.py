@@ -18,6 +18,13 @@ said TOO_MANY_REQUESTS. Max attempts and the backoff come from the Proxy's setti
 The Proxy picks the queue itself, so a message lands where the Proxy decided, not on the queue the
 client chose; in Local mode that is always a queue of the broker behind the endpoint.
 
+Transactions (ProducerImpl, TransactionImpl): a producer built with a `transaction_checker` begins
+a Transaction, sends one message in it (a TRANSACTION message: TRAN_MSG=true; a
+CHECK_IMMUNITY_TIME_IN_SECONDS property becomes orphaned_transaction_recovery_duration), then
+commits or rolls it back with EndTransaction to the endpoint that took it. The Proxy's
+RecoverOrphanedTransactionCommand (a broker's check) goes to the checker, whose COMMIT or ROLLBACK
+is sent with SOURCE_SERVER_CHECK; an unknown answer sends nothing, as in the Java client.
+
 Trace (rmqlab.client.operation_tracer): one `send` operation per send, with every attempt in it.
 The invoke value is the remoting producer's (describe_message: topic, uniq_key, keys, tags,
 body_crc). The ok value: send_status SEND_OK, msg_id, queue_offset, the endpoint that answered
@@ -31,8 +38,9 @@ a Proxy error, a persistence timeout: stored, not safely).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -76,8 +84,7 @@ class _Backoff:
 
 def message_type(msg: Message) -> int:
     if msg.properties.get(MC.PROPERTY_TRANSACTION_PREPARED) == "true":
-        raise ClientException(None, "transactional messages are not supported by rmqlab's 5.x producer",
-                              grpc_code="UNIMPLEMENTED", maybe_done=False)
+        return pb.TRANSACTION
     if msg.properties.get(MC.PROPERTY_SHARDING_KEY):
         return pb.FIFO
     if msg.properties.get(MC.PROPERTY_TIMER_DELIVER_MS):
@@ -89,8 +96,9 @@ class Producer(Client):
     client_type = pb.PRODUCER
 
     def __init__(self, configuration: ClientConfiguration, topics: Iterable[str] = (),
-                 transport: RpcTransport | None = None):
+                 transport: RpcTransport | None = None, transaction_checker: TransactionChecker | None = None):
         super().__init__(configuration, transport)
+        self.transaction_checker = transaction_checker
         self._topics = list(topics)
         self.max_attempts = DEFAULT_MAX_ATTEMPTS
         self.backoff = _Backoff()
@@ -238,6 +246,9 @@ class Producer(Client):
         if props.get(MC.PROPERTY_TIMER_DELIVER_MS):
             sp.delivery_timestamp.FromMilliseconds(int(props[MC.PROPERTY_TIMER_DELIVER_MS]))
         user = {k: v for k, v in props.items() if k not in MC.STRING_HASH_SET}
+        if kind == pb.TRANSACTION and props.get(MC.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS):
+            # A system property on the wire, not a user one (it is not in STRING_HASH_SET).
+            sp.orphaned_transaction_recovery_duration.FromSeconds(int(user.pop(MC.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)))
         return spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=msg.topic), user_properties=user,
                                                            system_properties=sp, body=msg.body)])
 
@@ -267,3 +278,88 @@ class Producer(Client):
                 await self.node.sleep(self.backoff.delay_ms(attempt + 1))
         error.maybe_done = maybe_done
         raise error
+
+    # -- transactions (ProducerImpl, TransactionImpl) --------------------------------------------------
+    def begin_transaction(self) -> Transaction:
+        """A transaction of one message (TransactionImpl.MAX_MESSAGE_NUM); the producer needs a
+        checker, which answers for the transactions this process no longer ends itself."""
+        if self.transaction_checker is None:
+            raise ClientException(None, "transaction checker should not be null", grpc_code="FAILED_PRECONDITION",
+                                  maybe_done=False)
+        return Transaction(self)
+
+    async def end_transaction(self, endpoint: str, topic: str, message_id: str, transaction_id: str,
+                              resolution: int, source: int) -> None:
+        """EndTransaction; ClientException when the Proxy does not answer OK."""
+        request = spb.EndTransactionRequest(topic=pb.Resource(name=topic), message_id=message_id,
+                                            transaction_id=transaction_id, resolution=resolution, source=source)
+        try:
+            response = await self.call(endpoint, "EndTransaction", request, spb.EndTransactionResponse)
+        except RpcError as e:
+            raise ClientException.from_rpc(e) from None
+        if response.status.code != Code.OK:
+            raise ClientException.from_status(response.status)
+
+    def on_recover_orphaned_transaction_command(self, endpoint: str, command) -> None:
+        """ProducerImpl.onRecoverOrphanedTransactionCommand: ask the checker; COMMIT or ROLLBACK is
+        sent as EndTransaction with SOURCE_SERVER_CHECK, UNSPECIFIED (unknown) sends nothing."""
+        from rmqlab.client.grpc.message_view import MessageView
+
+        checker = self.transaction_checker
+        if checker is None:
+            self.node.log.error("%s: no transaction checker registered, ignore it", self.client_id)
+            return
+        view = MessageView.from_protobuf(command.message, "", endpoint)
+
+        async def check() -> None:
+            try:
+                resolution = checker(view)
+                if asyncio.iscoroutine(resolution):
+                    resolution = await resolution
+                if resolution not in (pb.COMMIT, pb.ROLLBACK):
+                    return
+                await self.end_transaction(endpoint, view.topic, view.message_id, command.transaction_id,
+                                           resolution, pb.SOURCE_SERVER_CHECK)
+            except Exception as e:  # Java logs it; the broker checks again
+                self.node.log.error("%s: failed to end the orphaned transaction %s: %s", self.client_id,
+                                    command.transaction_id, e)
+
+        self.node.spawn(check(), name="grpc transaction check")
+
+
+# A checker takes the MessageView of a half message and answers pb.COMMIT, pb.ROLLBACK or
+# pb.TRANSACTION_RESOLUTION_UNSPECIFIED (unknown: ask again later), or a coroutine of one.
+TransactionChecker = Callable[[Any], Any]
+
+
+class Transaction:
+    """TransactionImpl: the message sent in it, then commit() or rollback() (EndTransaction with
+    SOURCE_CLIENT to the endpoint that took the half message)."""
+
+    def __init__(self, producer: Producer):
+        self.producer = producer
+        self.message: Message | None = None
+        self.receipt: SendReceipt | None = None
+
+    async def send(self, msg: Message) -> SendReceipt:
+        if self.message is not None:
+            raise ClientException(None, "message in transaction has exceeded the threshold: 1",
+                                  grpc_code="FAILED_PRECONDITION", maybe_done=False)
+        msg.put_property(MC.PROPERTY_TRANSACTION_PREPARED, "true")
+        self.message = msg
+        self.receipt = await self.producer.send(msg)
+        return self.receipt
+
+    async def commit(self) -> None:
+        await self._end(pb.COMMIT)
+
+    async def rollback(self) -> None:
+        await self._end(pb.ROLLBACK)
+
+    async def _end(self, resolution: int) -> None:
+        if self.receipt is None:
+            raise ClientException(None, "no message was sent in this transaction", grpc_code="FAILED_PRECONDITION",
+                                  maybe_done=False)
+        r = self.receipt
+        await self.producer.end_transaction(r.endpoint, self.message.topic, r.message_id, r.transaction_id,
+                                            resolution, pb.SOURCE_CLIENT)

@@ -192,6 +192,13 @@ class FramedGrpcServer:
             conn.send(MESSAGE, call_id, trace={"status": status} if status else None, flags=0,
                       message=message.SerializeToString())
 
+        if spec.shape == BIDI_STREAM:
+            async def push(message) -> None:
+                if call.done:
+                    raise ConnectionError(f"{spec.name} stream {call_id} has ended")
+                out(message)
+            call.ctx.push = push
+
         code, details = "OK", ""
         try:
             if spec.shape == UNARY:

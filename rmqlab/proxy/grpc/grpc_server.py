@@ -9,6 +9,7 @@ proto "grpc", the method, and for responses the status code name.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -110,15 +111,24 @@ class GrpcServer:
         assert spec.shape == BIDI_STREAM
 
         async def bidi(request_iterator, context):
+            # grpcio's reader/writer API rather than a generator, so the Proxy can also write
+            # commands of its own (RecoverOrphanedTransactionCommand) through ctx.push.
             peer = _peer(context)
+            lock = asyncio.Lock()
+
+            async def write(message) -> None:
+                async with lock:
+                    await context.write(self._out(spec, peer, message))
 
             async def requests():
                 async for data in request_iterator:
                     yield await self._parse(spec, data, context, peer)
 
+            ctx = self._context(context)
+            ctx.push = write
             try:
-                async for response in spec.handler(self._context(context), requests()):
-                    yield self._out(spec, peer, response)
+                async for response in spec.handler(ctx, requests()):
+                    await write(response)
             except StreamAbort as e:
                 await context.abort(getattr(grpc.StatusCode, e.grpc_code), e.message)
         return grpc.stream_stream_rpc_method_handler(bidi)

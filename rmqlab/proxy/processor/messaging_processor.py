@@ -33,6 +33,7 @@ from rmqlab.common.java_compat import java_string_hash_code
 from rmqlab.common.message.message import Message, MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.common.message.message_decoder import message_properties_to_string
+from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException
 from rmqlab.proxy.service.metadata_service import message_type_of_properties
 from rmqlab.remoting.protocol.header.broker.send_message import SendMessageRequestHeader
@@ -40,6 +41,7 @@ from rmqlab.remoting.protocol.header.broker.send_message import SendMessageReque
 if TYPE_CHECKING:
     from rmqlab.client.impl.mq_client_api_impl import MQClientAPIImpl
     from rmqlab.proxy.service.topic_route_service import TopicRouteService
+    from rmqlab.proxy.service.transaction_service import TransactionService
 
 log = logging.getLogger("rmqlab.proxy")
 
@@ -71,6 +73,7 @@ class MessagingProcessor:
         self.routes = routes
         self.metadata = metadata
         self.now_ms = now_ms
+        self.transactions: TransactionService | None = None  # set by ProxyController
 
     # -- send -------------------------------------------------------------------------------------
     async def send_message(self, topic: str, msg: Message, sys_flag: int, sharding_key: str | None,
@@ -107,7 +110,27 @@ class MessagingProcessor:
             # (20 s), so its Proxy follows a failover only then.
             self.routes.invalidate(topic)
             raise
+        if (MessageSysFlag.get_transaction_value(sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE
+                and result.send_status.value == "SEND_OK" and (result.transaction_id or "").strip()):
+            self._fill_transaction_data(topic, mq, result)
         return result
+
+    def _fill_transaction_data(self, producer_group: str, mq, result) -> None:
+        """ProducerProcessor.fillTransactionData: where the half message is, for the EndTransaction
+        (the commit-log offset from the offset message id, the half queue offset from the result)."""
+        from rmqlab.common.message.message_decoder import decode_message_id
+
+        try:
+            _, commit_log_offset = decode_message_id(result.offset_msg_id or result.msg_id)
+            self.transactions.add_transaction_data(producer_group, mq.broker_name, mq.topic, result.queue_offset,
+                                                   commit_log_offset, result.transaction_id)
+        except Exception as e:  # RocketMQ logs it; the EndTransaction then finds no data
+            log.warning("fillTransactionData failed. messageQueue: %s, sendResult: %s, %s", mq, result, e)
+
+    async def end_transaction(self, topic: str, transaction_id: str, message_id: str, producer_group: str,
+                              commit_or_rollback: int, from_transaction_check: bool) -> None:
+        await self.transactions.end_transaction(topic, transaction_id, message_id, producer_group,
+                                                commit_or_rollback, from_transaction_check)
 
     # -- receive ----------------------------------------------------------------------------------
     async def pop_message(self, broker_name: str, group: str, topic: str, max_msg_nums: int, invisible_ms: int,

@@ -1,1 +1,2 @@
-"""What the Proxy knows about the brokers behind it (proxy/service in RocketMQ): routes and metadata."""
+"""What the Proxy knows about the brokers behind it (proxy/service in RocketMQ): routes, metadata
+and transactions."""

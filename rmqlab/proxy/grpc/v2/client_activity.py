@@ -1,6 +1,10 @@
 """ClientActivity (proxy/grpc/v2/client/ClientActivity.java): Telemetry, Heartbeat and
 NotifyClientTermination, the client's lifecycle.
 
+A producer's Telemetry stream is also its channel for checks: its settings register it as a
+producer of each of its topics (the topic is the group), and the Proxy writes a broker's
+CHECK_TRANSACTION_STATE to it as RecoverOrphanedTransactionCommand (TransactionService).
+
 Telemetry is a bidirectional stream. Every `settings` the client writes is checked (topics of a
 producer, the group of a consumer; neither: INVALID_ARGUMENT), stored under the client id, and
 answered at once with `{status OK, settings}` where settings are the client's merged with the
@@ -81,6 +85,8 @@ class ClientActivity:
             else:
                 self.telemetry_streams.pop(cid, None)
                 self.settings_manager.remove_client_settings(cid)
+                if self.processor.transactions is not None:
+                    self.processor.transactions.unregister_client(cid)
 
     async def _process_settings(self, ctx: ProxyContext, settings: pb.Settings) -> spb.TelemetryCommand:
         kind = settings.WhichOneof("pub_sub")
@@ -88,6 +94,11 @@ class ClientActivity:
         if kind == "publishing":
             for topic in settings.publishing.topics:
                 validate_topic(topic)
+            transactions = self.processor.transactions
+            if transactions is not None and ctx.push is not None:
+                # registerProducer: the topic is the producer group, this stream its channel.
+                for topic in settings.publishing.topics:
+                    transactions.register_producer(topic.name, ctx.client_id, ctx.push)
         elif kind == "subscription":
             validate_consumer_group(settings.subscription.group)
             group_config = await self.processor.metadata.get_subscription_group_config(

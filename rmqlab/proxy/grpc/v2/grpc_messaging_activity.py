@@ -13,8 +13,9 @@ and the rule that turns an error into an answer.
     Telemetry                        bidi stream      ClientActivity.telemetry
     NotifyClientTermination          unary            ClientActivity.notify_client_termination
     ChangeInvisibleDuration          unary            AckMessageActivity.change_invisible_duration
+    EndTransaction                   unary            EndTransactionActivity.end_transaction
 
-Methods not in the table (PullMessage, UpdateOffset, GetOffset, QueryOffset, EndTransaction,
+Methods not in the table (PullMessage, UpdateOffset, GetOffset, QueryOffset,
 RecallMessage, SyncLiteSubscription) are answered UNIMPLEMENTED by the transport.
 
 Errors: a unary method answers its own response type with `status` from the error
@@ -35,6 +36,7 @@ from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.ack_message_activity import AckMessageActivity
 from rmqlab.proxy.grpc.v2.client_activity import ClientActivity
 from rmqlab.proxy.grpc.v2.common import status_of
+from rmqlab.proxy.grpc.v2.end_transaction_activity import EndTransactionActivity
 from rmqlab.proxy.grpc.v2.grpc_client_settings_manager import GrpcClientSettingsManager
 from rmqlab.proxy.grpc.v2.receive_message_activity import ReceiveMessageActivity
 from rmqlab.proxy.grpc.v2.route_activity import RouteActivity
@@ -74,6 +76,7 @@ class GrpcMessagingActivity:
         self.send = SendMessageActivity(processor, config)
         self.receive = ReceiveMessageActivity(processor, self.settings_manager, config)
         self.ack = AckMessageActivity(processor, config)
+        self.transaction = EndTransactionActivity(processor)
         self.methods: dict[str, MethodSpec] = {m.name: m for m in (
             MethodSpec("QueryRoute", UNARY, spb.QueryRouteRequest, spb.QueryRouteResponse, self.route.query_route),
             MethodSpec("Heartbeat", UNARY, spb.HeartbeatRequest, spb.HeartbeatResponse, self.client.heartbeat),
@@ -90,6 +93,8 @@ class GrpcMessagingActivity:
                        spb.NotifyClientTerminationResponse, self.client.notify_client_termination),
             MethodSpec("ChangeInvisibleDuration", UNARY, spb.ChangeInvisibleDurationRequest,
                        spb.ChangeInvisibleDurationResponse, self.ack.change_invisible_duration),
+            MethodSpec("EndTransaction", UNARY, spb.EndTransactionRequest, spb.EndTransactionResponse,
+                       self.transaction.end_transaction),
         )}
 
     async def call_unary(self, spec: MethodSpec, ctx, request):

@@ -6,7 +6,9 @@ x-mq-language, x-mq-client-version, ...) and deadline; activities never see the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -18,6 +20,9 @@ class ProxyContext:
     client_version: str = ""
     # Milliseconds left before the caller's deadline; None when the call has no deadline.
     remaining_ms: float | None = None
+    # On a Telemetry stream: writes a server-initiated TelemetryCommand to the client (the
+    # transport's; GrpcClientChannel.writeTelemetryCommand). None on other calls.
+    push: Callable[[Any], Awaitable[None]] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_metadata(cls, metadata, remote_address: str = "", local_address: str = "",

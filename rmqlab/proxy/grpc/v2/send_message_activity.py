@@ -10,6 +10,10 @@ a RocketMQ message with RocketMQ's property keys, checked as the real proxy chec
     delivery time beyond maxDelayTimeMills   ILLEGAL_DELIVERY_TIME
     message type not the topic's    MESSAGE_PROPERTY_CONFLICT_WITH_TYPE (MessagingProcessor)
 
+A TRANSACTION message is a half message (TRAN_MSG=true, the prepared sysFlag), its
+orphaned_transaction_recovery_duration becomes CHECK_IMMUNITY_TIME_IN_SECONDS (whole seconds; over
+maxTransactionRecoverySecond, 3600: BAD_REQUEST); its producer group is the topic.
+
 A DELAY message's delivery_timestamp becomes TIMER_DELIVER_MS (plus a delay level when
 useDelayLevel is set), which the broker's timer message store holds until then.
 
@@ -28,6 +32,7 @@ from rmqlab.proto.v2 import service_pb2 as spb
 from rmqlab.proxy.grpc.v2.common import Code, GrpcProxyException, build_status, status_of
 from rmqlab.proxy.grpc.v2.grpc_validator import contain_control_character, validate_tag, validate_topic
 from rmqlab.proxy.grpc.v2.proxy_context import ProxyContext
+from rmqlab.proxy.service.transaction_service import MAX_TRANSACTION_RECOVERY_SECOND, proxy_config_value
 
 MC = MessageConst
 
@@ -96,6 +101,14 @@ class SendMessageActivity:
         props[MC.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = sp.message_id
         if sp.message_type == pb.TRANSACTION:
             props[MC.PROPERTY_TRANSACTION_PREPARED] = "true"
+            if sp.HasField("orphaned_transaction_recovery_duration"):
+                # Durations.toSeconds: whole seconds, the nanos dropped.
+                seconds = sp.orphaned_transaction_recovery_duration.seconds
+                limit = proxy_config_value(c, "maxTransactionRecoverySecond", MAX_TRANSACTION_RECOVERY_SECOND)
+                if 0 < limit < seconds:
+                    raise GrpcProxyException(Code.BAD_REQUEST, "the max transaction recovery time of message is "
+                                                               f"too large, max is {limit}")
+                props[MC.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(seconds)
         if sp.HasField("delivery_timestamp"):
             deliver_ms = sp.delivery_timestamp.ToMilliseconds()
             if c.maxDelayTimeMills > 0 and deliver_ms - self.processor.now_ms() > c.maxDelayTimeMills:
@@ -135,6 +148,11 @@ class SendMessageActivity:
         messages = [self.build_message(ctx, m, topic) for m in request.messages]
         if any(m.topic.name != topic for m in request.messages):
             raise GrpcProxyException(Code.MESSAGE_CORRUPTED, "all messages of one request must have the same topic")
+        transactions = self.processor.transactions
+        if transactions is not None and first.system_properties.message_type == pb.TRANSACTION:
+            # Checks of this group (= the topic) come back through this Proxy from now on; see
+            # rmqlab.proxy.service.transaction_service for why here and not at the settings.
+            transactions.add_transaction_subscription(topic, topic)
         entries: list[spb.SendResultEntry] = []
         sharding_key = first.system_properties.message_group if len(request.messages) == 1 else None
         for pm, msg in zip(request.messages, messages):
