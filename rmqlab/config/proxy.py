@@ -63,6 +63,12 @@ class ProxyConfig:
     topicRouteServiceCacheExpiredSeconds: int = int_field(300, min=1)
     topicRouteServiceCacheRefreshSeconds: int = int_field(20, min=1)
     enableProxyAutoRenew: bool = bool_field(True)
+    # Transactions through the Proxy (RocketMQ's ProxyConfig, the same defaults).
+    maxTransactionRecoverySecond: int = long_field(3600, min=0)
+    transactionDataExpireMillis: int = long_field(30 * 1000, min=1)
+    transactionDataMaxNum: int = int_field(15, min=1)
+    transactionHeartbeatPeriodSecond: int = int_field(20, min=1)
+    transactionDataExpireScanPeriodMillis: int = long_field(10 * 1000, min=1)
     useDelayLevel: bool = bool_field(False)
     messageDelayLevel: str = str_field("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
                                        check=check_delay_levels)
