@@ -53,9 +53,8 @@ from rmqlab.client.consumer.message_listener_orderly import (ConsumeOrderlyConte
                                                              MessageListenerOrderly)
 from rmqlab.client.consumer.message_queue_lock import MessageQueueLock
 from rmqlab.client.consumer.process_queue import ProcessQueue
-from rmqlab.client.consumer.pull_result import client_msg_id
 from rmqlab.client.operation_tracer import describe_message
-from rmqlab.common.message.message import Message, MessageExt
+from rmqlab.common.message.message import MessageExt
 from rmqlab.common.message.message_const import MessageConst
 from rmqlab.remoting.protocol.header.broker.admin import MessageQueue
 
@@ -290,17 +289,7 @@ class ConsumeMessageOrderlyService:
         value = dict(describe_message(msg, mq), group=self.consumer_group, delay_level=delay_level)
         op = self.consumer.client_factory.tracer.invoke("send_back", value)
         try:
-            new_msg = Message(self.consumer.retry_topic, msg.body, flag=msg.flag, properties=dict(msg.properties))
-            origin_msg_id = msg.properties.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)
-            new_msg.put_property(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID,
-                                 origin_msg_id if origin_msg_id and origin_msg_id.strip() else client_msg_id(msg))
-            new_msg.put_property(MessageConst.PROPERTY_RETRY_TOPIC, msg.topic)
-            new_msg.put_property(MessageConst.PROPERTY_RECONSUME_TIME, str(msg.reconsume_times + 1))
-            new_msg.put_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, str(self.get_max_reconsume_times()))
-            new_msg.clear_property(MessageConst.PROPERTY_TRANSACTION_PREPARED)
-            new_msg.delay_time_level = delay_level
-            producer = await self.consumer.client_factory.get_default_mq_producer()
-            await producer.send(new_msg)
+            await self.consumer.send_message_back_as_normal_message(msg, self.get_max_reconsume_times())
         except asyncio.CancelledError:
             op.info(None, "cancelled: the consumer stopped")
             raise

@@ -318,19 +318,21 @@ class DefaultMQPushConsumer:
             raise
         return "RETRY_TOPIC"
 
-    async def send_message_back_as_normal_message(self, msg: MessageExt) -> None:
+    async def send_message_back_as_normal_message(self, msg: MessageExt, max_reconsume_times: int | None = None) -> None:
         """``sendMessageBackAsNormalMessage``: the failed message as a new message on the group's
-        retry topic, sent by the instance's inner producer (sync, with its retries). Deviation:
-        Java's new message shares the failed message's property map (so the properties set here
-        also show on the original); rmqlab copies it, so a message retried locally afterwards
-        looks as it was pulled."""
+        retry topic, sent by the instance's inner producer (sync, with its retries), carrying
+        ``max_reconsume_times`` (default: this consumer's; the orderly service passes its own, as
+        ``ConsumeMessageOrderlyService.sendMessageBack`` does). Deviation: Java's new message
+        shares the failed message's property map (so the properties set here also show on the
+        original); rmqlab copies it, so a message retried locally afterwards looks as it was pulled."""
         new_msg = Message(self.retry_topic, msg.body, flag=msg.flag, properties=dict(msg.properties))
         origin_msg_id = new_msg.properties.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)
         new_msg.put_property(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID,
                              origin_msg_id if origin_msg_id and origin_msg_id.strip() else client_msg_id(msg))
         new_msg.put_property(MessageConst.PROPERTY_RETRY_TOPIC, msg.topic)
         new_msg.put_property(MessageConst.PROPERTY_RECONSUME_TIME, str(msg.reconsume_times + 1))
-        new_msg.put_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, str(self.get_max_reconsume_times()))
+        new_msg.put_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, str(
+            self.get_max_reconsume_times() if max_reconsume_times is None else max_reconsume_times))
         new_msg.clear_property(MessageConst.PROPERTY_TRANSACTION_PREPARED)
         new_msg.delay_time_level = 3 + msg.reconsume_times
         producer = await self.client_factory.get_default_mq_producer()
