@@ -661,3 +661,21 @@ def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range():
     for p in ports:
         with socket.socket() as s:
             s.bind(("127.0.0.1", p))
+
+
+def test_a_port_handed_out_is_not_handed_out_again_meanwhile(monkeypatch, tmp_path):
+    """Two callers looking for free ports at once (two test workers starting clusters) must not get
+    the same one, free as it still is until its server binds it."""
+    import random
+
+    from rmqlab.runtime import real_cluster
+
+    monkeypatch.setattr(real_cluster, "PORT_CLAIMS_DIR", str(tmp_path / "claims"))
+    low = real_cluster._ephemeral_low()
+    if low is None or low <= real_cluster.LISTEN_PORTS_FROM + 1000:
+        pytest.skip("the OS does not say where its ephemeral ports start")
+    first, second = real_cluster.free_ports(2)
+    picks = iter([first, first, second, second])
+    monkeypatch.setattr(random.SystemRandom, "randrange", lambda self, a, b: next(picks, 0))
+    again = real_cluster.free_ports(1)
+    assert again[0] not in (first, second), again

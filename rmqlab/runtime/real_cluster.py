@@ -74,6 +74,7 @@ import random
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import warnings
@@ -106,13 +107,40 @@ def _ephemeral_low() -> int | None:
         return None
 
 
+# A port free_ports handed out stays claimed this long for every process of this machine (a
+# file under PORT_CLAIMS_DIR): two processes looking for free ports at once — two test workers
+# starting clusters — would otherwise both find the same one free before either server binds it.
+PORT_CLAIM_TTL_S = 120.0
+PORT_CLAIMS_DIR = os.path.join(tempfile.gettempdir(), "rmqlab-port-claims")
+
+
+def _claim_port(port: int) -> bool:
+    """True if `port` was not handed out by free_ports (any process) in the last PORT_CLAIM_TTL_S;
+    it is claimed for this caller then."""
+    os.makedirs(PORT_CLAIMS_DIR, exist_ok=True)
+    path = os.path.join(PORT_CLAIMS_DIR, str(port))
+    for _ in range(2):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - os.path.getmtime(path) < PORT_CLAIM_TTL_S:
+                    return False
+                os.unlink(path)  # a stale claim: take the port (the exclusive create decides a tie)
+            except FileNotFoundError:
+                pass
+    return False
+
+
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """`n` distinct TCP ports free on `host` right now, all held until all are known.
 
     Taken below the ephemeral range when the OS says where it starts (Linux): a port found free
     there is not handed to some process's outgoing connection before the server that was given it
     binds it, as an ephemeral one can be (a broker of a freshly started cluster then failed to
-    bind). Elsewhere the OS picks them (bind to port 0)."""
+    bind); and not one another caller of this machine was given in the last PORT_CLAIM_TTL_S.
+    Elsewhere the OS picks them (bind to port 0)."""
     low = _ephemeral_low()
     socks: list[socket.socket] = []
     rng = random.SystemRandom()
@@ -124,6 +152,10 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             try:
                 s.bind((host, port))
             except OSError:
+                s.close()
+                tries += 1
+                continue
+            if port and not _claim_port(port):
                 s.close()
                 tries += 1
                 continue
