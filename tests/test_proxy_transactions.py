@@ -19,6 +19,7 @@ import collections
 
 import pytest
 
+from rmqlab.checker import check_total_queue
 from rmqlab.client.client_process import ClientProcess
 from rmqlab.client.grpc import ClientConfiguration, ClientException, Producer
 from rmqlab.cluster import Cluster
@@ -97,6 +98,17 @@ def test_commit_delivered_rollback_never_unknown_resolved_by_the_check(mode, tmp
         ended = [e for e in c.events() if e.kind == "state" and e.fields.get("machine") == "TransactionalMessage.half"
                  and e.fields["uniq_key"] == ids["unknown"] and e.fields["to"] == "COMMITTED"]
         assert [e.fields.get("from_transaction_check") for e in ended] == [True]
+        # The client's trace says the same as TransactionMQProducer's would: a transaction each (not a
+        # send: the half messages are not delivered as such), decided by the client or by its check.
+        ops = {op.invoke_value["uniq_key"]: op for op in client_ops(c.events()) if op.f == "transaction"}
+        assert {k: (op.type, (op.value or {}).get("local_transaction_state")) for k, op in ops.items()} == {
+            ids["commit"]: ("ok", "COMMIT_MESSAGE"), ids["rollback"]: ("ok", "ROLLBACK_MESSAGE"),
+            ids["unknown"]: ("info", None)}
+        assert [op.value["local_transaction_state"] for op in client_ops(c.events())
+                if op.f == "transaction_check" and op.type == "ok"] == ["COMMIT_MESSAGE"]
+        r = check_total_queue(c.events(), topic=TOPIC)
+        assert r.valid, r.violations
+        assert (r.stats["acknowledged"], r.stats["rolled_back"], r.stats["read"]) == (2, 1, 2)
     finally:
         c.close()
 

@@ -174,7 +174,9 @@ class Producer(Client):
         self.node.spawn(run(), name="grpc send")
         return future
 
-    async def _traced(self, op, msg: Message, kind: int) -> SendReceipt:
+    async def _traced(self, op, msg: Message, kind: int, on_ok: Callable[[dict], None] | None = None) -> SendReceipt:
+        """The send, completing `op` with its outcome; when it succeeds and `on_ok` is given, `op`
+        is left to it (a transaction completes at its end)."""
         endpoints_sent: list[str] = []
         try:
             receipt = await self._send(msg, kind, endpoints_sent)
@@ -187,7 +189,7 @@ class Producer(Client):
         broker = self._only_broker_behind(msg.topic, receipt.endpoint)
         if broker is not None:
             value["broker_name"] = broker
-        op.ok(value)
+        (on_ok or op.ok)(value)
         return receipt
 
     def _only_broker_behind(self, topic: str, endpoint: str) -> str | None:
@@ -312,17 +314,27 @@ class Producer(Client):
         view = MessageView.from_protobuf(command.message, "", endpoint)
 
         async def check() -> None:
+            # Traced as TransactionMQProducer traces a check (f="transaction_check"), so a checker
+            # reads either client's transactions the same way.
+            op = self.tracer.invoke("transaction_check", {"topic": view.topic, "uniq_key": view.message_id,
+                                                          "transaction_id": command.transaction_id})
+            state = "UNKNOW"
             try:
                 resolution = checker(view)
                 if asyncio.iscoroutine(resolution):
                     resolution = await resolution
                 if resolution not in (pb.COMMIT, pb.ROLLBACK):
+                    op.ok({"local_transaction_state": state, "end_sent": False, "uniq_key": view.message_id})
                     return
+                state = _LOCAL_STATE[resolution]
                 await self.end_transaction(endpoint, view.topic, view.message_id, command.transaction_id,
                                            resolution, pb.SOURCE_SERVER_CHECK)
             except Exception as e:  # Java logs it; the broker checks again
                 self.node.log.error("%s: failed to end the orphaned transaction %s: %s", self.client_id,
                                     command.transaction_id, e)
+                op.info({"local_transaction_state": state, "end_sent": False}, str(e))
+                return
+            op.ok({"local_transaction_state": state, "end_sent": True, "uniq_key": view.message_id})
 
         self.node.spawn(check(), name="grpc transaction check")
 
@@ -332,14 +344,26 @@ class Producer(Client):
 TransactionChecker = Callable[[Any], Any]
 
 
+# The trace's names for a resolution, TransactionMQProducer's LocalTransactionState.
+_LOCAL_STATE = {pb.COMMIT: "COMMIT_MESSAGE", pb.ROLLBACK: "ROLLBACK_MESSAGE"}
+
+
 class Transaction:
     """TransactionImpl: the message sent in it, then commit() or rollback() (EndTransaction with
-    SOURCE_CLIENT to the endpoint that took the half message)."""
+    SOURCE_CLIENT to the endpoint that took the half message).
+
+    Traced as TransactionMQProducer traces one (f="transaction", not a send: the half message is
+    not delivered until committed): the invoke is the message; the send's failure completes it
+    (fail or info); commit() / rollback() complete it ok with the send's fields and
+    `local_transaction_state` COMMIT_MESSAGE / ROLLBACK_MESSAGE; never ended, it stays open (the
+    broker's check decides)."""
 
     def __init__(self, producer: Producer):
         self.producer = producer
         self.message: Message | None = None
         self.receipt: SendReceipt | None = None
+        self._op = None
+        self._sent: dict = {}
 
     async def send(self, msg: Message) -> SendReceipt:
         if self.message is not None:
@@ -347,7 +371,9 @@ class Transaction:
                                   grpc_code="FAILED_PRECONDITION", maybe_done=False)
         msg.put_property(MC.PROPERTY_TRANSACTION_PREPARED, "true")
         self.message = msg
-        self.receipt = await self.producer.send(msg)
+        kind = self.producer._prepare(msg)
+        self._op = self.producer.tracer.invoke("transaction", describe_message(msg))
+        self.receipt = await self.producer._traced(self._op, msg, kind, on_ok=self._sent.update)
         return self.receipt
 
     async def commit(self) -> None:
@@ -361,5 +387,14 @@ class Transaction:
             raise ClientException(None, "no message was sent in this transaction", grpc_code="FAILED_PRECONDITION",
                                   maybe_done=False)
         r = self.receipt
-        await self.producer.end_transaction(r.endpoint, self.message.topic, r.message_id, r.transaction_id,
-                                            resolution, pb.SOURCE_CLIENT)
+        value = dict(self._sent, local_transaction_state=_LOCAL_STATE.get(resolution, "UNKNOW"))
+        op, self._op = self._op, None  # the first end decides the operation; a second changes nothing
+        try:
+            await self.producer.end_transaction(r.endpoint, self.message.topic, r.message_id, r.transaction_id,
+                                                resolution, pb.SOURCE_CLIENT)
+        except ClientException:
+            if op is not None:
+                op.ok(dict(value, end_sent=False))  # decided: the broker's check will ask again
+            raise
+        if op is not None:
+            op.ok(dict(value, end_sent=True))
