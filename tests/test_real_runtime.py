@@ -663,18 +663,30 @@ def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range():
             s.bind(("127.0.0.1", p))
 
 
-def test_a_port_handed_out_is_not_handed_out_again_meanwhile(monkeypatch, tmp_path):
+@pytest.mark.real
+def test_a_port_handed_out_is_not_handed_out_again_meanwhile(monkeypatch):
     """Two callers looking for free ports at once (two test workers starting clusters) must not get
-    the same one, free as it still is until its server binds it."""
+    the same one, free as it still is until its server binds it: neither this process nor another."""
     import random
+    import subprocess
+    import sys
 
     from rmqlab.runtime import real_cluster
 
-    monkeypatch.setattr(real_cluster, "PORT_CLAIMS_DIR", str(tmp_path / "claims"))
     low = real_cluster._ephemeral_low()
     if low is None or low <= real_cluster.LISTEN_PORTS_FROM + 1000:
         pytest.skip("the OS does not say where its ephemeral ports start")
     first, second = real_cluster.free_ports(2)
+    # Another process, made to try `first` and `second` before anything else: it gets neither.
+    probe = ("import random\nfrom rmqlab.runtime import real_cluster\n"
+             f"picks = iter([{first}, {second}])\n"
+             "random.SystemRandom.randrange = lambda self, a, b: next(picks, 0)\n"
+             "print(real_cluster.free_ports(1)[0])\n")
+    other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+    assert other.returncode == 0, other.stderr
+    assert int(other.stdout) not in (first, second)
+    # And this process again.
     picks = iter([first, first, second, second])
     monkeypatch.setattr(random.SystemRandom, "randrange", lambda self, a, b: next(picks, 0))
     again = real_cluster.free_ports(1)

@@ -74,7 +74,6 @@ import random
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import warnings
@@ -107,30 +106,34 @@ def _ephemeral_low() -> int | None:
         return None
 
 
-# A port free_ports handed out stays claimed this long for every process of this machine (a
-# file under PORT_CLAIMS_DIR): two processes looking for free ports at once — two test workers
-# starting clusters — would otherwise both find the same one free before either server binds it.
+# A port free_ports handed out stays claimed this long against every other caller of this machine:
+# two processes looking for free ports at once (two test workers starting clusters) would otherwise
+# both find the same one free before either server binds it. A claim is an abstract Unix socket
+# (Linux; nothing on disk) named after the port, held by the claiming process until the claim is
+# PORT_CLAIM_TTL_S old or the process exits.
 PORT_CLAIM_TTL_S = 120.0
-PORT_CLAIMS_DIR = os.path.join(tempfile.gettempdir(), "rmqlab-port-claims")
+_claims: dict[int, tuple[socket.socket, float]] = {}
+_claims_lock = threading.Lock()
 
 
 def _claim_port(port: int) -> bool:
-    """True if `port` was not handed out by free_ports (any process) in the last PORT_CLAIM_TTL_S;
-    it is claimed for this caller then."""
-    os.makedirs(PORT_CLAIMS_DIR, exist_ok=True)
-    path = os.path.join(PORT_CLAIMS_DIR, str(port))
-    for _ in range(2):
+    """True if no process holds a live claim on `port`; it is this process's then."""
+    now = time.monotonic()
+    with _claims_lock:
+        for held, (s, at) in list(_claims.items()):
+            if now - at > PORT_CLAIM_TTL_S:
+                s.close()
+                del _claims[held]
+        if port in _claims:
+            return False
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-            return True
-        except FileExistsError:
-            try:
-                if time.time() - os.path.getmtime(path) < PORT_CLAIM_TTL_S:
-                    return False
-                os.unlink(path)  # a stale claim: take the port (the exclusive create decides a tie)
-            except FileNotFoundError:
-                pass
-    return False
+            s.bind(f"\0rmqlab-port-claim-{port}")
+        except OSError:  # another process holds it
+            s.close()
+            return False
+        _claims[port] = (s, now)
+        return True
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
