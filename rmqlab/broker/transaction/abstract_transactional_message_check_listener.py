@@ -12,6 +12,7 @@ caller-runs); here it is a node task, so the walk does not wait for the send.
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 from rmqlab.broker.transaction.transaction_trace import trace_half
@@ -26,7 +27,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmqlab.broker")
 
 
-class AbstractTransactionalMessageCheckListener:
+class AbstractTransactionalMessageCheckListener(ABC):
+    """Java's abstract class: a broker uses DefaultTransactionalMessageCheckListener, which says
+    what becomes of a half message whose checks ran out."""
+
     def __init__(self, broker: BrokerController):
         self.broker = broker
 
@@ -64,5 +68,7 @@ class AbstractTransactionalMessageCheckListener:
         trace_half(self.broker, msg_ext, "ESCAPED", "Escaped transactional half message to another broker, "
                    f"uniqKey={msg_ext.properties.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)}")
 
+    @abstractmethod
     async def resolve_discard_msg(self, msg_ext: MessageExt) -> None:
-        raise NotImplementedError
+        """``resolveDiscardMsg``: a half message checked transactionCheckMax times, or older than
+        the commit log's retention, is given up."""
