@@ -481,14 +481,10 @@ class MQClientInstance:
         """CHECK_TRANSACTION_STATE (oneway, from a broker; ``ClientRemotingProcessor.checkTransactionState``):
         the message's PGROUP picks the producer, which answers with END_TRANSACTION."""
         from rmqlab.common.message.message_const import MessageConst
-        from rmqlab.common.message.message_decoder import decode
-        from rmqlab.remoting.protocol.header.check_transaction_state_request_header import (
-            CheckTransactionStateRequestHeader)
+        from rmqlab.remoting.protocol.header.check_transaction_state_request_header import decode_check_request
 
-        header = CheckTransactionStateRequestHeader.decode(request)
-        try:
-            msg_ext = decode(request.body or b"")
-        except (ValueError, IndexError):
+        header, msg_ext = decode_check_request(request)
+        if msg_ext is None:
             log.warning("checkTransactionState, decode message failed")
             return None
         group = msg_ext.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP)

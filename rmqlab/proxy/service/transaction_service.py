@@ -246,16 +246,12 @@ class TransactionService:
     async def process_check_transaction_state(self, channel: Any, request: Any) -> None:
         """CHECK_TRANSACTION_STATE from a broker (oneway): remember where the half message is, then
         ask one producer of its group through its Telemetry stream."""
-        from rmqlab.common.message.message_decoder import decode
         from rmqlab.proto.v2 import service_pb2 as spb
         from rmqlab.proxy.grpc.v2.grpc_converter import build_message
-        from rmqlab.remoting.protocol.header.check_transaction_state_request_header import (
-            CheckTransactionStateRequestHeader)
+        from rmqlab.remoting.protocol.header.check_transaction_state_request_header import decode_check_request
 
-        header = CheckTransactionStateRequestHeader.decode(request)
-        try:
-            msg_ext = decode(request.body or b"")
-        except (ValueError, IndexError):
+        header, msg_ext = decode_check_request(request)
+        if msg_ext is None:
             log.warning("checkTransactionState, decode message failed")
             return None
         group = msg_ext.properties.get(MC.PROPERTY_PRODUCER_GROUP)

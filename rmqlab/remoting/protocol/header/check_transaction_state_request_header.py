@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rmqlab.common.message.message import MessageExt
+from rmqlab.common.message.message_decoder import decode
 from rmqlab.remoting.protocol.header.command_custom_header import LONG, STRING, CommandCustomHeader, header_field
 
 
@@ -23,3 +25,14 @@ class CheckTransactionStateRequestHeader(CommandCustomHeader):
     transaction_id: str | None = header_field("transactionId", STRING)
     offset_msg_id: str | None = header_field("offsetMsgId", STRING)
     broker_name: str | None = header_field("brokerName", STRING)
+
+
+def decode_check_request(request) -> tuple[CheckTransactionStateRequestHeader, MessageExt | None]:
+    """A CHECK_TRANSACTION_STATE request: its header, and its body's half message (real topic and
+    queue restored by the broker), or None when the body does not decode (logged by the caller, as
+    ``ClientRemotingProcessor.checkTransactionState`` does, and the broker checks again)."""
+    header = CheckTransactionStateRequestHeader.decode(request)
+    try:
+        return header, decode(request.body or b"")
+    except (ValueError, IndexError):
+        return header, None
