@@ -1,0 +1,13 @@
+"""DLedger: the Raft library RocketMQ's DLedger CommitLog mode puts in the data path.
+
+Mirrors openmessaging/dledger 0.3.1.2 (the version RocketMQ pins), package
+io.openmessaging.storage.dledger. It is written here rather than borrowed from pysyncobj (which
+the controller uses) because what DLedger mode teaches is what a Raft *commitlog* costs: every
+message is a log entry that a majority must store before the producer hears SEND_OK.
+
+  DLedgerConfig        one member's settings, with DLedger's defaults
+  MemberState          role, term, vote, leader; the term and vote persisted in <root>/currterm
+  entry/               DLedgerEntry and its 48-byte header
+  store/               DLedgerStore (abstract), the in-memory store, the mapped-file store
+  protocol/            request and response codes and bodies
+"""

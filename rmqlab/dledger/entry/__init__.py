@@ -1,0 +1,1 @@
+"""A DLedger log entry and its byte layout."""

@@ -1,0 +1,1 @@
+"""DLedger's RPC vocabulary: request and response codes, the request/response bodies."""

@@ -1,0 +1,1 @@
+"""DLedger's log stores: the abstract DLedgerStore, the in-memory one, the mapped-file one."""
