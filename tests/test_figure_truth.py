@@ -327,3 +327,38 @@ def test_bootstrap_installs_a_cjk_font_beside_chromium(monkeypatch, tmp_path):
     installs = [c for c in calls if c[0].endswith("apt-get") and "install" in c]
     assert installs and "fonts-noto-cjk" in installs[0] and "chromium" not in installs[0]
     assert bootstrap.cjk_font_installed()
+
+
+# --- orderly consumption: each order's steps as the group consumed them ----------------------------------
+def test_orderly_figure_marks_a_step_after_a_later_one_a_repeat_and_a_step_never_consumed():
+    from rmqlab.viz.orderly import ordered_consumes, ordered_consumption_figure
+    tr = Trace()
+    for step in range(3):
+        for order in ("o-1", "o-2"):
+            op = tr.invoke(1.0, "producer", "send", {"topic": "T", "keys": order, "tags": f"step{step}"})
+            tr.complete(1.01, "producer", op, "send", "ok", {"send_status": "SEND_OK"})
+
+    def consume(t_s, node, order, step):
+        op = tr.invoke(t_s, node, "consume", {"topic": "T", "keys": order, "tags": f"step{step}", "queue_id": 1,
+                                              "orderly": True})
+        tr.complete(t_s, node, op, "consume", "ok", "SUCCESS")
+
+    for t_s, node, step in ((2.0, "c2", 0), (2.1, "c2", 1), (2.2, "c1", 0), (2.3, "c2", 2), (2.4, "c1", 1)):
+        consume(t_s, node, "o-1", step)
+    consume(2.5, "c2", "o-2", 0)  # o-2's steps 1 and 2 never consumed
+    seen = [(c.consumer, c.step, c.behind, c.again) for c in ordered_consumes(tr.events, "T") if c.order == "o-1"]
+    assert seen == [("c2", 0, False, False), ("c2", 1, False, False), ("c1", 0, True, True),
+                    ("c2", 2, False, False), ("c1", 1, True, True)]
+    fig = ordered_consumption_figure({"run": tr.events}, "T")
+    drawn = {}
+    for t in fig.data:
+        for x, y, text in zip(t.x or (), t.y or (), t.text or ()):
+            if x is not None:
+                drawn[(y, x)] = (t.name, text)
+    assert drawn[("o-1", 3)] == ("consumer c1", "0") and drawn[("o-1", 5)] == ("consumer c1", "1")
+    rings = [t for t in fig.data if t.name == "consumer c1" and t.x and t.x[0] is not None][0].marker.line.color
+    assert list(rings) == ["#d62728", "#d62728"]  # both of c1's consumptions came after a later step
+    assert {k: v for k, v in drawn.items() if v[0].startswith("sent, not consumed")} == {
+        ("o-2", 2): ("sent, not consumed by the run's end", "step 1"),
+        ("o-2", 3): ("sent, not consumed by the run's end", "step 2")}
+    assert "after a later step (out of order)" in {t.name for t in fig.data}
