@@ -138,6 +138,7 @@ class DLedgerMmapFileStore(DLedgerStore):
         self._flush_timer: Timer | None = None
         self._flush_due_ms = 0.0
         self._running = False
+        self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
     def startup(self) -> None:
@@ -149,6 +150,8 @@ class DLedgerMmapFileStore(DLedgerStore):
     def shutdown(self) -> None:
         """Flush data and index (one file each, as DLedger), write the checkpoint, stop; then
         unmap (DLedger leaves the files mapped until the JVM exits)."""
+        if self._closed:
+            return
         self.data_file_list.flush(0)
         self.index_file_list.flush(0)
         self.persist_check_point()
@@ -160,6 +163,7 @@ class DLedgerMmapFileStore(DLedgerStore):
 
     def _stop(self) -> None:
         self._running = False
+        self._closed = True
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -335,8 +339,8 @@ class DLedgerMmapFileStore(DLedgerStore):
         _require(size > HEADER_SIZE, f"Size {size} should > {HEADER_SIZE}")
         _require(pos == mf.file_from_offset, f"pos {pos} != {mf.file_from_offset}")
         _require(body_size + BODY_OFFSET == size, f"size {size} != {body_size} + {BODY_OFFSET}")
-        sbr = self.index_file_list.get_data(entry_index * INDEX_UNIT_SIZE) if entry_index >= 0 else None
-        _require(sbr is not None and sbr.size >= INDEX_UNIT_SIZE, f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
+        sbr = self.index_file_list.get_data(entry_index * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE) if entry_index >= 0 else None
+        _require(sbr is not None, f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
         magic_i, pos_i, size_i, index_i, term_i = coder.decode_index(sbr.byte_buffer)
         _require(magic == magic_i, f"magic {magic} != {magic_i}")
         _require(size == size_i, f"size {size} != {size_i}")
@@ -367,8 +371,8 @@ class DLedgerMmapFileStore(DLedgerStore):
         return entry_index, entry_term
 
     def _compare_index_unit(self, absolute_pos: int, magic: int, size: int, entry_index: int, entry_term: int) -> None:
-        sbr = self.index_file_list.get_data(entry_index * INDEX_UNIT_SIZE) if entry_index >= 0 else None
-        _require(sbr is not None and sbr.size >= INDEX_UNIT_SIZE, f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
+        sbr = self.index_file_list.get_data(entry_index * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE) if entry_index >= 0 else None
+        _require(sbr is not None, f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
         magic_i, pos_i, size_i, index_i, term_i = coder.decode_index(sbr.byte_buffer)
         _require(magic == magic_i, f"magic {magic} != {magic_i}")
         _require(size == size_i, f"size {size} != {size_i}")
