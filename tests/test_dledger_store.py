@@ -387,6 +387,27 @@ def test_truncate_into_an_earlier_file(stores, tmp_path):
     assert [store.get(i) for i in range(20)] == leader_entries
 
 
+
+def test_what_a_truncated_follower_writes_next_is_flushed(stores, tmp_path):
+    # After the cut, flushed_where is moved back to it (reviseDataFileListFlushedWhere): left in
+    # a file that no longer exists, no flush would ever reach the new entries.
+    leader_entries = follower_entries(stores(tmp_path / "leader"), 20)
+    store = stores(tmp_path / "f", self_id="n1", role="follower", leader_id="n0")
+    for e in leader_entries:
+        store.append_as_follower(e, 0, "n0")
+    flush_all(store)
+    assert store.get_flush_pos() > 2 * DATA_FILE
+    store.truncate(leader_entries[3], 0, "n0")
+    assert store.get_flush_pos() == leader_entries[3].pos + ENTRY
+    for e in leader_entries[4:10]:
+        store.append_as_follower(e, 0, "n0")
+    for _ in range(4):
+        store.flush()
+    store.kill()
+    crash_machine(root(store))
+    again = stores(tmp_path / "f", self_id="n1", role="follower", leader_id="n0")
+    assert again.get_ledger_end_index() == 9
+
 def test_truncate_beyond_the_end_rebuilds_the_log_at_that_entry(stores, tmp_path):
     # DLedgerMappedFileStoreTest.testTruncate, "truncate to the end": the follower lacks the
     # entry's position, so both lists are rebuilt there and the ledger begins at it.
