@@ -22,7 +22,10 @@ from rmqlab.dledger.member_state import MemberState
 from rmqlab.dledger.protocol.dledger_response_code import DLedgerException, DLedgerResponseCode
 from rmqlab.dledger.store.file.dledger_mmap_file_store import DLedgerMmapFileStore, DLedgerRecoveryError
 from rmqlab.dledger.store.file.mmap_file_list import MmapFileList
+from rmqlab.runtime.component import Component
 from rmqlab.runtime.page_cache import crash_machine
+from rmqlab.runtime.sim import Simulation
+from tests.sim_helpers import track
 
 PEERS = "n0-localhost:20911;n1-localhost:20912;n2-localhost:20913"
 DATA_FILE = 8 * 1024 + 8  # DLedger's tests: 8 * 1024 + MIN_BLANK_LEN
@@ -728,3 +731,53 @@ def test_the_flush_service_rolls_across_files_one_tick_each(stores, tmp_path):
     assert store.get_flush_pos() == store.get_write_pos()
     store.kill()
     assert all(t.cancelled for t in node.timers)
+
+
+# -- on the simulator ---------------------------------------------------------------------------
+
+class _Member(Component):
+    """A one-member group's leader appending an entry every 5 ms (virtual) on a simulated node."""
+
+    def __init__(self, appending: bool):
+        self.appending = appending
+        self.store: DLedgerMmapFileStore | None = None
+
+    async def start(self, node):
+        self.node = node
+        cfg = DLedgerConfig(store_base_dir=node.store_dir, self_id="n0", peers="n0-localhost:20911",
+                            mapped_file_size_for_entry_data=DATA_FILE, mapped_file_size_for_entry_index=INDEX_FILE)
+        ms = MemberState(cfg)
+        ms.change_to_leader(ms.curr_term)
+        self.store = DLedgerMmapFileStore(cfg, ms, node)
+        self.store.startup()
+        if self.appending:
+            node.call_later(5, self._append)
+
+    def _append(self):
+        self.store.append_as_leader(DLedgerEntry(body=body(self.store.get_ledger_end_index() + 1, 100)))
+        self.node.call_later(5, self._append)
+
+    async def shutdown(self):
+        self.store.shutdown()
+
+    def on_crash(self):
+        self.store.kill()
+
+
+def test_on_the_simulator_a_machine_crash_keeps_what_the_flush_service_flushed(tmp_path):
+    appending = [True]
+    sim = track(Simulation(seed=3, root_dir=str(tmp_path)))
+    sim.add_node("n0", lambda: _Member(appending[0]))
+    sim.start("n0")
+    sim.run_for(203)
+    store = sim.components["n0"].store
+    written = store.get_ledger_end_index()
+    flushed = [i for i in range(written + 1) if store.get(i).pos + 148 <= store.get_flush_pos()]
+    assert written >= 39 and 0 < len(flushed) < written + 1  # the last appends are not flushed yet
+    sim.nemesis.crash("n0")
+    appending[0] = False
+    sim.nemesis.restart("n0")
+    sim.run_for(1)
+    again = sim.components["n0"].store
+    assert again.get_ledger_end_index() == flushed[-1]
+    assert [again.get(i).body for i in flushed] == [body(i, 100) for i in flushed]
