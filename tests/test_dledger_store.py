@@ -242,6 +242,8 @@ def test_the_broker_reads_the_data_files_by_position(stores, tmp_path):
     sbr = files.get_data(e.pos, e.size)
     assert sbr.start_offset == e.pos and coder.decode(sbr.byte_buffer).body == body(8)
     assert files.get_data(e.pos + e.size, 1) is None  # not written yet
+    with files.find_mapped_file_by_offset(e.pos).view(e.pos - DATA_FILE, e.pos - DATA_FILE + 48) as header:
+        assert coder.decode_header(header)[2] == 8
     assert files.get_data(10 * DATA_FILE, 1) is None
 
 
@@ -569,6 +571,23 @@ def test_a_torn_tail_is_cut(stores, tmp_path, caplog):
         assert f.read(48) == bytes(48)  # the torn header was cut, not left behind
     assert again.append_as_leader(DLedgerEntry(body=b"after")).pos == DATA_FILE + 2 * ENTRY
 
+
+
+def test_a_tear_inside_a_body_is_not_seen_by_the_store_but_by_equals(stores, tmp_path):
+    # DLedger 0.3.1.2 never fills bodyCrc: an entry whose header reached the disk whole passes
+    # every recovery check, however little of its body did. What catches it is the leader's
+    # COMPARE, whose DLedgerEntry.equals compares the body: the follower's entry is then replaced.
+    store = stores(tmp_path)
+    fill(store, 9)
+    flush_all(store)
+    written = fill(store, 1)[0]
+    store.kill()
+    crash_machine(root(store), torn_bytes=lambda rel, n: 48 + 100 if rel.startswith("data") else 0)
+    again = stores(tmp_path)
+    assert again.get_ledger_end_index() == 9
+    kept = again.get(9)
+    assert kept.body[:100] == written.body[:100] and kept.body[100:] == bytes(BODY - 100)
+    assert kept != store_entry(written)
 
 def test_recovery_rewrites_index_units_that_disagree_with_the_data(stores, tmp_path):
     store = stores(tmp_path)

@@ -212,6 +212,11 @@ class DefaultMmapFile:
             return None
         return self._mm[pos:pos + size]
 
+    def view(self, pos: int = 0, end: int | None = None) -> memoryview:
+        """Zero-copy view of [pos, end) (end: the read position), for a reader that scans many
+        entries (select_mapped_buffer copies). Release it before the file is closed."""
+        return memoryview(self._mm)[pos:self.get_read_position() if end is None else end]
+
     def slice_byte_buffer(self) -> memoryview:
         """sliceByteBuffer: the whole mapping (recovery reads headers from it). Release the view
         (`with` or .release()) before the file is closed."""
