@@ -103,11 +103,6 @@ class _BadEntry(Exception):
     """A recovery check failed (DLedger's PreConditions.check inside the scan's try block)."""
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise _BadEntry(message)
-
-
 class DLedgerMmapFileStore(DLedgerStore):
     def __init__(self, dledger_config: DLedgerConfig, member_state: MemberState, node: Node | None = None,
                  page_cache: PageCache | None = None):
@@ -276,8 +271,8 @@ class DLedgerMmapFileStore(DLedgerStore):
                 if need_write_index:
                     unit = coder.encode_index(absolute_pos, size, magic, entry_index, entry_term)
                     index_pos = self.index_file_list.append(unit, use_blank=False)
-                    check(index_pos == entry_index * INDEX_UNIT_SIZE, DLedgerResponseCode.DISK_ERROR,
-                          f"Write index failed index={entry_index}")
+                    if index_pos != entry_index * INDEX_UNIT_SIZE:
+                        raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"Write index failed index={entry_index}")
                 last_entry_index = entry_index
                 last_entry_term = entry_term
                 process_offset += size
@@ -335,50 +330,71 @@ class DLedgerMmapFileStore(DLedgerStore):
         """The first loop of recover: does the file's first entry agree with its index unit?"""
         with mf.slice_byte_buffer() as view:
             magic, size, entry_index, entry_term, pos, _ch, _cc, _bc, body_size = coder.decode_header(view, 0)
-        _require(magic != BLANK_MAGIC_CODE and MAGIC_1 <= magic <= CURRENT_MAGIC, f"unknown magic={magic}")
-        _require(size > HEADER_SIZE, f"Size {size} should > {HEADER_SIZE}")
-        _require(pos == mf.file_from_offset, f"pos {pos} != {mf.file_from_offset}")
-        _require(body_size + BODY_OFFSET == size, f"size {size} != {body_size} + {BODY_OFFSET}")
+        if magic == BLANK_MAGIC_CODE or not MAGIC_1 <= magic <= CURRENT_MAGIC:
+            raise _BadEntry(f"unknown magic={magic}")
+        if size <= HEADER_SIZE:
+            raise _BadEntry(f"Size {size} should > {HEADER_SIZE}")
+        if pos != mf.file_from_offset:
+            raise _BadEntry(f"pos {pos} != {mf.file_from_offset}")
+        if body_size + BODY_OFFSET != size:
+            raise _BadEntry(f"size {size} != {body_size} + {BODY_OFFSET}")
         sbr = self.index_file_list.get_data(entry_index * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE) if entry_index >= 0 else None
-        _require(sbr is not None, f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
+        if sbr is None:
+            raise _BadEntry(f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
         magic_i, pos_i, size_i, index_i, term_i = coder.decode_index(sbr.byte_buffer)
-        _require(magic == magic_i, f"magic {magic} != {magic_i}")
-        _require(size == size_i, f"size {size} != {size_i}")
-        _require(entry_index == index_i, f"index {entry_index} != {index_i}")
-        _require(entry_term == term_i, f"term {entry_term} != {term_i}")
-        _require(pos_i == mf.file_from_offset, f"pos {mf.file_from_offset} != {pos_i}")
+        if magic != magic_i:
+            raise _BadEntry(f"magic {magic} != {magic_i}")
+        if size != size_i:
+            raise _BadEntry(f"size {size} != {size_i}")
+        if entry_index != index_i:
+            raise _BadEntry(f"index {entry_index} != {index_i}")
+        if entry_term != term_i:
+            raise _BadEntry(f"term {entry_term} != {term_i}")
+        if pos_i != mf.file_from_offset:
+            raise _BadEntry(f"pos {mf.file_from_offset} != {pos_i}")
         return entry_index
 
     @staticmethod
     def _check_entry(view, mf, rel: int, absolute_pos: int, magic: int, size: int,
                      last_entry_index: int, last_entry_term: int) -> tuple[int, int]:
         """The scan's checks on one entry, in DLedger's order; (index, term) when it is good."""
-        _require(rel + BODY_OFFSET <= mf.file_size, f"a header at {rel} runs past the file end")
+        if rel + BODY_OFFSET > mf.file_size:
+            raise _BadEntry(f"a header at {rel} runs past the file end")
         _m, _s, entry_index, entry_term, pos, _ch, _cc, _bc, body_size = coder.decode_header(view, rel)
-        _require(pos == absolute_pos, f"pos {pos} != {absolute_pos}")
-        _require(body_size + BODY_OFFSET == size, f"size {size} != {body_size} + {BODY_OFFSET}")
-        _require(rel + size <= mf.file_size, f"size {size} runs past the file end")  # Java: position() throws
-        _require(MAGIC_1 <= magic <= CURRENT_MAGIC,
-                 f"pos={absolute_pos} size={size} magic={magic} index={entry_index} term={entry_term} currMagic={CURRENT_MAGIC}")
-        if last_entry_index != -1:
-            _require(entry_index == last_entry_index + 1,
-                     f"pos={absolute_pos} size={size} magic={magic} index={entry_index} term={entry_term} "
-                     f"lastEntryIndex={last_entry_index}")
-        _require(entry_term >= last_entry_term,
-                 f"pos={absolute_pos} size={size} magic={magic} index={entry_index} term={entry_term} "
-                 f"lastEntryTerm={last_entry_term}")
-        _require(size > HEADER_SIZE, f"size {size} should > {HEADER_SIZE}")
+        if pos != absolute_pos:
+            raise _BadEntry(f"pos {pos} != {absolute_pos}")
+        if body_size + BODY_OFFSET != size:
+            raise _BadEntry(f"size {size} != {body_size} + {BODY_OFFSET}")
+        if rel + size > mf.file_size:
+            raise _BadEntry(f"size {size} runs past the file end")  # Java: position() throws
+        if not MAGIC_1 <= magic <= CURRENT_MAGIC:
+            raise _BadEntry(f"pos={absolute_pos} size={size} magic={magic} index={entry_index} term={entry_term} "
+                            f"currMagic={CURRENT_MAGIC}")
+        if last_entry_index != -1 and entry_index != last_entry_index + 1:
+            raise _BadEntry(f"pos={absolute_pos} size={size} magic={magic} index={entry_index} term={entry_term} "
+                            f"lastEntryIndex={last_entry_index}")
+        if entry_term < last_entry_term:
+            raise _BadEntry(f"pos={absolute_pos} size={size} magic={magic} index={entry_index} term={entry_term} "
+                            f"lastEntryTerm={last_entry_term}")
+        if size <= HEADER_SIZE:
+            raise _BadEntry(f"size {size} should > {HEADER_SIZE}")
         return entry_index, entry_term
 
     def _compare_index_unit(self, absolute_pos: int, magic: int, size: int, entry_index: int, entry_term: int) -> None:
         sbr = self.index_file_list.get_data(entry_index * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE) if entry_index >= 0 else None
-        _require(sbr is not None, f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
+        if sbr is None:
+            raise _BadEntry(f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
         magic_i, pos_i, size_i, index_i, term_i = coder.decode_index(sbr.byte_buffer)
-        _require(magic == magic_i, f"magic {magic} != {magic_i}")
-        _require(size == size_i, f"size {size} != {size_i}")
-        _require(entry_index == index_i, f"index {entry_index} != {index_i}")
-        _require(entry_term == term_i, f"term {entry_term} != {term_i}")
-        _require(absolute_pos == pos_i, f"pos {absolute_pos} != {pos_i}")
+        if magic != magic_i:
+            raise _BadEntry(f"magic {magic} != {magic_i}")
+        if size != size_i:
+            raise _BadEntry(f"size {size} != {size_i}")
+        if entry_index != index_i:
+            raise _BadEntry(f"index {entry_index} != {index_i}")
+        if entry_term != term_i:
+            raise _BadEntry(f"term {entry_term} != {term_i}")
+        if absolute_pos != pos_i:
+            raise _BadEntry(f"pos {absolute_pos} != {pos_i}")
 
     def revise_ledger_begin_index(self) -> None:
         """reviseLedgerBeginIndex: the first data file's first live entry is the ledger's begin; the
@@ -392,11 +408,14 @@ class DLedgerMmapFileStore(DLedgerStore):
     # -- appending ---------------------------------------------------------------------------
     def append_as_leader(self, entry: DLedgerEntry) -> DLedgerEntry:
         ms = self.member_state
-        check(ms.is_leader(), DLedgerResponseCode.NOT_LEADER, f"{ms.self_id} is {ms.role.name}")
-        check(not self.is_disk_full, DLedgerResponseCode.DISK_FULL, "disk full")
+        if not ms.is_leader():
+            raise DLedgerException(DLedgerResponseCode.NOT_LEADER, f"{ms.self_id} is {ms.role.name}")
+        if self.is_disk_full:
+            raise DLedgerException(DLedgerResponseCode.DISK_FULL, "disk full")
         data = coder.encode(entry)
         entry_size = len(data)
-        check(ms.transferee is None, DLedgerResponseCode.LEADER_TRANSFERRING, f"transferring to {ms.transferee}")
+        if ms.transferee is not None:
+            raise DLedgerException(DLedgerResponseCode.LEADER_TRANSFERRING, f"transferring to {ms.transferee}")
         next_index = self.ledger_end_index + 1
         entry.index = next_index
         entry.term = ms.curr_term
@@ -404,18 +423,22 @@ class DLedgerMmapFileStore(DLedgerStore):
         coder.set_index_term(data, next_index, ms.curr_term, CURRENT_MAGIC)
         pre_pos = self.data_file_list.pre_append(entry_size)
         entry.pos = pre_pos
-        check(pre_pos != -1, DLedgerResponseCode.DISK_ERROR, "preAppend failed")
+        if pre_pos == -1:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, "preAppend failed")
         coder.set_pos(data, pre_pos)
         for hook in self.append_hooks:
             with memoryview(data) as buffer:
                 hook(entry, buffer, BODY_OFFSET)
         data_pos = self.data_file_list.append(data)
-        check(data_pos != -1, DLedgerResponseCode.DISK_ERROR, "append failed")
-        check(data_pos == pre_pos, DLedgerResponseCode.DISK_ERROR, f"{data_pos} != {pre_pos}")
+        if data_pos == -1:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, "append failed")
+        if data_pos != pre_pos:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"{data_pos} != {pre_pos}")
         unit = coder.encode_index(data_pos, entry_size, CURRENT_MAGIC, next_index, ms.curr_term)
         index_pos = self.index_file_list.append(unit, use_blank=False)
-        check(index_pos == entry.index * INDEX_UNIT_SIZE, DLedgerResponseCode.DISK_ERROR,
-              f"index written at {index_pos}, not {entry.index * INDEX_UNIT_SIZE}")
+        if index_pos != entry.index * INDEX_UNIT_SIZE:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR,
+                                   f"index written at {index_pos}, not {entry.index * INDEX_UNIT_SIZE}")
         self.ledger_end_index += 1
         self.ledger_end_term = ms.curr_term
         if self.ledger_begin_index == -1:
@@ -426,24 +449,32 @@ class DLedgerMmapFileStore(DLedgerStore):
 
     def append_as_follower(self, entry: DLedgerEntry, leader_term: int, leader_id: str) -> DLedgerEntry:
         ms = self.member_state
-        check(ms.is_follower(), DLedgerResponseCode.NOT_FOLLOWER, f"role={ms.role.name}")
-        check(not self.is_disk_full, DLedgerResponseCode.DISK_FULL, "disk full")
+        if not ms.is_follower():
+            raise DLedgerException(DLedgerResponseCode.NOT_FOLLOWER, f"role={ms.role.name}")
+        if self.is_disk_full:
+            raise DLedgerException(DLedgerResponseCode.DISK_FULL, "disk full")
         data = coder.encode(entry)
         entry_size = len(data)
-        check(self.ledger_end_index + 1 == entry.index, DLedgerResponseCode.INCONSISTENT_INDEX,
-              f"{entry.index} != {self.ledger_end_index + 1}")
-        check(leader_term == ms.curr_term, DLedgerResponseCode.INCONSISTENT_TERM, f"{leader_term} != {ms.curr_term}")
-        check(leader_id == ms.leader_id, DLedgerResponseCode.INCONSISTENT_LEADER, f"{leader_id} != {ms.leader_id}")
+        if self.ledger_end_index + 1 != entry.index:
+            raise DLedgerException(DLedgerResponseCode.INCONSISTENT_INDEX,
+                                   f"{entry.index} != {self.ledger_end_index + 1}")
+        if leader_term != ms.curr_term:
+            raise DLedgerException(DLedgerResponseCode.INCONSISTENT_TERM, f"{leader_term} != {ms.curr_term}")
+        if leader_id != ms.leader_id:
+            raise DLedgerException(DLedgerResponseCode.INCONSISTENT_LEADER, f"{leader_id} != {ms.leader_id}")
         # Deviation: DLedger appends, then compares the position (a mismatch leaves the bytes
         # written past the ledger end); checking the position first leaves nothing behind.
         pre_pos = self.data_file_list.pre_append(entry_size)
-        check(pre_pos == entry.pos, DLedgerResponseCode.DISK_ERROR, f"{pre_pos} != {entry.pos}")
+        if pre_pos != entry.pos:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"{pre_pos} != {entry.pos}")
         data_pos = self.data_file_list.append(data)
-        check(data_pos == entry.pos, DLedgerResponseCode.DISK_ERROR, f"{data_pos} != {entry.pos}")
+        if data_pos != entry.pos:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"{data_pos} != {entry.pos}")
         unit = coder.encode_index(data_pos, entry_size, entry.magic, entry.index, entry.term)
         index_pos = self.index_file_list.append(unit, use_blank=False)
-        check(index_pos == entry.index * INDEX_UNIT_SIZE, DLedgerResponseCode.DISK_ERROR,
-              f"index written at {index_pos}, not {entry.index * INDEX_UNIT_SIZE}")
+        if index_pos != entry.index * INDEX_UNIT_SIZE:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR,
+                                   f"index written at {index_pos}, not {entry.index * INDEX_UNIT_SIZE}")
         self.ledger_end_term = entry.term
         self.ledger_end_index = entry.index
         if self.ledger_begin_index == -1:
@@ -455,11 +486,14 @@ class DLedgerMmapFileStore(DLedgerStore):
     def truncate(self, entry: DLedgerEntry, leader_term: int, leader_id: str) -> int:
         """Make the log end at the leader's `entry`; returns its index (the new ledger end)."""
         ms = self.member_state
-        check(ms.is_follower(), DLedgerResponseCode.NOT_FOLLOWER, f"role={ms.role.name}")
+        if not ms.is_follower():
+            raise DLedgerException(DLedgerResponseCode.NOT_FOLLOWER, f"role={ms.role.name}")
         data = coder.encode(entry)
         entry_size = len(data)
-        check(leader_term == ms.curr_term, DLedgerResponseCode.INCONSISTENT_TERM, f"term {leader_term} != {ms.curr_term}")
-        check(leader_id == ms.leader_id, DLedgerResponseCode.INCONSISTENT_LEADER, f"leaderId {leader_id} != {ms.leader_id}")
+        if leader_term != ms.curr_term:
+            raise DLedgerException(DLedgerResponseCode.INCONSISTENT_TERM, f"term {leader_term} != {ms.curr_term}")
+        if leader_id != ms.leader_id:
+            raise DLedgerException(DLedgerResponseCode.INCONSISTENT_LEADER, f"leaderId {leader_id} != {ms.leader_id}")
         try:
             existed_entry = entry == self.get(entry.index)
         except Exception:  # Java catches Throwable: an index outside the log is "not there"
@@ -472,24 +506,27 @@ class DLedgerMmapFileStore(DLedgerStore):
         if self.data_file_list.get_max_wrote_position() != truncate_pos:
             log.warning("[TRUNCATE] rebuild for data wrotePos: %d != truncatePos: %d",
                         self.data_file_list.get_max_wrote_position(), truncate_pos)
-            check(self.data_file_list.rebuild_with_pos(truncate_pos), DLedgerResponseCode.DISK_ERROR,
-                  f"rebuild data truncatePos={truncate_pos}")
+            if not self.data_file_list.rebuild_with_pos(truncate_pos):
+                raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"rebuild data truncatePos={truncate_pos}")
         self._revise_flushed_where(self.data_file_list, truncate_pos)
         if not existed_entry:
             data_pos = self.data_file_list.append(data)
-            check(data_pos == entry.pos, DLedgerResponseCode.DISK_ERROR, f" {data_pos} != {entry.pos}")
+            if data_pos != entry.pos:
+                raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f" {data_pos} != {entry.pos}")
         truncate_index_offset = entry.index * INDEX_UNIT_SIZE
         self.index_file_list.truncate_offset(truncate_index_offset)
         if self.index_file_list.get_max_wrote_position() != truncate_index_offset:
             log.warning("[TRUNCATE] rebuild for index wrotePos: %d != truncatePos: %d",
                         self.index_file_list.get_max_wrote_position(), truncate_index_offset)
-            check(self.index_file_list.rebuild_with_pos(truncate_index_offset), DLedgerResponseCode.DISK_ERROR,
-                  f"rebuild index truncatePos={truncate_index_offset}")
+            if not self.index_file_list.rebuild_with_pos(truncate_index_offset):
+                raise DLedgerException(DLedgerResponseCode.DISK_ERROR,
+                                       f"rebuild index truncatePos={truncate_index_offset}")
         self._revise_flushed_where(self.index_file_list, truncate_index_offset)
         unit = coder.encode_index(entry.pos, entry_size, entry.magic, entry.index, entry.term)
         index_pos = self.index_file_list.append(unit, use_blank=False)
-        check(index_pos == entry.index * INDEX_UNIT_SIZE, DLedgerResponseCode.DISK_ERROR,
-              f"index written at {index_pos}, not {entry.index * INDEX_UNIT_SIZE}")
+        if index_pos != entry.index * INDEX_UNIT_SIZE:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR,
+                                   f"index written at {index_pos}, not {entry.index * INDEX_UNIT_SIZE}")
         self.ledger_end_term = entry.term
         self.ledger_end_index = entry.index
         self.revise_ledger_begin_index()
@@ -516,25 +553,31 @@ class DLedgerMmapFileStore(DLedgerStore):
 
     # -- reading -----------------------------------------------------------------------------
     def _index_check(self, index: int) -> None:
-        check(index >= 0, DLedgerResponseCode.INDEX_OUT_OF_RANGE, f"{index} should gt 0")
-        check(index >= self.ledger_begin_index, DLedgerResponseCode.INDEX_LESS_THAN_LOCAL_BEGIN,
-              f"{index} should be gt {self.ledger_begin_index}, ledgerBeginIndex may be revised")
-        check(index <= self.ledger_end_index, DLedgerResponseCode.INDEX_OUT_OF_RANGE,
-              f"{index} should between {self.ledger_begin_index}-{self.ledger_end_index}")
+        if index < 0:
+            raise DLedgerException(DLedgerResponseCode.INDEX_OUT_OF_RANGE, f"{index} should gt 0")
+        if index < self.ledger_begin_index:
+            raise DLedgerException(DLedgerResponseCode.INDEX_LESS_THAN_LOCAL_BEGIN,
+                                   f"{index} should be gt {self.ledger_begin_index}, ledgerBeginIndex may be revised")
+        if index > self.ledger_end_index:
+            raise DLedgerException(DLedgerResponseCode.INDEX_OUT_OF_RANGE,
+                                   f"{index} should between {self.ledger_begin_index}-{self.ledger_end_index}")
 
     def get_entry_pos_and_size(self, index: int) -> tuple[int, int]:
         self._index_check(index)
         sbr = self.index_file_list.get_data(index * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE)
-        check(sbr is not None, DLedgerResponseCode.DISK_ERROR, f"Get null index for {index}")
+        if sbr is None:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"Get null index for {index}")
         _magic, pos, size, _index, _term = coder.decode_index(sbr.byte_buffer)
         return pos, size
 
     def get(self, index: int) -> DLedgerEntry:
         pos, size = self.get_entry_pos_and_size(index)
         sbr = self.data_file_list.get_data(pos, size)
-        check(sbr is not None, DLedgerResponseCode.DISK_ERROR, f"Get null data for {index}")
+        if sbr is None:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"Get null data for {index}")
         entry = coder.decode(sbr.byte_buffer)
-        check(pos == entry.pos, DLedgerResponseCode.DISK_ERROR, f"{pos} != {entry.pos}")
+        if pos != entry.pos:
+            raise DLedgerException(DLedgerResponseCode.DISK_ERROR, f"{pos} != {entry.pos}")
         return entry
 
     def get_ledger_end_index(self) -> int:
