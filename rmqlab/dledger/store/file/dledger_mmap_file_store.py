@@ -284,7 +284,8 @@ class DLedgerMmapFileStore(DLedgerStore):
                  process_offset - last_mapped_file.file_from_offset)
         if last_mapped_file.file_from_offset - process_offset > last_mapped_file.file_size:
             # DLedger: "[MONITOR]The processOffset is too small, you should check it manually before
-            # truncating the data from {}" and System.exit(-1). Nothing has been cut yet.
+            # truncating the data from {}" and System.exit(-1). The data files are untouched (only
+            # index units that disagreed with them were rewritten).
             holder = self.data_file_list.find_mapped_file_by_offset(process_offset)
             where = holder.file_name if holder is not None else self.data_file_list.store_path
             raise DLedgerRecoveryError(
