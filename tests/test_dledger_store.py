@@ -231,6 +231,7 @@ def test_a_file_of_another_size_stops_the_load(stores, tmp_path):
     with pytest.raises(DLedgerException) as err:
         stores(tmp_path, data_size=DATA_FILE * 2)
     assert err.value.code is DLedgerResponseCode.DISK_ERROR
+    assert f"{data_file(store, 0)}: {DATA_FILE} bytes, not the configured {2 * DATA_FILE}" in str(err.value)
 
 
 def test_the_broker_reads_the_data_files_by_position(stores, tmp_path):

@@ -179,11 +179,13 @@ class DLedgerMmapFileStore(DLedgerStore):
         if self.has_loaded:
             return
         self.has_loaded = True
-        if not self.data_file_list.load() or not self.index_file_list.load():
-            # DLedger: "Load file failed, this usually indicates fatal error" and System.exit(-1).
-            raise DLedgerException(DLedgerResponseCode.DISK_ERROR,
-                                   f"{self.dledger_config.get_default_path()}: a data or index file has another size "
-                                   "than mappedFileSizeForEntryData / mappedFileSizeForEntryIndex")
+        for file_list in (self.data_file_list, self.index_file_list):
+            if not file_list.load():
+                # DLedger: "Load file failed, this usually indicates fatal error" and System.exit(-1).
+                raise DLedgerException(DLedgerResponseCode.DISK_ERROR,
+                                       f"{file_list.bad_file}: {os.path.getsize(file_list.bad_file)} bytes, not the "
+                                       f"configured {file_list.mapped_file_size} (mappedFileSizeForEntryData / "
+                                       "mappedFileSizeForEntryIndex): delete old files before changing the size")
 
     # -- recovery ----------------------------------------------------------------------------
     def recover(self) -> None:

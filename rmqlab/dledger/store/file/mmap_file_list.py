@@ -51,6 +51,7 @@ class MmapFileList:
         self.mapped_files: list[DefaultMmapFile] = []
         self.flushed_where = 0
         self.committed_where = 0
+        self.bad_file: str | None = None  # the file that made `load` fail
 
     # -- shape -------------------------------------------------------------------------------
     def check_self(self) -> bool:
@@ -222,6 +223,7 @@ class MmapFileList:
             if os.path.getsize(path) != self.mapped_file_size:
                 log.warning("%s\t%d length not matched message store config value, please check it manually. "
                             "You should delete old files before changing mapped file size", path, os.path.getsize(path))
+                self.bad_file = path
                 return False
             mf = DefaultMmapFile(path, self.mapped_file_size, self.page_cache)
             mf.wrote_position = mf.flushed_position = mf.committed_position = self.mapped_file_size
