@@ -41,7 +41,10 @@ first bad or zero-size entry and cut data and index there. A cut more than a fil
 file would drop whole files of the log: DLedger logs and exits, here DLedgerRecoveryError names the
 file and offset. Then committed_index comes back from the checkpoint, clamped to the recovered end
 (logged as an error when that drops entries the checkpoint called committed: a machine crash can
-take entries a quorum had acknowledged from its page cache).
+take entries a quorum had acknowledged from its page cache). What these checks cannot see is a
+tear inside a body: 0.3.1.2 never fills bodyCrc, so an entry whose header reached the disk whole
+is kept however little of its body did; the leader's COMPARE (DLedgerEntry.equals compares the
+body) is what replaces it.
 
 Flushing: DLedger's FlushDataService thread flushes data and index every flushFileInterval (10 ms)
 and writes the checkpoint when more than checkPointInterval (3 s) passed since the last one. Here
