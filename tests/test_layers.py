@@ -15,7 +15,8 @@
     proto       proto                  the 5.x protocol (apache.rocketmq.v2, RocketMQ's rocketmq-proto
                                        artifact) and the framed transport that carries it in the simulator.
     client      client                 the 4.x remoting clients and the 5.x gRPC client.
-    storage     store | raft | dledger the broker's storage engine; the Raft library of the controller; DLedger.
+    dledger     dledger                DLedger, the Raft log under DLedger CommitLog mode (the store uses it).
+    storage     store | raft           the broker's storage engine; the Raft library of the controller.
     ha          ha                     master-slave replication of the commit log.
     controller  controller             broker liveness, master elections, sync state sets.
     servers     broker | namesrv       the broker; the name server, which may embed a controller (as
@@ -70,7 +71,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("remoting", ("remoting",)),
     ("proto", ("proto",)),
     ("client", ("client",)),
-    ("storage", ("store", "raft", "dledger")),
+    ("dledger", ("dledger",)),
+    ("storage", ("store", "raft")),
     ("ha", ("ha",)),
     ("controller", ("controller",)),
     ("servers", ("broker", "namesrv")),
