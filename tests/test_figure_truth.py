@@ -362,3 +362,36 @@ def test_orderly_figure_marks_a_step_after_a_later_one_a_repeat_and_a_step_never
         ("o-2", 2): ("sent, not consumed by the run's end", "step 1"),
         ("o-2", 3): ("sent, not consumed by the run's end", "step 2")}
     assert "after a later step (out of order)" in {t.name for t in fig.data}
+
+
+# --- DLedger: roles over time and the commit index --------------------------------------------------------
+def test_dledger_figure_greys_a_dead_member_and_holds_a_commit_index_only_while_its_leader_leads():
+    from rmqlab.viz.dledger import dledger_figure, role_segments
+
+    tr = Trace()
+
+    def role(t_s, node, role_, term, leader):
+        tr.add(t_s, node, "dledger.role", group="g", self_id=node, role=role_, term=term, leader=leader,
+               ledger_end_index=-1, ledger_end_term=-1)
+
+    for node in ("n0", "n1", "n2"):
+        role(0.0, node, "CANDIDATE", 0, None)
+    role(1.0, "n0", "LEADER", 1, "n0")
+    role(1.0, "n1", "FOLLOWER", 1, "n0")
+    role(1.0, "n2", "FOLLOWER", 1, "n0")
+    tr.add(1.5, "n0", "dledger.commit", group="g", self_id="n0", term=1, commit_index=4, previous=-1, acked=5,
+           ledger_end_index=4)
+    tr.add(2.0, "n0", "node.kill")
+    role(8.0, "n1", "LEADER", 2, "n1")
+    tr.add(9.0, "n1", "dledger.commit", group="g", self_id="n1", term=2, commit_index=9, previous=-1, acked=5,
+           ledger_end_index=9)
+    tr.add(12.0, "n2", "log", level="INFO", message="end")
+    segs = role_segments(tr.events)
+    assert [(s / 1000, e / 1000, r) for s, e, r, _ in segs["n0"]] == [(0.0, 1.0, "CANDIDATE"), (1.0, 2.0, "LEADER"),
+                                                                       (2.0, 12.0, "DOWN")]
+    fig = dledger_figure(tr.events)
+    lines = {t.name: (list(t.x), list(t.y)) for t in fig.data if t.type == "scatter"}
+    assert lines["commit index at n0"] == ([1.5, 2.0], [4, 4])      # ends with n0's leadership, at its death
+    assert lines["commit index at n1"] == ([9.0, 12.0], [9, 9])     # held to the end: n1 still leads
+    down = [t for t in fig.data if t.type == "bar" and t.name == "down"]
+    assert [(t.y[0], t.base[0], t.x[0]) for t in down] == [("n0", 2.0, 10.0)]
