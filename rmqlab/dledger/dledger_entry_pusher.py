@@ -32,7 +32,7 @@ from rmqlab.dledger.protocol.dledger_protocol_bodies import (AppendEntryResponse
                                                              PushEntryType)
 from rmqlab.dledger.protocol.dledger_protocol_core import decide_compare, quorum_index, revise_compare_index
 from rmqlab.dledger.protocol.dledger_response_code import DLedgerException, DLedgerResponseCode, check
-from rmqlab.dledger.shutdown_able_task import ShutdownAbleTask
+from rmqlab.dledger.shutdown_able_task import ShutdownAbleTask, node_loop
 
 if TYPE_CHECKING:
     from rmqlab.dledger.dledger_config import DLedgerConfig
@@ -57,9 +57,9 @@ class PusherRpc(Protocol):
 class TimeoutFuture(asyncio.Future):
     """TimeoutFuture: a future that knows when it was created and when it counts as timed out."""
 
-    def __init__(self, now_ms: float, timeout_ms: float = 1000):
-        super().__init__()
-        self.create_time_ms = now_ms
+    def __init__(self, node: Node, timeout_ms: float = 1000):
+        super().__init__(loop=node_loop(node))
+        self.create_time_ms = int(node.now_ms())
         self.time_out_ms = timeout_ms
 
     def is_time_out(self, now_ms: float) -> bool:
@@ -76,13 +76,13 @@ class TimeoutFuture(asyncio.Future):
 class AppendFuture(TimeoutFuture):
     """AppendFuture: the answer to one append, with the entry's position (-1 when it failed)."""
 
-    def __init__(self, now_ms: float, timeout_ms: float = 1000, pos: int = -1):
-        super().__init__(now_ms, timeout_ms)
+    def __init__(self, node: Node, timeout_ms: float = 1000, pos: int = -1):
+        super().__init__(node, timeout_ms)
         self.pos = pos
 
     @classmethod
-    def new_completed_future(cls, now_ms: float, pos: int, value) -> AppendFuture:
-        future = cls(now_ms, pos=pos)
+    def new_completed_future(cls, node: Node, pos: int, value) -> AppendFuture:
+        future = cls(node, pos=pos)
         future.set_result(value)
         return future
 
@@ -168,7 +168,7 @@ class DLedgerEntryPusher:
         """Park the leader's append until a quorum holds it (or maxWaitAckTimeMs passes)."""
         self.update_peer_water_mark(entry.term, self.member_state.self_id, entry.index)
         self.check_term_for_pending_map(entry.term)
-        future = AppendFuture(self.now(), self.dledger_config.max_wait_ack_time_ms, entry.pos)
+        future = AppendFuture(self.node, self.dledger_config.max_wait_ack_time_ms, entry.pos)
         old = self.pending_append_responses_by_term[entry.term].get(entry.index)
         self.pending_append_responses_by_term[entry.term][entry.index] = future
         if old is not None:
@@ -247,7 +247,11 @@ class QuorumAckChecker(ShutdownAbleTask):
             return None
         now = p.now()
         deadlines = [self.last_check_leak_time_ms + 1001 - now]
-        head = responses.get(self.last_quorum_index + 1)
+        # The next future the timeout check would reach: those it completed stay in the map, as in DLedger.
+        index = self.last_quorum_index + 1
+        while index in responses and responses[index].done():
+            index += 1
+        head = responses.get(index)
         if head is not None:
             deadlines.append(head.create_time_ms + head.time_out_ms - now)
         return max(0.0, min(deadlines))
@@ -610,7 +614,7 @@ class EntryHandler(ShutdownAbleTask):
         return self.pusher.dledger_store
 
     def handle_push(self, request: PushEntryRequest) -> TimeoutFuture:
-        future = TimeoutFuture(self.pusher.now(), PUSH_FUTURE_TIMEOUT_MS)
+        future = TimeoutFuture(self.node, PUSH_FUTURE_TIMEOUT_MS)
         if request.type is APPEND:
             if request.is_batch():
                 check(request.get_count() > 0, DLedgerResponseCode.UNEXPECTED_ARGUMENT, "empty batch")

@@ -142,7 +142,6 @@ class DLedgerServer:
         """handleAppend's future: completes when a quorum holds the entry, or at once on failure
         (with pos -1). The broker awaits it; handle_append is the RPC's view of it."""
         ms = self.member_state
-        now = self.node.now_ms()
         try:
             self._check_target(request)
             check(ms.is_leader(), DLedgerResponseCode.NOT_LEADER, f"{ms.self_id} is not the leader")
@@ -151,13 +150,13 @@ class DLedgerServer:
             if self.dledger_entry_pusher.is_pending_full(curr_term):
                 response = AppendEntryResponse(group=ms.group, code=DLedgerResponseCode.LEADER_PENDING_FULL,
                                                term=curr_term, leader_id=ms.self_id)
-                return AppendFuture.new_completed_future(now, -1, response)
+                return AppendFuture.new_completed_future(self.node, -1, response)
             entry = DLedgerEntry(body=request.body or b"")
             stored = self.dledger_store.append_as_leader(entry)
             return self.dledger_entry_pusher.wait_ack(stored)
         except DLedgerException as e:
             self.node.log.error("[%s][HandleAppend] failed: %s", ms.self_id, e)
-            return AppendFuture.new_completed_future(now, -1, _failed(AppendEntryResponse(), request, e, ms.leader_id))
+            return AppendFuture.new_completed_future(self.node, -1, _failed(AppendEntryResponse(), request, e, ms.leader_id))
 
     async def handle_append(self, request: AppendEntryRequest) -> AppendEntryResponse:
         return await self.append_future(request)

@@ -18,6 +18,13 @@ if TYPE_CHECKING:
     from rmqlab.runtime.node import Node, Timer
 
 
+def node_loop(node: Node) -> asyncio.AbstractEventLoop:
+    """The event loop the node runs on: the simulator's SimNode names it (a caller outside the loop,
+    a test or a notebook, may create futures for it); a real node runs in the running loop."""
+    loop = getattr(node, "loop", None)
+    return loop if loop is not None else asyncio.get_running_loop()
+
+
 class ShutdownAbleTask:
     def __init__(self, name: str, node: Node, log: logging.Logger | None = None):
         self.name = name
