@@ -101,7 +101,7 @@ def test_a_leader_is_elected_and_appends_are_acked_only_once_a_majority_stores_t
         sim.nemesis.set_delay([first], followers, 50, 50)
         watched = [append_watched(sim, first, b"m%d" % i, names) for i in range(10)]
         sim.run_until(lambda: all("response" in seen for _, seen in watched), timeout_ms=5_000, poll_ms=5)
-        for i, (future, seen) in enumerate(watched):
+        for i, (_future, seen) in enumerate(watched):
             assert seen["response"].code == Code.SUCCESS and seen["response"].index == i
             assert seen["holders"] >= majority, seen
         # Entries reach every member, in order, with the leader's term.
