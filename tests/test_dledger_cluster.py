@@ -238,3 +238,21 @@ def test_same_seed_same_trace(tmp_path):
     b = _scenario(7, tmp_path / "b")
     c = _scenario(8, tmp_path / "c")
     assert a == b != c
+
+
+def test_batch_push_replicates_and_acks_the_same_way(tmp_path):
+    sim, names = build(seed=5, n=3, root=tmp_path, is_enable_batch_push=True)
+    try:
+        first = elect(sim, names)
+        futures = [member(sim, first).append_future(b"b%d" % i) for i in range(20)]
+        sim.run_until(lambda: all(f.done() for f in futures), timeout_ms=5_000, poll_ms=5)
+        assert [f.result().code for f in futures] == [Code.SUCCESS] * 20
+        sim.run_until(lambda: set(ends(sim, names).values()) == {19}, timeout_ms=5_000, poll_ms=5)
+        for x in names:
+            assert [body_at(sim, x, i) for i in range(20)] == [b"b%d" % i for i in range(20)]
+        # Batches: fewer pushes than entries went from the leader to each follower.
+        pushes = [e for e in sim.tracer.events if e.kind == "frame.send" and e.node == first
+                  and e.fields.get("code") == DLedgerRequestCode.PUSH]
+        assert len(pushes) < 2 * 20
+    finally:
+        sim.close()
