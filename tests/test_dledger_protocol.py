@@ -394,3 +394,24 @@ def test_follower_truncate_then_append_replaces_its_tail(tmp_path):
     # A COMPARE clears the parked APPENDs (the leader starts over).
     assert _push(pusher, PushEntryType.COMPARE, 2, 2, b"new").code == Code.SUCCESS
     assert pusher.entry_handler.write_request_map == {}
+
+
+def test_dledger_frames_are_named_by_dledger_codes_in_the_trace(tmp_path):
+    """A vote request is VOTE (not the number), and DLedger's remoting code 200 is its SUCCESS, not
+    RocketMQ's TRANSACTION_SHOULD_COMMIT."""
+    from rmqlab.dledger.dledger_config import DLedgerConfig
+    from rmqlab.dledger.dledger_member import DLedgerMember
+    from rmqlab.runtime.sim import Simulation
+
+    sim = Simulation(seed=1, root_dir=str(tmp_path))
+    peers = ";".join(f"n{i}-127.0.0.1:{20911 + i}" for i in range(3))
+    for i in range(3):
+        sim.add_node(f"n{i}", lambda i=i: DLedgerMember(DLedgerConfig(group="g0", self_id=f"n{i}", peers=peers)))
+    try:
+        sim.start_all()
+        sim.run_for(3_000)
+        names = {(e.fields["code"], e.fields["name"]) for e in sim.tracer.events if e.kind == "frame.send"}
+        assert (51001, "VOTE") in names and (51002, "HEART_BEAT") in names and (200, "SUCCESS") in names
+        assert not any(name == "TRANSACTION_SHOULD_COMMIT" or name.isdigit() for _, name in names)
+    finally:
+        sim.close()

@@ -28,7 +28,7 @@ from rmqlab.dledger.protocol.request_or_response import RequestOrResponse
 from rmqlab.remoting.exceptions import RemotingCommandError, RemotingError
 from rmqlab.remoting.remoting_client import RemotingClient
 from rmqlab.remoting.remoting_command import RemotingCommand
-from rmqlab.remoting.remoting_helper import string_to_address
+from rmqlab.remoting.remoting_helper import get_request_code_desc, get_response_code_desc, string_to_address
 from rmqlab.remoting.remoting_server import RemotingServer
 
 if TYPE_CHECKING:
@@ -57,6 +57,20 @@ def wrap_request(code: DLedgerRequestCode, request: RequestOrResponse) -> Remoti
     return RemotingCommand.create_request_command(int(code), None, body=request.encode())
 
 
+def describe_request_code(code: int) -> str:
+    """A frame's name in the trace: DLedger's request codes by their DLedger names."""
+    try:
+        return DLedgerRequestCode(code).name
+    except ValueError:
+        return get_request_code_desc(code)
+
+
+def describe_response_code(code: int) -> str:
+    """DLedger answers with remoting code 200, its own SUCCESS (RocketMQ's 200 would read
+    TRANSACTION_SHOULD_COMMIT); the result proper is the body's `code`."""
+    return "SUCCESS" if code == int(DLedgerResponseCode.SUCCESS) else get_response_code_desc(code)
+
+
 def wrap_response(response: RequestOrResponse) -> RemotingCommand:
     """handleResponse: remoting code 200 (DLedger's SUCCESS), the response's JSON as the body."""
     return RemotingCommand.create_response_command(int(DLedgerResponseCode.SUCCESS), None, body=response.encode())
@@ -71,6 +85,9 @@ class DLedgerRpcNettyService:
         host, port = string_to_address(self.listen_address)
         self.remoting_server = RemotingServer(node, host, port)
         self.remoting_client = RemotingClient(node)
+        for remoting in (self.remoting_server, self.remoting_client):
+            remoting.describe_request_code = describe_request_code
+            remoting.describe_response_code = describe_response_code
         for code in (DLedgerRequestCode.METADATA, DLedgerRequestCode.APPEND, DLedgerRequestCode.GET,
                      DLedgerRequestCode.PULL, DLedgerRequestCode.PUSH, DLedgerRequestCode.VOTE,
                      DLedgerRequestCode.HEART_BEAT, DLedgerRequestCode.LEADERSHIP_TRANSFER):

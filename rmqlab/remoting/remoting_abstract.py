@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rmqlab.remoting.exceptions import RemotingCommandError
 from rmqlab.remoting.remoting_command import RemotingCommand
-from rmqlab.remoting.remoting_helper import clip, exception_simple_desc
+from rmqlab.remoting.remoting_helper import clip, exception_simple_desc, get_request_code_desc, get_response_code_desc
 from rmqlab.remoting.response_code import RemotingSysResponseCode
 
 if TYPE_CHECKING:
@@ -91,6 +91,11 @@ class RemotingAbstract:
         self._scan_channels: dict[RemotingChannel, None] = {}  # insertion-ordered: scanned in that order
         self._scan_timer: Any = None
         self._next_scan_ms = node.now_ms() + SCAN_INITIAL_DELAY_MS
+        # How the frame.* events name codes: RocketMQ's by default. A protocol of its own on this
+        # transport (DLedger's RPC: request codes 50000+, SUCCESS = 200) names its own, so a trace
+        # never calls a DLedger SUCCESS "TRANSACTION_SHOULD_COMMIT".
+        self.describe_request_code: Callable[[int], str] = get_request_code_desc
+        self.describe_response_code: Callable[[int], str] = get_response_code_desc
 
     def register_processor(self, request_code: int, processor: RequestProcessor | ProcessFunction) -> None:
         """Serve requests with ``request_code`` by ``processor`` (replacing any earlier one)."""

@@ -48,8 +48,7 @@ from rmqlab.remoting.exceptions import FrameError, RemotingCommandError, Remotin
     RemotingTimeoutError
 from rmqlab.remoting.frame_decoder import FRAME_MAX_LENGTH, FrameDecoder
 from rmqlab.remoting.remoting_command import RemotingCommand
-from rmqlab.remoting.remoting_helper import clip, exception_simple_desc, get_request_code_desc, \
-    get_response_code_desc, peer_address
+from rmqlab.remoting.remoting_helper import clip, exception_simple_desc, peer_address
 from rmqlab.remoting.response_code import RemotingSysResponseCode
 
 if TYPE_CHECKING:
@@ -196,7 +195,7 @@ class RemotingChannel:
         """One ``frame.send`` / ``frame.recv`` event. ``ext_fields``: a dict of the frame's own for
         ``frame.send`` (what ``encode_frame`` wrote, str values, nobody else holds it), the decoded
         command's for ``frame.recv`` (copied here: the processor gets the same dict)."""
-        describe = get_response_code_desc if cmd.is_response_type() else get_request_code_desc
+        describe = self.owner.describe_response_code if cmd.is_response_type() else self.owner.describe_request_code
         body = cmd.body
         remark = cmd.remark
         fields = {"proto": "remoting", "peer": self.remote_addr, "size": size, "code": cmd.code,
