@@ -89,11 +89,12 @@ def test_aligned_upgrade_with_the_operators_commands(tmp_path):
         c.stop_client("consumer")
         c.real.stop("broker-a-s")
         c.real.stop("broker-a")
-        # 3. Controller mode in both files (controllerAddr is already there: the controller's address).
+        # 3. Controller mode in both files (controllerAddr is already there: the controller's address),
+        #    and writes allowed again (RocketMQ's updateBrokerConfig would have written brokerPermission=4 there).
         for b in conf:
             assert properties(conf[b])["controllerAddr"] == c.controller_addr
             with open(conf[b], "a") as f:
-                f.write("enableControllerMode=true\n")
+                f.write("enableControllerMode=true\nbrokerPermission=6\n")
         # 4. The master first; the controller elects it; then the slave joins the SyncStateSet.
         c.nemesis.restart("broker-a")
         wait(lambda: c.master("broker-a") == "broker-a", 60, "broker-a elected")
@@ -101,7 +102,7 @@ def test_aligned_upgrade_with_the_operators_commands(tmp_path):
         c.nemesis.restart("broker-a-s")
         wait(lambda: admin("getSyncStateSet", "-a", c.controller_addr, "-b", "broker-a")
              .count("InSyncReplica:") == 2, 60, "both replicas in the SyncStateSet")
-        # 5. Writes again (the restart read the file: brokerPermission is back to read-write).
+        # 5. Writes again.
         c.nemesis.restart("consumer")
         c.start_client("after")
         wait(lambda: finished(c, "after"), 60, "the second producer's sends")

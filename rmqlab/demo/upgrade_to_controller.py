@@ -10,16 +10,17 @@ come online before the slave, "otherwise messages may be lost to truncation".
 The deployment is conf/2m-2s-async's four brokers (groups broker-a and broker-b, each a master and
 a slave) with one standalone controller (`rmqlab controller -c conf/controller/controller-n0.conf`)
 beside the classic name server: the compatibility table's "old name server + standalone
-controller". A producer sends every 20 ms and a push consumer consumes throughout; group broker-b
+controller". A producer sends every 100 ms and a push consumer consumes throughout; group broker-b
 keeps taking the writes while broker-a is down. Group broker-a is then upgraded, in one of three
 ways (CASES):
 
 * "aligned": the operator's procedure. Writes to the group are stopped (`updateBrokerConfig -k
   brokerPermission -v 4` on the master: the producer moves to broker-b), the slave catches up (the
   two brokers' commitLogMaxOffset are equal), both stop, both restart in controller mode, master
-  first. The restart reads the configuration file again, so the group is writable afterwards.
+  first, with brokerPermission=6 in the new configuration (RocketMQ's updateBrokerConfig writes
+  the read-only permission into the broker's file; docs/upgrade-to-controller-mode.md).
 * "master-first": no alignment. The slave stops first (as the docs' later upgrade notes advise) and
-  the asynchronous master acknowledges writes alone for a second before it stops: its log is
+  the asynchronous master acknowledges writes alone for two seconds before it stops: its log is
   longer. The old master restarts first, the controller elects it (the first broker of a never
   elected set to ask becomes master), then the old slave joins and catches up.
 * "slave-first": the same misalignment, but the old slave restarts first and is elected. What the
@@ -59,6 +60,7 @@ MASTER, SLAVE = "broker-a", "broker-a-s"
 TOPIC, CONSUMER_GROUP = "UpgradeTopic", "UpgradeGroup"
 CASES = ("aligned", "master-first", "slave-first")
 PERM_READ = 4                           # PermName.PERM_READ: brokerPermission 4 takes no writes
+PERM_READ_WRITE = 6                     # PERM_READ | PERM_WRITE, BrokerConfig's default
 SEND_EVERY_MS = 100
 # A classic slave copies the master's topics and consumer offsets every 60 s (SlaveSynchronize,
 # BrokerController.initializeBrokerScheduledTasks): a slave elected earlier would not know the topic.
@@ -114,7 +116,8 @@ def to_controller_mode(c: Cluster, broker: str) -> None:
     """The upgrade's configuration change, read when `broker` next starts (the simulator builds a
     restarted node from its template and the Cluster's overrides; on real processes the operator
     edits the broker's file the same way: docs/upgrade-to-controller-mode.md)."""
-    c.overrides[broker] = {"enableControllerMode": True, "controllerAddr": c.controller_addr}
+    c.overrides[broker] = {"enableControllerMode": True, "controllerAddr": c.controller_addr,
+                           "brokerPermission": PERM_READ_WRITE}
 
 
 def max_offset(c: Cluster, broker: str) -> int:
