@@ -33,8 +33,11 @@ acknowledged again.
 (ReplicasManager.startBasicService fails at its first step, "Failed to init controller metadata",
 and is retried every 5 s); until it succeeds the broker is isolated (BrokerController: "Skip
 register for broker is isolated"): no name server ever registers the group, and its store is a
-SLAVE's, which takes no writes. RocketMQ's BrokerController.start / ReplicasManager.start behave
-the same: the broker process runs, but it is never routed.
+SLAVE's, which takes no writes. RocketMQ agrees: BrokerController.recoverAndInitService builds
+the ReplicasManager fenced (setFenced(true): isolated, the store's running flags fenced), and only
+ReplicasManager.startBasicService reaching RUNNING unfences it; ReplicasManager.start retries it
+every 5 s. The broker process runs, but it is never routed. The name server of the last column
+warns at start that its controller keys have no effect (a ConfigWarning).
 
 Also: brokers registering without enableSlaveActingMaster in an acting-master deployment (RIP-32,
 conf/acting-master/): the name server rewrites the route of a group whose master is gone only for
