@@ -94,3 +94,18 @@ def test_misaligned_slave_first_loses_what_the_master_acknowledged_alone():
 def test_unknown_case_is_refused(case):
     with pytest.raises(ValueError, match="case must be one of"):
         run_upgrade(case)
+
+
+def test_an_empty_replica_joins_the_upgraded_group():
+    """After the aligned upgrade a third replica starts on an empty disk: it asks for the master's
+    first file (offset 0), inside epoch 1, and copies the whole log kept from before the upgrade.
+    Fails without the first epoch covering that log: offset 0 lies below every epoch."""
+    from rmqlab.demo.upgrade_to_controller import add_empty_replica, max_offset
+
+    run = upgraded("aligned")
+    c = run.cluster
+    third = add_empty_replica(c)
+    c.run_until(lambda: max_offset(c, third) == max_offset(c, MASTER)
+                and len(c.components[MASTER].replicas_manager.sync_state_set) == 3, 60_000, 500)
+    assert run.stopped_at[MASTER] < max_offset(c, third)
+    assert c.components[third].replicas_manager.get_epoch_entries()[0].start_offset == 0

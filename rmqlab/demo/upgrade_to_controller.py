@@ -219,3 +219,24 @@ def _resumed_at(events, since_seq: int) -> dict[int, int]:
             q = v["queue_id"]
             out[q] = min(out.get(q, v["queue_offset"]), v["queue_offset"])
     return out
+
+
+def add_empty_replica(c: Cluster, name: str = "broker-a-s2", port: int = 10951) -> str:
+    """A third replica of the upgraded group, in controller mode on an empty disk (how a group
+    grows to the three replicas the controller docs recommend). Returns its node name; it starts
+    at once."""
+    from rmqlab.broker import BrokerController
+    from rmqlab.config import load_broker_config
+
+    template = c.deployment.template_path(UPGRADE_MODE.brokers[SLAVE])
+    settings = {**c.deployment.broker_settings(SLAVE, c.sim.store_dir(name), c.namesrv_addr, c.controller_addr),
+                "storePathRootDir": c.sim.store_dir(name), "listenPort": port, "haListenPort": port + 1,
+                "brokerId": 2, "enableControllerMode": True}
+
+    def build():
+        broker = c.components[name] = BrokerController(load_broker_config(template, overrides=settings))
+        return broker
+
+    c.sim.add_node(name, build)
+    c.sim.start(name)
+    return name
