@@ -101,7 +101,7 @@ class UpgradeRun:
 def build(seed: int = 7, root_dir: str | None = None) -> Cluster:
     """The classic cluster running under the producer and the consumer, with a standalone
     controller that no broker uses yet."""
-    c = Cluster(UPGRADE_MODE, seed=seed, controllers=1, root_dir=root_dir, overrides={"*": {}})
+    c = Cluster(UPGRADE_MODE, seed=seed, controllers=1, root_dir=root_dir)
     c.add_consumer("consumer", topic=TOPIC, group=CONSUMER_GROUP, start=False)
     c.add_producer("producer", topic=TOPIC, interval_ms=SEND_EVERY_MS, start=False)
     c.start(60_000)
