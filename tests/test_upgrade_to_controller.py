@@ -21,17 +21,25 @@ def upgraded(case: str):
     return run
 
 
+@pytest.fixture(scope="module")
+def aligned():
+    """The aligned upgrade, shared by two tests (the second adds a replica to its cluster)."""
+    run = run_upgrade("aligned", seed=7)
+    yield run
+    run.cluster.close()
+
+
 def second_started_log(run, prefix: str) -> list:
     other = SLAVE if run.started_first == MASTER else MASTER
     return [e for e in run.cluster.events() if e.node == other and e.kind == "log"
             and e.fields.get("message", "").startswith(prefix)]
 
 
-def test_aligned_upgrade_keeps_every_acknowledged_message_and_the_consumer_offsets():
+def test_aligned_upgrade_keeps_every_acknowledged_message_and_the_consumer_offsets(aligned):
     """Writes stopped (brokerPermission 4), the slave caught up, both restarted in controller mode,
     master first: the controller elects the old master, the old slave joins the SyncStateSet,
     nothing acknowledged is lost and the restarted consumer resumes where it committed."""
-    run = upgraded("aligned")
+    run = aligned
     assert run.stopped_at[MASTER] == run.stopped_at[SLAVE] > 0, run.stopped_at
     assert run.elected == MASTER
     assert len(run.sync_state_set) == 2, run.sync_state_set
@@ -96,13 +104,13 @@ def test_unknown_case_is_refused(case):
         run_upgrade(case)
 
 
-def test_an_empty_replica_joins_the_upgraded_group():
+def test_an_empty_replica_joins_the_upgraded_group(aligned):
     """After the aligned upgrade a third replica starts on an empty disk: it asks for the master's
     first file (offset 0), inside epoch 1, and copies the whole log kept from before the upgrade.
     Fails without the first epoch covering that log: offset 0 lies below every epoch."""
     from rmqlab.demo.upgrade_to_controller import add_empty_replica, max_offset
 
-    run = upgraded("aligned")
+    run = aligned
     c = run.cluster
     third = add_empty_replica(c)
     c.run_until(lambda: max_offset(c, third) == max_offset(c, MASTER)
