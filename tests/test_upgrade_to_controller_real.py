@@ -118,3 +118,9 @@ def test_aligned_upgrade_with_the_operators_commands(tmp_path):
         assert epochs.count("#Epoch: EpochEntry{epoch=1, startOffset=0,") == 2, epochs
     finally:
         c.close()
+
+
+def test_broker_status_needs_a_broker_or_a_cluster():
+    done = subprocess.run([sys.executable, "-m", "rmqlab.cli", "admin", "brokerStatus", "-n", "127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "missing -b or -c" in done.stderr, (done.stdout, done.stderr)
