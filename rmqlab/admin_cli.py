@@ -3,7 +3,7 @@
     rmqlab admin clusterList      -n 127.0.0.1:9876
     rmqlab admin topicRoute       -n 127.0.0.1:9876 -t TopicTest
     rmqlab admin updateTopic      -n 127.0.0.1:9876 (-b 127.0.0.1:10911 | -c DefaultCluster) -t TopicTest [-r 4 -w 4]
-    rmqlab admin brokerStatus     -n 127.0.0.1:9876 -b 127.0.0.1:10911
+    rmqlab admin brokerStatus     -n 127.0.0.1:9876 (-b 127.0.0.1:10911 | -c DefaultCluster)
     rmqlab admin consumerProgress -n 127.0.0.1:9876 -g GroupName [-t TopicTest]
     rmqlab admin getBrokerConfig    -n 127.0.0.1:9876 -b 127.0.0.1:10911
     rmqlab admin updateBrokerConfig -n 127.0.0.1:9876 -b 127.0.0.1:10911 -k brokerPermission -v 4
@@ -94,8 +94,9 @@ def add_parser(sub) -> None:
     c.add_argument("-t", "--topic")
     c.add_argument("-r", "--readQueueNums", dest="read_queue_nums", type=int, default=8)
     c.add_argument("-w", "--writeQueueNums", dest="write_queue_nums", type=int, default=8)
-    c = command("brokerStatus", "print a broker's runtime information")
+    c = command("brokerStatus", "print a broker's runtime information, or every master's and slave's of a cluster")
     c.add_argument("-b", "--brokerAddr", dest="broker_addr")
+    c.add_argument("-c", "--clusterName", dest="cluster_name")
     c = command("consumerProgress", "print a consumer group's progress per queue")
     c.add_argument("-g", "--consumerGroup", dest="group")
     c.add_argument("-t", "--topic")
@@ -256,10 +257,24 @@ async def _update_topic(admin, args) -> int:
 
 
 async def _broker_status(admin, args) -> int:
-    _need(args, "broker_addr")
-    stats = await admin.fetch_broker_runtime_stats(args.broker_addr)
-    for key in sorted(stats.table):
-        print(f"{key:<45}: {stats.table[key]}")
+    if args.broker_addr:
+        stats = await admin.fetch_broker_runtime_stats(args.broker_addr)
+        for key in sorted(stats.table):
+            print(f"{key:<45}: {stats.table[key]}")
+        return 0
+    if not args.cluster_name:
+        raise ValueError("missing -b or -c")
+    # mqadmin's -c (CommandUtil.fetchMasterAndSlaveAddrByClusterName): every broker of the cluster,
+    # each line led by its address, e.g. to compare the commitLogMaxOffset of a group's members.
+    info = await admin.examine_broker_cluster_info()
+    names = info.cluster_addr_table.get(args.cluster_name.strip())
+    if not names:
+        raise ValueError(f"cluster {args.cluster_name} not found on the name server ({args.namesrv_addr})")
+    addrs = sorted({a for n in names if n in info.broker_addr_table for a in info.broker_addr_table[n].broker_addrs.values()})
+    for addr in addrs:
+        stats = await admin.fetch_broker_runtime_stats(addr)
+        for key in sorted(stats.table):
+            print(f"{addr:<24} {key:<32}: {stats.table[key]}")
     return 0
 
 

@@ -189,7 +189,17 @@ class AutoSwitchHAService(HAService):
                         [e for e in self.epoch_cache.get_all_entries() if e.start_offset >= max_phy_offset],
                         max_phy_offset, master_epoch)
             self.epoch_cache.truncate_suffix_by_offset(max_phy_offset)
-        self.append_epoch_entry(EpochEntry(master_epoch, max_phy_offset))
+        start = max_phy_offset
+        min_phy_offset = self.store.get_min_phy_offset()
+        if last is None and 0 <= min_phy_offset < max_phy_offset:
+            # Deviation: RocketMQ starts the first epoch at maxPhyOffset here too. A broker elected
+            # for the first time with a log already on disk (a master–slave group upgraded in place,
+            # docs/en/controller/deploy.md) then leaves that log outside every epoch, and a slave
+            # asking for an offset inside it (a shorter log, or an empty disk asking for the first
+            # file) is never served: AutoSwitchHAConnection finds no epoch for nextTransferFromWhere.
+            # The first epoch takes the log the first master holds.
+            start = min_phy_offset
+        self.append_epoch_entry(EpochEntry(master_epoch, start))
 
     def change_to_slave(self, new_master_addr: str | None, new_master_epoch: int, slave_id: int) -> bool:
         """changeToSlave: `slave_id` is this broker's controller-assigned id (sent in the handshake)."""
