@@ -15,8 +15,8 @@ from rmqlab.demo.upgrade_to_controller import GROUP, MASTER, SLAVE, run_upgrade
 from tests.sim_helpers import track
 
 
-def upgraded(case: str):
-    run = run_upgrade(case, seed=7)
+def upgraded(case: str, **options):
+    run = run_upgrade(case, seed=7, **options)
     track(run.cluster)
     return run
 
@@ -49,20 +49,36 @@ def test_aligned_upgrade_keeps_every_acknowledged_message_and_the_consumer_offse
     # The restarted consumer asks the new master for the offsets committed on the old one.
     assert run.resumed_at == run.committed_before and min(run.committed_before.values()) > 0, \
         (run.resumed_at, run.committed_before)
-    # The epoch file: epoch 1 holds the log the first master had (RocketMQ would start it at the
-    # maxPhyOffset of the first election; see rmqlab.demo.upgrade_to_controller); the slave took
-    # the master's entry, without truncating (its epoch file was empty).
-    assert run.epochs == {MASTER: [(1, 0)], SLAVE: [(1, 0)]}, run.epochs
+    # The epoch file: epoch 1 starts at the first master's maxPhyOffset, as RocketMQ's
+    # AutoSwitchHAService.changeToMaster writes it: the log kept from before is in no epoch. The
+    # slave took the master's entry, without truncating (its epoch file was empty).
+    s = run.stopped_at[MASTER]
+    assert run.epochs == {MASTER: [(1, s)], SLAVE: [(1, s)]}, run.epochs
     assert second_started_log(run, "doTruncate: the local epoch cache is empty")
     assert run.first_difference is None
 
 
-def test_misaligned_master_first_the_slave_catches_up_and_nothing_is_lost():
+def test_misaligned_master_first_leaves_the_slave_behind_for_good_as_rocketmqs_code_does(caplog):
     """The asynchronous master acknowledged writes alone after its slave stopped: its log is
-    longer. Started first, it is elected; the slave, whose log ends below the master's at the
-    upgrade, is served from there and catches up. Fails without the first epoch covering the
-    existing log: the slave then asks for an offset no epoch covers and is never served."""
+    longer. Started first, it is elected, with epoch 1 from its maxPhyOffset. The slave, whose log
+    ends below that, asks for an offset no epoch covers: never served (the order the docs recommend
+    loses nothing, but the group runs on one replica)."""
     run = upgraded("master-first")
+    assert run.stopped_at[MASTER] > run.stopped_at[SLAVE], run.stopped_at
+    assert run.elected == MASTER
+    assert run.epochs[MASTER] == [(1, run.stopped_at[MASTER])], run.epochs
+    assert run.max_offsets[SLAVE] == run.stopped_at[SLAVE] < run.stopped_at[MASTER] < run.max_offsets[MASTER]
+    assert len(run.sync_state_set) == 1, run.sync_state_set
+    assert any(r.getMessage().startswith(f"Failed to find an epochEntry to match nextTransferFromWhere "
+                                         f"{run.stopped_at[SLAVE]}") for r in caplog.records)
+    assert run.total_queue.valid and run.lost == 0, run.total_queue.stats
+
+
+def test_misaligned_master_first_with_rmqlabs_fix_the_slave_catches_up_and_nothing_is_lost():
+    """rmqlabFirstEpochFromMinOffset=true: the first epoch starts at the commitlog's min offset, so
+    it covers the log kept from before; the slave is served from where its log ends and catches up.
+    (The previous test is the same run without the fix.)"""
+    run = upgraded("master-first", first_epoch_from_min_offset=True)
     assert run.stopped_at[MASTER] > run.stopped_at[SLAVE], run.stopped_at
     assert run.elected == MASTER
     assert run.max_offsets[SLAVE] == run.max_offsets[MASTER] > run.stopped_at[MASTER], run.max_offsets
@@ -104,13 +120,26 @@ def test_unknown_case_is_refused(case):
         run_upgrade(case)
 
 
-def test_an_empty_replica_joins_the_upgraded_group(aligned):
+def test_an_empty_replica_never_joins_the_upgraded_group_as_rocketmqs_code_goes(aligned):
     """After the aligned upgrade a third replica starts on an empty disk: it asks for the master's
-    first file (offset 0), inside epoch 1, and copies the whole log kept from before the upgrade.
-    Fails without the first epoch covering that log: offset 0 lies below every epoch."""
+    first file (offset 0), below epoch 1 (which starts at the first master's maxPhyOffset): never
+    served, never in the SyncStateSet."""
     from rmqlab.demo.upgrade_to_controller import add_empty_replica, max_offset
 
-    run = aligned
+    c = aligned.cluster
+    third = add_empty_replica(c)
+    c.run_for(30_000)
+    assert max_offset(c, third) == 0
+    assert len(c.components[MASTER].replicas_manager.sync_state_set) == 2
+
+
+def test_with_rmqlabs_fix_an_empty_replica_joins_the_upgraded_group():
+    """rmqlabFirstEpochFromMinOffset=true: epoch 1 starts at offset 0; the empty replica copies the
+    whole log kept from before the upgrade and joins the SyncStateSet."""
+    from rmqlab.demo.upgrade_to_controller import add_empty_replica, max_offset
+
+    run = upgraded("aligned", first_epoch_from_min_offset=True)
+    assert run.epochs == {MASTER: [(1, 0)], SLAVE: [(1, 0)]}, run.epochs
     c = run.cluster
     third = add_empty_replica(c)
     c.run_until(lambda: max_offset(c, third) == max_offset(c, MASTER)

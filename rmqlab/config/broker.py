@@ -217,6 +217,14 @@ class MessageStoreConfig:
     # Controller mode's AutoSwitchHAConnection takes any ack as RocketMQ's does too; there the handshake
     # truncates a real slave to the master's history first, so only a forged ack is refused.
     rmqlabRejectImpossibleHaReport: bool = bool_field(False)
+    # Not a RocketMQ key either: an rmqlab-only fix, off by default so controller mode behaves as
+    # RocketMQ's. RocketMQ's first master of a group starts epoch 1 at its maxPhyOffset
+    # (AutoSwitchHAService.changeToMaster), so a log kept from before an in-place upgrade to
+    # controller mode lies below every epoch, and a slave that asks for an offset inside it (a
+    # shorter log, or an empty disk asking for the first file) is never served
+    # (AutoSwitchHAConnection: "Failed to find an epochEntry to match nextTransferFromWhere").
+    # True starts that first epoch at the commitlog's min offset instead, and such a slave catches up.
+    rmqlabFirstEpochFromMinOffset: bool = bool_field(False)
     brokerRole: BrokerRole = enum_field(BrokerRole.ASYNC_MASTER)
     flushDiskType: FlushDiskType = enum_field(FlushDiskType.ASYNC_FLUSH)
     syncFlushTimeout: int = int_field(1000 * 5, min=1)

@@ -36,9 +36,11 @@ whose epoch file is empty skips truncation (AutoSwitchHAClient.doTruncate: "Slav
 is empty, skip truncate log") and reports its max offset, from which the master transfers. With
 equal logs that offset is the first epoch's start and the transfer goes on. A shorter slave log asks
 for an offset below it, which no epoch covers (AutoSwitchHAConnection: "Failed to find an
-epochEntry to match nextTransferFromWhere"), and is never served; rmqlab's master therefore starts
-its first epoch at the commitlog's min offset when it already holds a log (a deviation, commented
-in rmqlab.ha.autoswitch.auto_switch_ha_service), so the master-first case catches up. A longer
+epochEntry to match nextTransferFromWhere"), and is never served: in RocketMQ's code the
+master-first order the docs recommend leaves the slave behind for good, out of the SyncStateSet, and
+so does a new replica on an empty disk (it asks for the first file). rmqlab can start the first
+epoch at the commitlog's min offset instead (rmqlabFirstEpochFromMinOffset=true, an rmqlab-only
+fix, off by default); then the master-first case and the new replica catch up. A longer
 slave log (slave-first) is not truncated at all: the old master reports its own max offset, is
 taken into the SyncStateSet, and holds bytes the new master never had — its commitlog diverges.
 """
@@ -112,12 +114,14 @@ def build(seed: int = 7, root_dir: str | None = None) -> Cluster:
     return c
 
 
-def to_controller_mode(c: Cluster, broker: str) -> None:
+def to_controller_mode(c: Cluster, broker: str, first_epoch_from_min_offset: bool = False) -> None:
     """The upgrade's configuration change, read when `broker` next starts (the simulator builds a
     restarted node from its template and the Cluster's overrides; on real processes the operator
-    edits the broker's file the same way: docs/upgrade-to-controller-mode.md)."""
+    edits the broker's file the same way: docs/upgrade-to-controller-mode.md).
+    `first_epoch_from_min_offset`: rmqlab's rmqlabFirstEpochFromMinOffset (module docstring)."""
     c.overrides[broker] = {"enableControllerMode": True, "controllerAddr": c.controller_addr,
-                           "brokerPermission": PERM_READ_WRITE}
+                           "brokerPermission": PERM_READ_WRITE,
+                           "rmqlabFirstEpochFromMinOffset": first_epoch_from_min_offset}
 
 
 def max_offset(c: Cluster, broker: str) -> int:
@@ -143,19 +147,21 @@ def stop_writes(c: Cluster, broker: str, timeout_ms: float = 30_000) -> None:
     c.run_until(lambda: max_offset(c, SLAVE) == max_offset(c, MASTER), timeout_ms)
 
 
-def run_upgrade(case: str, seed: int = 7, root_dir: str | None = None) -> UpgradeRun:
-    """Run one case of CASES; the caller closes `run.cluster`."""
+def run_upgrade(case: str, seed: int = 7, root_dir: str | None = None, *,
+                first_epoch_from_min_offset: bool = False) -> UpgradeRun:
+    """Run one case of CASES (RocketMQ's behaviour; `first_epoch_from_min_offset`: with rmqlab's
+    fix, module docstring); the caller closes `run.cluster`."""
     if case not in CASES:
         raise ValueError(f"case must be one of {', '.join(CASES)}, not {case!r}")
     c = build(seed, root_dir)
     try:
-        return _upgrade(c, case)
+        return _upgrade(c, case, first_epoch_from_min_offset)
     except BaseException:
         c.close()
         raise
 
 
-def _upgrade(c: Cluster, case: str) -> UpgradeRun:
+def _upgrade(c: Cluster, case: str, first_epoch_from_min_offset: bool) -> UpgradeRun:
     if case == "aligned":
         stop_writes(c, MASTER)
     c.stop_client("consumer")  # it commits its offsets to the master
@@ -172,7 +178,7 @@ def _upgrade(c: Cluster, case: str) -> UpgradeRun:
     stopped_at = {b: max_offset(c, b) for b in (MASTER, SLAVE)}
     log.info("%s: stopped at %s", case, stopped_at)
     for b in (MASTER, SLAVE):
-        to_controller_mode(c, b)
+        to_controller_mode(c, b, first_epoch_from_min_offset)
     first, second = (SLAVE, MASTER) if case == "slave-first" else (MASTER, SLAVE)
     restarted = c.sim.tracer.events[-1].seq
     c.nemesis.restart(first)

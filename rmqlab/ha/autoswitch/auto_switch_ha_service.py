@@ -191,13 +191,11 @@ class AutoSwitchHAService(HAService):
             self.epoch_cache.truncate_suffix_by_offset(max_phy_offset)
         start = max_phy_offset
         min_phy_offset = self.store.get_min_phy_offset()
-        if last is None and 0 <= min_phy_offset < max_phy_offset:
-            # Deviation: RocketMQ starts the first epoch at maxPhyOffset here too. A broker elected
-            # for the first time with a log already on disk (a master–slave group upgraded in place,
-            # docs/en/controller/deploy.md) then leaves that log outside every epoch, and a slave
-            # asking for an offset inside it (a shorter log, or an empty disk asking for the first
-            # file) is never served: AutoSwitchHAConnection finds no epoch for nextTransferFromWhere.
-            # The first epoch takes the log the first master holds.
+        if last is None and 0 <= min_phy_offset < max_phy_offset and \
+                self.config.rmqlabFirstEpochFromMinOffset:
+            # The rmqlab-only fix (off by default, see MessageStoreConfig): RocketMQ starts the
+            # first epoch at maxPhyOffset even when the broker already holds a log (a master–slave
+            # group upgraded in place), which then lies outside every epoch.
             start = min_phy_offset
         self.append_epoch_entry(EpochEntry(master_epoch, start))
 
