@@ -496,8 +496,10 @@ class AdminBrokerProcessor:
         paths, brokerRole) changes the value shown, not the running broker, until it restarts.
         Deviations: RocketMQ ignores an unknown key and a value that does not parse (MixAll.properties2Object
         swallows the error) and answers SUCCESS; here either is INVALID_PARAMETER naming the key and
-        nothing is changed. The new values live in memory only (RocketMQ also writes them to
-        brokerConfigPath, which its start-up does not read back)."""
+        nothing is changed. The new values live in memory only, another deviation: RocketMQ also
+        writes them to brokerConfigPath, which is the `-c` file when the broker was started with one
+        (BrokerStartup: BrokerPathConfigHelper.setBrokerConfigPath), so there a change survives a
+        restart; rmqlab does not rewrite an operator's file."""
         from rmqlab.config.errors import ConfigError
         from rmqlab.config.fields import BadValue, parse_text
         from rmqlab.config.properties import parse_properties
