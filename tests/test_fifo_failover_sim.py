@@ -2,11 +2,11 @@
 
 The set-up of tests/test_orderly_fifo_failover.py (which runs it on real processes with Apache's
 Python client), with rmqlab's 5.x client: controller-standalone, broker set broker-a of three
-replicas, a Cluster-mode Proxy re-reading routes and metadata every second, a FIFO topic of 4
-queues, an orderly group (consumeMessageOrderly). A producer sends a message every 40 ms in
-message groups g0, g1, g2 (message i in g<i mod 3>, one send after the other). The consumer does
-what the official clients' PushConsumer does for a FIFO group: one receive in flight per queue of
-its assignment (the Proxy assigns a FIFO group each queue; every receive pops all queues of the
+replicas, the lab's short controller timeouts, a Cluster-mode Proxy re-reading routes every
+second, a FIFO topic of 4 queues, an orderly group (consumeMessageOrderly). A producer sends a
+message every 40 ms in message groups g0, g1, g2 (message i in g<i mod 3>, one send after the
+other). The consumer works as the official clients' PushConsumer does for a FIFO group: several
+receives in flight (it keeps one per queue of its assignment, and each pops every queue of the
 broker), each batch consumed message after message, each message acked, a failed ack retried
 every second. Then the master gets SIGKILL.
 
@@ -15,25 +15,29 @@ group's metadata. `mqadmin updateTopic -c` / `updateSubGroup -c` write to the ma
 (tools CommandUtil.fetchMasterAddrByClusterName); a slave copies them in SlaveSynchronize.syncAll,
 every 10 s in controller mode (broker/.../controller/ReplicasManager.java, handleSlaveSynchronize).
 
-* Failover inside that window: the new master has neither. The first pop of the group creates it
-  with defaults (SubscriptionGroupManager.findSubscriptionGroupConfig, autoCreateSubscriptionGroup:
-  consumeMessageOrderly=false), as the first send creates the topic without message.type (from
-  TBW102, autoCreateTopicEnable). The Proxy's metadata cache, refreshed from a master of the
-  cluster (ClusterMetadataService), then reads consumeMessageOrderly=false, so its client settings
-  say fifo=false (GrpcClientSettingsManager) and ReceiveMessageActivity pops without `order`: no
-  per-queue block (ConsumerOrderInfoManager), a checkpoint per batch, several receives take
-  messages of one queue at once. A later message of a group is delivered before earlier ones:
-  order within the group is broken - RocketMQ's hazard, kept. FIFO sends are refused from then on
-  (the topic's type is NORMAL there).
-* Failover after the slaves synced: every pop on the new master is orderly and each group's
-  messages are first delivered in the order they were sent. The new master has its own consumer
-  offsets (copied at the last sync), so it hands out again what the old master had already
-  delivered: at least once, in order.
+* Failover inside that window: the new master has neither. The first request naming the group
+  (the Proxy's heartbeat or pop) creates it with defaults (SubscriptionGroupManager.
+  findSubscriptionGroupConfig, autoCreateSubscriptionGroup: consumeMessageOrderly=false), as the
+  first send creates the topic without message.type (createTopicInSendMessageMethod from TBW102,
+  autoCreateTopicEnable). The Proxy's metadata cache, refreshed from a master of the cluster
+  (ClusterMetadataService), then reads consumeMessageOrderly=false, so the client's settings say
+  fifo=false (GrpcClientSettingsManager) and ReceiveMessageActivity pops without `order`: no
+  per-queue block (ConsumerOrderInfoManager), a checkpoint per batch, and two receives hold
+  messages of one queue at once. A later message of a group is first delivered before earlier
+  ones: order within the group is broken - RocketMQ's hazard, kept. FIFO sends are refused from
+  then on (the topic's type is NORMAL there). rmqlab's Proxy re-reads metadata at its route
+  refresh period (1 s here); RocketMQ's every subscriptionGroupConfigCacheRefreshSeconds (20 s by
+  default): there the switch comes later, not never. Whether a run breaks the order depends on
+  where the kill falls: seed 2 with the kill 2.2 s after the clients started does.
+* Failover after the slaves copied them: every pop on the new master is orderly and each group's
+  messages are first delivered in the order they were sent. The new master has the consumer
+  offsets of its last copy, so it hands out again what the old master had already delivered:
+  at least once, in order.
 
 Not the cause: an orderly pop writes no checkpoint (PopMessageProcessor.popMsgFromQueue:
-ConsumerOrderInfoManager.update instead of appendCheckPoint), so no revived message comes late;
-the new master has no ConsumerOrderInfo of the old one's batches (it is not replicated), but with
-the group served orderly it replays the queue from its committed offset, which keeps the order.
+ConsumerOrderInfoManager.update instead of appendCheckPoint), so no revived message comes late.
+The new master has no ConsumerOrderInfo of the old master's batches (nothing replicates it):
+served orderly, it replays the queue from its own committed offset, which keeps the order.
 """
 
 from __future__ import annotations
@@ -246,7 +250,7 @@ def test_failover_before_the_slaves_copied_the_orderly_group_breaks_the_order_wi
 
 def test_failover_after_the_slaves_copied_the_orderly_group_keeps_each_group_in_order(tmp_path):
     run = fifo_failover(tmp_path, seed=2, kill_after_ms=2_200, synced=True)
-    c, old, new = run.c, run.old, run.new
+    c, new = run.c, run.new
     try:
         assert (run.orderly_at_kill[new], run.topic_type_at_kill[new]) == (True, "FIFO")
         assert (group_orderly(c, new), topic_type(c, new)) == (True, "FIFO")
