@@ -210,10 +210,10 @@ def test_failover_before_the_slaves_copied_the_orderly_group_breaks_the_order_wi
     c, old, new = run.c, run.old, run.new
     try:
         # The old master had the FIFO topic and the orderly group; the slave that took over had
-        # neither yet (created 2 s ago on the masters only; its next SlaveSynchronize was later).
+        # neither (created on the masters only, after that slave's last SlaveSynchronize).
         assert (group_orderly(c, old), topic_type(c, old)) == (True, "FIFO")
         assert (run.orderly_at_kill[new], run.topic_type_at_kill[new]) == (None, None)
-        # The new master created both with their defaults on the first pop and send.
+        # The new master created both with their defaults on the first requests naming them.
         assert (group_orderly(c, new), topic_type(c, new)) == (False, "NORMAL")
         pops = run.pops(new)
         orderly = [ordered for _, ordered, _ in pops]
