@@ -269,3 +269,55 @@ def test_failover_after_the_slaves_copied_the_orderly_group_keeps_each_group_in_
         assert again
     finally:
         c.close()
+
+
+def test_the_proxy_keeps_a_groups_config_when_a_refresh_finds_no_such_group():
+    """A master that does not have the group (a slave promoted before it copied it) answers
+    SUBSCRIPTION_GROUP_NOT_EXIST; RocketMQ's Proxy keeps the config it had (AbstractCacheLoader.
+    reload returns the old value when ClusterSubscriptionGroupConfigCacheLoader.getDirectly
+    throws), so the group stays FIFO until the new master has a config of its own for it. A first
+    load with no such group is None (RocketMQ's defaults)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from rmqlab.client.exceptions import MQBrokerException
+    from rmqlab.proxy.service.metadata_service import ClusterMetadataService
+    from rmqlab.remoting.protocol.subscription.subscription_group_config import SubscriptionGroupConfig
+    from rmqlab.remoting.response_code import ResponseCode
+
+    class Api:
+        def __init__(self):
+            self.groups = {GROUP: SubscriptionGroupConfig(GROUP, consume_message_orderly=True)}
+            self.asked = 0
+
+        async def get_broker_cluster_info(self, timeout_ms):
+            return SimpleNamespace(cluster_addr_table={"DefaultCluster": {"broker-a"}},
+                                   broker_addr_table={"broker-a": SimpleNamespace(broker_addrs={0: "127.0.0.1:10911"})})
+
+        async def get_subscription_group_config(self, addr, group, timeout_ms):
+            self.asked += 1
+            if group not in self.groups:
+                raise MQBrokerException(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker", addr)
+            return self.groups[group]
+
+    async def go():
+        api, clock = Api(), [0]
+        tasks = []
+        service = ClusterMetadataService(api, None, "DefaultCluster", lambda: clock[0], 1,
+                                         lambda coro, name: tasks.append(asyncio.ensure_future(coro)))
+        assert (await service.get_subscription_group_config(GROUP)).consume_message_orderly
+        assert await service.get_subscription_group_config("GID_nobody") is None
+        api.groups.clear()  # the master that answers now does not know the group
+        clock[0] += 1_000
+        assert (await service.get_subscription_group_config(GROUP)).consume_message_orderly  # refresh started
+        await asyncio.gather(*tasks)
+        assert api.asked == 3
+        assert (await service.get_subscription_group_config(GROUP)).consume_message_orderly
+        # Once that master has a config of its own for the group (created with defaults), it is the one.
+        api.groups[GROUP] = SubscriptionGroupConfig(GROUP)
+        clock[0] += 1_000
+        await service.get_subscription_group_config(GROUP)
+        await asyncio.gather(*tasks)
+        assert (await service.get_subscription_group_config(GROUP)).consume_message_orderly is False
+
+    asyncio.run(go())
