@@ -78,9 +78,11 @@ class ClusterMetadataService:
         self._groups: dict[str, tuple[SubscriptionGroupConfig | None, int]] = {}
         self._refreshing: set[tuple[str, str]] = set()
 
-    async def _cached(self, table: dict, kind: str, key: str, load: Callable[[str], Any]):
+    async def _cached(self, table: dict, kind: str, key: str, load: Callable[[str], Any],
+                      reload: Callable[[str], Any] | None = None):
         """The cached value of `key`; loaded now when there is none, refreshed in the background
-        when it is older than the refresh period (the old value answers meanwhile)."""
+        (with `reload`, if given) when it is older than the refresh period (the old value answers
+        meanwhile, and stays when the refresh fails)."""
         entry = table.get(key)
         if entry is None:
             value = await load(key)
@@ -88,7 +90,7 @@ class ClusterMetadataService:
             return value
         if self.now_ms() - entry[1] >= self.refresh_ms and (kind, key) not in self._refreshing:
             self._refreshing.add((kind, key))
-            self._spawn(self._refresh(table, kind, key, load), name=f"proxy metadata refresh {key}")
+            self._spawn(self._refresh(table, kind, key, reload or load), name=f"proxy metadata refresh {key}")
         return entry[0]
 
     async def _refresh(self, table: dict, kind: str, key: str, load: Callable[[str], Any]) -> None:
@@ -115,10 +117,22 @@ class ClusterMetadataService:
         raise error or MQClientException(ResponseCode.TOPIC_NOT_EXIST, f"topic not found: {topic}")
 
     async def get_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
+        # A refresh that finds no such group keeps the config the Proxy had, as RocketMQ's
+        # AbstractCacheLoader.reload keeps the old value when getDirectly throws (the broker's
+        # SUBSCRIPTION_GROUP_NOT_EXIST): after a failover to a slave that has not copied the group
+        # yet, a FIFO group stays FIFO until that master has a config of its own for it. A first
+        # load with no such group is None.
         try:
-            return await self._cached(self._groups, "group", group, self._load_subscription_group_config)
+            return await self._cached(self._groups, "group", group, self._load_subscription_group_config,
+                                      self._reload_subscription_group_config)
         except _NoAnswer:
             return None  # RocketMQ's defaults this time; asked again at the next use
+
+    async def _reload_subscription_group_config(self, group: str) -> SubscriptionGroupConfig:
+        config = await self._load_subscription_group_config(group)
+        if config is None:
+            raise _NoAnswer(group)
+        return config
 
     async def _load_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         info = await self.api.get_broker_cluster_info(TIMEOUT_MS)
