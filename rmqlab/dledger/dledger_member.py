@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 from typing import Any
 
@@ -30,10 +29,10 @@ from rmqlab.dledger.dledger_server import DLedgerServer, StoreFactory
 from rmqlab.dledger.protocol.dledger_protocol_bodies import AppendEntryRequest, AppendEntryResponse
 from rmqlab.dledger.protocol.dledger_response_code import DLedgerResponseCode
 from rmqlab.runtime.component import Component
+from rmqlab.runtime.control_channel import CONTROL_HOST, listen_control
 from rmqlab.runtime.node import Node
 from rmqlab.runtime.real import run_process
 
-CONTROL_HOST = "127.0.0.1"
 
 
 class DLedgerMember(Component):
@@ -52,8 +51,7 @@ class DLedgerMember(Component):
         self.server = DLedgerServer(self.config, node, self.store_factory)
         await self.server.startup()
         if self.control_port is not None:
-            listener = await node.listen(CONTROL_HOST, self.control_port, self._serve_control)
-            self.control_port = listener.port
+            self.control_port = await listen_control(node, self.control_port, self.handle, "dledger-control")
 
     async def shutdown(self) -> None:
         if self.server is not None:
@@ -78,34 +76,6 @@ class DLedgerMember(Component):
                 "leader": ms.leader_id, "ledger_begin_index": store.get_ledger_begin_index(),
                 "ledger_end_index": store.get_ledger_end_index(), "ledger_end_term": store.get_ledger_end_term(),
                 "committed_index": store.get_committed_index()}
-
-    # -- the control channel -------------------------------------------------------------------------
-    async def _serve_control(self, reader: asyncio.StreamReader, writer: Any) -> None:
-        requests: set[asyncio.Task] = set()
-        try:
-            while line := await reader.readline():
-                task = self.node.spawn(self._answer(line, writer), name="dledger-control")
-                requests.add(task)
-                task.add_done_callback(requests.discard)
-        except ConnectionError:
-            pass
-        finally:
-            if requests:
-                await asyncio.gather(*requests, return_exceptions=True)
-            writer.close()
-
-    async def _answer(self, line: bytes, writer: Any) -> None:
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise ValueError("a request is a JSON object")
-        except ValueError as e:
-            reply: dict[str, Any] = {"ok": False, "error": f"bad request: {e}"}
-        else:
-            reply = {"id": request.get("id"), **await self.handle(request)}
-        if not writer.is_closing():
-            writer.write(json.dumps(reply).encode() + b"\n")
-            await writer.drain()
 
     async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")

@@ -22,8 +22,6 @@ concurrently, so a status query is not stuck behind a write that waits for a lea
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -31,10 +29,10 @@ from typing import Any
 from rmqlab.config.addresses import parse_dleger_peers
 from rmqlab.raft.counter import CounterReplica
 from rmqlab.raft.fail_reason import RaftError
+from rmqlab.runtime.control_channel import CONTROL_HOST, listen_control
 from rmqlab.runtime.node import Node
 from rmqlab.runtime.real import run_process
 
-CONTROL_HOST = "127.0.0.1"
 
 
 class ControlledCounterReplica(CounterReplica):
@@ -46,35 +44,7 @@ class ControlledCounterReplica(CounterReplica):
 
     async def start(self, node: Node) -> None:
         await super().start(node)
-        listener = await node.listen(CONTROL_HOST, self.control_port, self._serve_control)
-        self.control_port = listener.port
-
-    async def _serve_control(self, reader: asyncio.StreamReader, writer: Any) -> None:
-        requests: set[asyncio.Task] = set()
-        try:
-            while line := await reader.readline():
-                task = self.node.spawn(self._answer(line, writer), name="raft-control")
-                requests.add(task)
-                task.add_done_callback(requests.discard)
-        except ConnectionError:
-            pass
-        finally:
-            if requests:
-                await asyncio.gather(*requests, return_exceptions=True)
-            writer.close()
-
-    async def _answer(self, line: bytes, writer: Any) -> None:
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise ValueError("a request is a JSON object")
-        except ValueError as e:
-            reply: dict[str, Any] = {"ok": False, "error": f"bad request: {e}"}
-        else:
-            reply = {"id": request.get("id"), **await self.handle(request)}
-        if not writer.is_closing():
-            writer.write(json.dumps(reply).encode() + b"\n")
-            await writer.drain()
+        self.control_port = await listen_control(node, self.control_port, self.handle, "raft-control")
 
     async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """The reply fields for one control request."""
