@@ -14,19 +14,9 @@ import time
 
 import pytest
 
+from rmqlab.runtime.real_cluster import free_ports
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 class Members:

@@ -21,6 +21,7 @@ import pytest
 from rmqlab.raft import FailReason, RaftComponent, RaftError, clock
 from rmqlab.raft.counter import CounterReplica, agreed_leader, build, peer_map, scenario
 from rmqlab.raft.wire import decode_payload, encode_frame
+from rmqlab.runtime.real_cluster import free_ports
 from rmqlab.runtime.sim import Simulation
 from rmqlab.trace import trace_hash
 
@@ -367,18 +368,6 @@ def test_raft_modules_follow_the_house_rules():
 # ---------------------------------------------------------------------------------------------
 # Real runtime: three OS processes on 127.0.0.1
 # ---------------------------------------------------------------------------------------------
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
 
 class ProcessCluster:
     """Three counter_process replicas; `relay` puts a Relay between them (pysyncobj's bindAddress)."""
