@@ -344,20 +344,7 @@ class DLedgerMmapFileStore(DLedgerStore):
             raise _BadEntry(f"pos {pos} != {mf.file_from_offset}")
         if body_size + BODY_OFFSET != size:
             raise _BadEntry(f"size {size} != {body_size} + {BODY_OFFSET}")
-        sbr = self.index_file_list.get_data(entry_index * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE) if entry_index >= 0 else None
-        if sbr is None:
-            raise _BadEntry(f"index={entry_index} pos={entry_index * INDEX_UNIT_SIZE}")
-        magic_i, pos_i, size_i, index_i, term_i = coder.decode_index(sbr.byte_buffer)
-        if magic != magic_i:
-            raise _BadEntry(f"magic {magic} != {magic_i}")
-        if size != size_i:
-            raise _BadEntry(f"size {size} != {size_i}")
-        if entry_index != index_i:
-            raise _BadEntry(f"index {entry_index} != {index_i}")
-        if entry_term != term_i:
-            raise _BadEntry(f"term {entry_term} != {term_i}")
-        if pos_i != mf.file_from_offset:
-            raise _BadEntry(f"pos {mf.file_from_offset} != {pos_i}")
+        self._compare_index_unit(mf.file_from_offset, magic, size, entry_index, entry_term)
         return entry_index
 
     @staticmethod
