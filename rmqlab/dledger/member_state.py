@@ -15,6 +15,7 @@ import os
 
 from rmqlab.dledger.dledger_config import DLedgerConfig
 from rmqlab.dledger.protocol.dledger_response_code import DLedgerResponseCode, check
+from rmqlab.dledger.utils.io_utils import file_to_string, string_to_file, string_to_properties
 
 TERM_PERSIST_FILE = "currterm"
 TERM_PERSIST_KEY_TERM = "currTerm"
@@ -62,38 +63,18 @@ class MemberState:
         return os.path.join(self.dledger_config.get_default_path(), TERM_PERSIST_FILE)
 
     def _load_term(self) -> None:
-        try:
-            with open(self._term_file(), encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
+        text = file_to_string(self._term_file())
+        if text is None:
             return
-        props: dict[str, str] = {}
-        for line in text.splitlines():
-            line = line.strip()
-            if not line or line.startswith(("#", "!")) or "=" not in line:
-                continue
-            key, _, value = line.partition("=")
-            props[key.strip()] = value.strip()
+        props = string_to_properties(text)
         if TERM_PERSIST_KEY_TERM in props:
             self.curr_term = int(props[TERM_PERSIST_KEY_TERM])
         if TERM_PERSIST_KEY_VOTE_FOR in props:
             self.curr_vote_for = props[TERM_PERSIST_KEY_VOTE_FOR] or None
 
     def _persist_term(self) -> None:
-        path = self._term_file()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        data = f"{TERM_PERSIST_KEY_TERM}={self.curr_term}\n{TERM_PERSIST_KEY_VOTE_FOR}={self.curr_vote_for or ''}\n"
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(data)
-        try:
-            with open(path, encoding="utf-8") as f:
-                previous = f.read()
-        except FileNotFoundError:
-            previous = None
-        if previous is not None:
-            with open(path + ".bak", "w", encoding="utf-8") as f:
-                f.write(previous)
-        os.replace(path + ".tmp", path)
+        string_to_file(f"{TERM_PERSIST_KEY_TERM}={self.curr_term}\n{TERM_PERSIST_KEY_VOTE_FOR}={self.curr_vote_for or ''}\n",
+                       self._term_file())
 
     # -- transitions --------------------------------------------------------------------------------
 

@@ -71,6 +71,7 @@ from rmqlab.dledger.dledger_config import DLedgerConfig
 from rmqlab.dledger.entry import dledger_entry_coder as coder
 from rmqlab.dledger.entry.dledger_entry import BODY_OFFSET, HEADER_SIZE, DLedgerEntry
 from rmqlab.dledger.member_state import MemberState
+from rmqlab.dledger.utils.io_utils import file_to_string, string_to_file, string_to_properties
 from rmqlab.dledger.protocol.dledger_response_code import DLedgerException, DLedgerResponseCode, check
 from rmqlab.dledger.store.dledger_store import DLedgerStore
 from rmqlab.dledger.store.file.mmap_file_list import BLANK_MAGIC_CODE, MmapFileList
@@ -628,17 +629,8 @@ class DLedgerMmapFileStore(DLedgerStore):
         not fsync it; the machine-crash model keeps such small renamed files (see page_cache)."""
         try:
             values = (self.get_ledger_end_index(), self.get_committed_index())
-            data = f"{END_INDEX_KEY}={values[0]}\n{COMMITTED_INDEX_KEY}={values[1]}\n"
-            path = self._check_point_path()
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write(data)
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    previous = f.read()
-                with open(path + ".bak", "w", encoding="utf-8") as f:
-                    f.write(previous)
-            os.replace(path + ".tmp", path)
+            string_to_file(f"{END_INDEX_KEY}={values[0]}\n{COMMITTED_INDEX_KEY}={values[1]}\n",
+                           self._check_point_path())
             self._persisted_check_point = values
         except OSError:
             log.exception("Persist checkpoint failed")
@@ -646,21 +638,11 @@ class DLedgerMmapFileStore(DLedgerStore):
     def load_check_point(self) -> dict[str, str] | None:
         """loadCheckPoint: the properties, or None when there is no checkpoint."""
         try:
-            with open(self._check_point_path(), encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            return None
+            text = file_to_string(self._check_point_path())
         except OSError:
             log.exception("Load checkpoint failed")
             return None
-        props: dict[str, str] = {}
-        for line in text.splitlines():
-            line = line.strip()
-            if not line or line.startswith(("#", "!")) or "=" not in line:
-                continue
-            key, _, value = line.partition("=")
-            props[key.strip()] = value.strip()
-        return props
+        return None if text is None else string_to_properties(text)
 
     # -- the flush service -------------------------------------------------------------------
     def _wakeup(self) -> None:

@@ -1,0 +1,1 @@
+"""DLedger's small utilities."""
