@@ -405,6 +405,26 @@ _kind("ha.sync_state_set_change",
                 ("sync_state_set", "list", "the proposed SyncStateSet: broker ids, ascending"),
                 ("reason", "str", "why, in words, as the log line gives it")],
       optional=[("broker_id", "int|null", "the master's own broker id")])
+_DLEDGER_GROUP = ("group", "str", "the DLedger group (dLegerGroup)")
+_DLEDGER_SELF = ("self_id", "str", "the member's id in the group (dLegerSelfId)")
+_kind("dledger.role",
+      "A DLedger member's role, term or leader changed (DLedgerLeaderElector: changeRoleToLeader, "
+      "changeRoleToFollower, changeRoleToCandidate, and a candidate's nextTerm); `node` is the member's node.",
+      required=[_DLEDGER_GROUP, _DLEDGER_SELF,
+                ("role", "str", "the member's role now", ("CANDIDATE", "LEADER", "FOLLOWER")),
+                ("term", "int", "the member's current term (currTerm)"),
+                ("leader", "str|null", "the leader's id it knows of; null when none"),
+                ("ledger_end_index", "int", "the index of its last log entry (-1: empty log)"),
+                ("ledger_end_term", "int", "the term of its last log entry (-1: empty log)")])
+_kind("dledger.commit",
+      "A DLedger leader's commit index advanced: one QuorumAckChecker pass found that a majority of the group "
+      "(the leader included) holds the log up to `commit_index`, and completed the appends waiting on it; "
+      "`node` is the leader's node.",
+      required=[_DLEDGER_GROUP, _DLEDGER_SELF, ("term", "int", "the leader's term"),
+                ("commit_index", "int", "the new commit index (the quorum index of the term's watermarks)"),
+                ("previous", "int", "the commit index this leader had traced in the same term; -1 when none"),
+                ("acked", "int", "appends this pass acknowledged to their callers"),
+                ("ledger_end_index", "int", "the leader's own log end at that moment")])
 _kind("workload.start",
       "A workload's t=0: the cluster is up and its topics exist; fault and client times count from here; `node` "
       "is the workload runner.",
