@@ -204,6 +204,11 @@ class DefaultMessageStore:
                 cq = self.find_consume_queue(topic, int(qid))
                 cq.load()
 
+    def recover_topic_queue_table(self) -> None:
+        """recoverTopicQueueTable: each queue's next offset from its consume queue (a new DLedger
+        leader does this before it takes writes as master)."""
+        self._recover_topic_queue_table()
+
     def _recover_topic_queue_table(self) -> None:
         self.commit_log.topic_queue_table = {
             f"{cq.topic}-{cq.queue_id}": cq.get_max_offset_in_queue() for cq in self.consume_queues()}

@@ -121,6 +121,15 @@ class DLedgerCommitLogStore(DLedgerMmapFileStore):
         super().__init__(*args, **kwargs)
         self.committed_listeners: list[Callable[[], None]] = []
 
+    def shutdown(self) -> None:
+        """DLedgerServer.shutdown: flush data and index and write the checkpoint, as DLedger does,
+        but leave the files mapped: the message store's dispatcher reads them until the store is
+        released (DLedgerCommitLog.close)."""
+        if self._closed:
+            return
+        self.flush()
+        self.persist_check_point()
+
     def update_committed_index(self, term: int, new_committed_index: int) -> None:
         before = self.committed_pos
         super().update_committed_index(term, new_committed_index)
@@ -196,7 +205,8 @@ class DLedgerCommitLog(CommitLog):
         """The store is released: whatever did not go through shutdown() is a crash (nothing more
         is flushed); the node cancelled the server's tasks."""
         self.dledger_server.on_crash()
-        self.dledger_file_store.kill()
+        if not self.dledger_file_store._closed:
+            self.dledger_file_store.kill()
         super().close()
 
     # -- what the store reads ----------------------------------------------------------------
