@@ -367,3 +367,101 @@ def test_a_follower_machine_crash_and_restart_catches_up(tmp_path):
         assert result.valid, result
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_the_whole_group_restarts_and_serves_what_it_acknowledged(how):
+    """A clean stop (normal recovery: consume queues cut to DLedger's written end) or a process
+    crash of every member (abnormal recovery: the committed messages dispatched again)."""
+    c = dledger_cluster(seed=16)
+    try:
+        send(c, 15, "before")
+        c.run_for(2_000)  # every member's commit index, hence its consume queues, caught up
+        queues = {b: [c.components[b].message_store.get_max_offset_in_queue(TOPIC, q) for q in range(4)]
+                  for b in c.brokers}
+        for b in c.brokers:
+            if how == "stop":
+                c.sim.stop(b)
+            else:
+                c.nemesis.kill(b)
+        for b in c.brokers:
+            c.nemesis.restart(b)
+        c.run_until(lambda: c.master() is not None and all(
+            c.alive(b) and c.components[b].message_store is not None for b in c.brokers), 30_000)
+        in_queues = lambda b: [c.components[b].message_store.get_max_offset_in_queue(TOPIC, q)  # noqa: E731
+                               for q in range(4)]
+        # A leader becomes master only once its log is committed and dispatched.
+        assert in_queues(c.master()) == queues[c.master()]
+        c.run_for(3_000)  # the others learn the commit index with the next push or COMMIT (1 s idle)
+        for b in c.brokers:
+            assert c.components[b].message_store.load_report.last_exit_ok is (how == "stop")
+            assert in_queues(b) == queues[b]
+        c.run_for(35_000)
+        assert all(getattr(r, "send_status", None) is SendStatus.SEND_OK for r in send(c, 5, "after"))
+        read_all(c, "reader")
+        result = check_total_queue(c.events(), topic=TOPIC)
+        assert result.valid and result.stats["acknowledged"] == 21, result
+    finally:
+        c.close()
+
+
+def test_five_replicas_keep_writing_with_two_down_and_stop_with_three():
+    c = dledger_cluster(seed=17, mode="dledger-5")
+    try:
+        others = followers(c)
+        assert len(others) == 4
+        c.nemesis.kill(others[0])
+        c.nemesis.kill(others[1])
+        assert send_one(c, "three-of-five-2").send_status is SendStatus.SEND_OK  # 3 of 5: a majority
+        t = c.now_ms()
+        c.nemesis.kill(others[2])
+        assert broker_error(send_one(c, "two-of-five")) == (1, "in-sync replicas not enough")
+        assert not sent_ok_after(c, t)
+    finally:
+        c.close()
+
+
+def test_a_crashed_leader_does_not_dispatch_its_uncommitted_entries_on_recovery():
+    """Deviation from RocketMQ (which dispatches every written entry in abnormal recovery): the
+    entries the cut-off leader could not commit are truncated when it rejoins, so consume-queue
+    units for them would point at other messages' bytes."""
+    c = dledger_cluster(seed=18)
+    try:
+        leader, others = c.master(), followers(c)
+
+        def units(b):
+            cqs = c.components[b].message_store.consume_queue_table
+            return {q: cqs[(TOPIC, q)].get_units(0, 100) for q in range(4) if (TOPIC, q) in cqs}
+
+        c.run_for(100)
+        before = units(leader)
+        c.nemesis.partition([leader], others)
+        p = c.sim.components["p1"]["producer"]
+        for i in range(3):
+            c.sim.nodes["p1"].spawn(p.send(Message(TOPIC, f"cut-off-{i}".encode())))
+        c.run_for(1_000)
+        assert dledger_store(c, leader).get_ledger_end_index() > dledger_store(c, leader).get_committed_index()
+        c.nemesis.kill(leader)
+        c.nemesis.restart(leader)  # still cut off: its log keeps the uncommitted entries
+        c.run_until(lambda: c.components[leader].message_store is not None, 5_000)
+        assert c.components[leader].message_store.load_report.last_exit_ok is False
+        assert units(leader) == before
+        c.nemesis.kill(leader)
+        c.nemesis.heal()
+        c.run_until(lambda: c.master() not in (None, leader), 30_000)
+        c.run_for(35_000)
+        send(c, 10, "new-term")  # the new leader writes where the cut-off entries were
+        c.nemesis.restart(leader)
+        new = c.master()
+        c.run_until(lambda: c.components[leader].message_store is not None
+                    and dledger_store(c, leader).get_committed_index() == dledger_store(c, new).get_committed_index(),
+                    30_000)
+        c.run_for(2_000)
+        for q in range(4):
+            units = [c.components[b].message_store.consume_queue_table[(TOPIC, q)].get_units(0, 100)
+                     for b in (leader, new)]
+            assert units[0] == units[1], q
+        read_all(c, "reader")
+        assert check_total_queue(c.events(), topic=TOPIC).stats["lost"] == 0
+    finally:
+        c.close()

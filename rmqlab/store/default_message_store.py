@@ -101,6 +101,7 @@ class DefaultMessageStore:
         self.abort_file = cfg.get_abort_file()
         self.running = False
         self.ha_service = None  # set by the broker's HA service (set_ha_service)
+        self.load_report: StoreLoadReport | None = None  # what the last load() found
 
     def is_dledger(self) -> bool:
         """DLedger CommitLog mode (enableDLegerCommitLog)."""
@@ -187,8 +188,10 @@ class DefaultMessageStore:
                 pass
             crash_points.point("create", self.abort_file)
         self.running = True
-        return StoreLoadReport(last_exit_ok, scan, truncations, redispatched,
-                               self.reput_message_service.reput_from_offset, self.store_checkpoint.as_dict())
+        self.load_report = StoreLoadReport(last_exit_ok, scan, truncations, redispatched,
+                                           self.reput_message_service.reput_from_offset,
+                                           self.store_checkpoint.as_dict())
+        return self.load_report
 
     def _load_consume_queues(self) -> None:
         if not os.path.isdir(self.consume_queue_dir):
