@@ -86,6 +86,12 @@ class Deployment:
         values.update(host or {})
         return {**values, **self.mode.broker_overrides(name, self.overrides)}
 
+    def broker_peer_ids(self) -> dict[str, str]:
+        """Broker node -> its dLegerSelfId, for the brokers whose template sets one (DLedger
+        CommitLog mode); a backend gives each such member a DLedger address of its own."""
+        ids = {n.name: self.mode.broker_template_value(n.name, "dLegerSelfId") for n in self.brokers}
+        return {name: peer_id for name, peer_id in ids.items() if peer_id}
+
     def broker_template(self, name: str):
         """Broker `name`'s BrokerConfig as its template and the overrides give it (brokerName,
         brokerId, brokerClusterName, ...), without what a backend sets."""
