@@ -465,3 +465,18 @@ def test_a_crashed_leader_does_not_dispatch_its_uncommitted_entries_on_recovery(
         assert check_total_queue(c.events(), topic=TOPIC).stats["lost"] == 0
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"broker-n2": {"dLegerPeers": "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40999"}},
+     r"dLegerGroup RaftNode00: broker-n2's dLegerPeers \(n0-127.0.0.1:40911;n1-127.0.0.1:40912;"
+     r"n2-127.0.0.1:40999\) differ from broker-n0's"),
+    ({"broker-n1": {"dLegerSelfId": "n0"}}, r"broker-n0 and broker-n1 both have dLegerSelfId n0"),
+    ({"broker-n1": {"brokerName": "Other"}}, r"its members have different brokerNames \['Other', 'RaftNode00'\]"),
+])
+def test_members_that_describe_different_groups_are_refused_before_anything_starts(settings, message):
+    from rmqlab.cluster import MODES, DeploymentMode
+
+    mode = DeploymentMode("dledger-bad", dict(MODES["dledger"].brokers), broker_settings=settings)
+    with pytest.raises(ConfigError, match=message):
+        Cluster(mode)

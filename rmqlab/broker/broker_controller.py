@@ -44,6 +44,13 @@ ignored. Until the controller has named a master the broker is isolated (``is_is
 NameServer registration) and starts as SLAVE, so its store refuses writes (RocketMQ fences the
 store instead). A slave learns its master's HA address from the NameServer registration.
 
+DLedger CommitLog mode (``enableDLegerCommitLog=true``, RocketMQ 4.5; conf/dledger/): the store's
+commitlog is a DLedger Raft log (``rmqlab.store.dledger``) and there is no HA service; the broker
+does not register at start, and its DLedgerRoleChangeHandler (``rmqlab.broker.dledger``) makes it
+SYNC_MASTER with brokerId 0 when its member leads (once the log is committed and dispatched) and
+SLAVE with brokerId = the selfId's number + 1 otherwise, registering at each change; ``brokerId``
+and ``brokerRole`` of the file are ignored.
+
 Timer messages (RIP-43, ``timerWheelEnable``, default true): after the store loads, a
 TimerMessageStore (``rmqlab.store.timer``) rebuilds its schedule from ``config/timercheck``; its
 checkpoint is written every ``timerFlushIntervalMs``; only the master delivers (the special

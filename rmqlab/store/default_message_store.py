@@ -15,6 +15,11 @@ Classic HA (`store/.../ha/DefaultHAService.java`): a broker's DefaultHAService a
 (`set_ha_service`); a SYNC_MASTER put then also waits for its slaves' acknowledgements (CommitLog),
 a SLAVE refuses puts and takes replicated bytes through `append_to_commit_log`, which its own
 dispatcher turns into consume queues.
+
+DLedger CommitLog mode (`enableDLegerCommitLog`): the commitlog is a DLedgerCommitLog
+(rmqlab.store.dledger) on the broker's node; its files are under `dledger-<selfId>/`, its max offset
+is DLedger's committed position, so the dispatcher (woken when the commit index moves) builds
+consume queues only from committed messages; no HA service attaches.
 """
 
 from __future__ import annotations

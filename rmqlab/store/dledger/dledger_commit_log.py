@@ -121,6 +121,11 @@ class DLedgerCommitLogStore(DLedgerMmapFileStore):
         super().__init__(*args, **kwargs)
         self.committed_listeners: list[Callable[[], None]] = []
 
+    @property
+    def closed(self) -> bool:
+        """Shut down or killed: its files are unmapped."""
+        return self._closed
+
     def shutdown(self) -> None:
         """DLedgerServer.shutdown: flush data and index and write the checkpoint, as DLedger does,
         but leave the files mapped: the message store's dispatcher reads them until the store is
@@ -194,7 +199,7 @@ class DLedgerCommitLog(CommitLog):
 
     def flush_all(self) -> None:
         """A clean store shutdown: DLedger's data and index flushed, its checkpoint written."""
-        if not self.dledger_file_store._closed:
+        if not self.dledger_file_store.closed:
             self.dledger_file_store.flush()
             self.dledger_file_store.persist_check_point()
 
@@ -205,7 +210,7 @@ class DLedgerCommitLog(CommitLog):
         """The store is released: whatever did not go through shutdown() is a crash (nothing more
         is flushed); the node cancelled the server's tasks."""
         self.dledger_server.on_crash()
-        if not self.dledger_file_store._closed:
+        if not self.dledger_file_store.closed:
             self.dledger_file_store.kill()
         super().close()
 
