@@ -9,7 +9,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rmqlab.broker.dledger.dledger_group_check import check_dledger_groups
 from rmqlab.cluster.modes import (BROKER, CONF_DIR, CONTROLLER, NAMESRV, PROXY, PROXY_TEMPLATE, DeploymentMode,
                                   ServerNode)
 
@@ -26,10 +25,7 @@ class Deployment:
 
     def __post_init__(self) -> None:
         self.nodes: list[ServerNode] = self.mode.server_nodes(self.controller_count, self.proxy)
-        if self.broker_peer_ids():
-            # DLedger CommitLog members: their files must describe one group (each broker alone cannot tell).
-            check_dledger_groups({name: self.mode.broker_config(name, self.overrides)
-                                  for name in self.broker_peer_ids()})
+        self.mode.check_broker_groups(self.overrides)
 
     # -- the nodes -------------------------------------------------------------------------------
     def of_role(self, role: str) -> list[ServerNode]:

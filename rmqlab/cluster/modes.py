@@ -91,6 +91,16 @@ class DeploymentMode:
                 value = entry.value  # the last one wins, as in RocketMQ
         return value
 
+    def check_broker_groups(self, overrides: Mapping[str, Mapping[str, object]] | None = None) -> None:
+        """DLedger CommitLog members (brokers whose template sets dLegerSelfId) must describe one
+        group: each broker alone cannot tell (rmqlab.broker.dledger.dledger_group_check). Raises
+        ConfigError."""
+        from rmqlab.broker.dledger.dledger_group_check import check_dledger_groups
+
+        members = [n for n in self.brokers if self.broker_template_value(n, "dLegerSelfId")]
+        if members:
+            check_dledger_groups({n: self.broker_config(n, overrides) for n in members})
+
     def controller_nodes(self, controllers: int = 3) -> list[str]:
         """The controllers' node names: namesrv-n<i> (embedded) or controller-n<i> (standalone)."""
         if self.controllers is None:
