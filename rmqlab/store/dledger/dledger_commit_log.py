@@ -193,9 +193,8 @@ class DLedgerCommitLog(CommitLog):
         """DLedgerCommitLog.shutdown: the server stops; its store flushes and checkpoints."""
         await self.dledger_server.shutdown()
 
-    def flush(self, flush_least_pages: int = 0) -> bool:
-        self.dledger_file_store.flush()
-        return True
+    # flush(least) is CommitLog's, on the old commitlog's files, as RocketMQ's FlushRealTimeService
+    # flushes CommitLog.mappedFileQueue: DLedger's own FlushDataService flushes its files (10 ms).
 
     def flush_all(self) -> None:
         """A clean store shutdown: DLedger's data and index flushed, its checkpoint written."""
