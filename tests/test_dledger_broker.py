@@ -162,7 +162,7 @@ def sent_ok_after(c: Cluster, t: float) -> list:
     return [op for op in client_ops(c.events()) if op.f == "send" and send_acknowledged(op) and op.invoke_time_ms > t]
 
 
-def test_send_ok_only_once_a_majority_stored_the_entry_and_every_replica_holds_the_same_bytes(tmp_path):
+def test_send_ok_only_once_a_majority_stored_the_entry_and_every_replica_holds_the_same_bytes():
     c = dledger_cluster(seed=11)
     try:
         leader, others = c.master(), followers(c)
@@ -200,7 +200,7 @@ def test_send_ok_only_once_a_majority_stored_the_entry_and_every_replica_holds_t
         c.close()
 
 
-def test_consume_queues_hold_only_committed_messages(tmp_path):
+def test_consume_queues_hold_only_committed_messages():
     """A leader cut off from its followers still appends, but neither it nor anyone dispatches
     the entries a quorum does not hold: consumers cannot read them, and they are gone (truncated by
     the next leader) when it rejoins."""
@@ -265,7 +265,7 @@ def acked_keys(c: Cluster) -> set[str]:
     return {op.invoke_value["uniq_key"] for op in client_ops(c.events()) if op.f == "send" and send_acknowledged(op)}
 
 
-def test_a_new_leader_becomes_master_after_the_leader_is_killed_and_nothing_acknowledged_is_lost(tmp_path):
+def test_a_new_leader_becomes_master_after_the_leader_is_killed_and_nothing_acknowledged_is_lost():
     c = dledger_cluster(seed=13)
     try:
         old = c.master()
@@ -301,7 +301,7 @@ def test_a_new_leader_becomes_master_after_the_leader_is_killed_and_nothing_ackn
         c.close()
 
 
-def test_two_of_three_down_sends_fail_and_nothing_is_acknowledged_until_a_majority_is_back(tmp_path):
+def test_two_of_three_down_sends_fail_and_nothing_is_acknowledged_until_a_majority_is_back():
     c = dledger_cluster(seed=14)
     try:
         leader, others = c.master(), followers(c)
@@ -342,7 +342,7 @@ def test_two_of_three_down_sends_fail_and_nothing_is_acknowledged_until_a_majori
         c.close()
 
 
-def test_a_follower_machine_crash_and_restart_catches_up(tmp_path):
+def test_a_follower_machine_crash_and_restart_catches_up():
     c = dledger_cluster(seed=15)
     try:
         leader = c.master()
