@@ -480,3 +480,25 @@ def test_members_that_describe_different_groups_are_refused_before_anything_star
     mode = DeploymentMode("dledger-bad", dict(MODES["dledger"].brokers), broker_settings=settings)
     with pytest.raises(ConfigError, match=message):
         Cluster(mode)
+
+
+def test_preferred_leader_id_moves_the_master_to_the_preferred_member():
+    """preferredLeaderId: a leader that is not preferred hands leadership to the preferred member
+    once it is alive and caught up (DLedgerServer.checkPreferredLeader, every second); the broker
+    roles follow, and sends go on to the new master."""
+    c = start("dledger", seed=21, preferredLeaderId="n2")
+    try:
+        c.run_until(lambda: c.master() == "broker-n2", 30_000)
+        masters = [(e.node, e.fields["term"]) for e in c.events() if e.kind == "role" and e.fields["to"] == "SYNC_MASTER"]
+        assert masters[0][0] != "broker-n2" and masters[-1] == ("broker-n2", masters[0][1] + 1)  # a transfer
+        assert c.components["broker-n2"].broker_config.brokerId == 0
+        assert {c.components[b].message_store_config.brokerRole for b in ("broker-n0", "broker-n1")} == \
+            {BrokerRole.SLAVE}
+        c.run_for(35_000)
+        assert all(getattr(r, "send_status", None) is SendStatus.SEND_OK for r in send(c, 5, "to-n2"))
+        c.nemesis.kill("broker-n2")
+        c.run_until(lambda: c.master() not in (None, "broker-n2"), 30_000)
+        c.nemesis.restart("broker-n2")  # back and caught up: leadership returns to it
+        c.run_until(lambda: c.master() == "broker-n2", 60_000)
+    finally:
+        c.close()
