@@ -20,6 +20,22 @@ VOTE_ROUND_MS = 2000 + 1000
 VOTE_DELAY_MS = 1000
 
 
+class RecordingHandler:
+    """A RoleChangeHandler that records (term, role) per call."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, str]] = []
+
+    def handle(self, term: int, role) -> None:
+        self.calls.append((term, role.name))
+
+    def startup(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
 def build(seed: int, n: int, root, **config) -> tuple[Simulation, list[str]]:
     sim = Simulation(seed=seed, root_dir=str(root))
     names = [f"n{i}" for i in range(n)]
@@ -124,11 +140,21 @@ def test_leader_kill_elects_a_new_leader_with_a_larger_term_within_dledgers_time
         first = elect(sim, names)
         assert append(sim, first, b"before").code == Code.SUCCESS
         old_term = term(sim, first)
-        sim.nemesis.kill(first)
         rest = [x for x in names if x != first]
+        handled = {x: RecordingHandler() for x in rest}
+        for x in rest:
+            member(sim, x).server.get_dledger_leader_elector().add_role_change_handler(handled[x])
+        sim.nemesis.kill(first)
         failover_ms = sim.run_until(lambda: leader(sim, rest), timeout_ms=30_000, poll_ms=5)
         second = leader(sim, rest)
         assert term(sim, second) > old_term
+        # The role-change handlers (the broker's DLedgerRoleChangeHandler registers one) saw it.
+        new_term = term(sim, second)
+        assert ("CANDIDATE" in [r for _, r in handled[second].calls]
+                and handled[second].calls[-1] == (new_term, "LEADER"))
+        for x in rest:
+            if x != second:
+                assert handled[x].calls[-1] == (new_term, "FOLLOWER")
         # Nobody moves before the leak has passed; one or two vote rounds later there is a leader.
         assert LEAK_MS < failover_ms <= LEAK_MS + 2 * (VOTE_ROUND_MS + VOTE_DELAY_MS), failover_ms
         response = append(sim, second, b"after")
@@ -238,3 +264,21 @@ def test_same_seed_same_trace(tmp_path):
     b = _scenario(7, tmp_path / "b")
     c = _scenario(8, tmp_path / "c")
     assert a == b != c
+
+
+def test_batch_push_replicates_and_acks_the_same_way(tmp_path):
+    sim, names = build(seed=5, n=3, root=tmp_path, is_enable_batch_push=True)
+    try:
+        first = elect(sim, names)
+        futures = [member(sim, first).append_future(b"b%d" % i) for i in range(20)]
+        sim.run_until(lambda: all(f.done() for f in futures), timeout_ms=5_000, poll_ms=5)
+        assert [f.result().code for f in futures] == [Code.SUCCESS] * 20
+        sim.run_until(lambda: set(ends(sim, names).values()) == {19}, timeout_ms=5_000, poll_ms=5)
+        for x in names:
+            assert [body_at(sim, x, i) for i in range(20)] == [b"b%d" % i for i in range(20)]
+        # Batches: fewer pushes than entries went from the leader to each follower.
+        pushes = [e for e in sim.tracer.events if e.kind == "frame.send" and e.node == first
+                  and e.fields.get("code") == DLedgerRequestCode.PUSH]
+        assert len(pushes) < 2 * 20
+    finally:
+        sim.close()

@@ -314,3 +314,83 @@ def test_bad_bodies_are_refused_with_the_field_named():
         AppendEntryRequest.decode(b'{"body":"***"}')
     with pytest.raises(ValueError):
         PushEntryRequest.decode(b"[1]")
+
+
+# ---------------------------------------------------------------------------------------------
+# The follower's EntryHandler on COMPARE, TRUNCATE and APPEND (no network: its queue is driven directly)
+
+class _FakeNode:
+    """The little of a Node the EntryHandler uses: a clock, a log, a trace."""
+
+    def __init__(self):
+        import logging
+        self.loop = None
+        self.log = logging.getLogger("test-dledger")
+        self.time = 0
+
+    def now_ms(self):
+        return self.time
+
+    def trace(self, kind, **fields):
+        pass
+
+
+def _follower(tmp_path, bodies):
+    from rmqlab.dledger.dledger_config import DLedgerConfig
+    from rmqlab.dledger.dledger_entry_pusher import DLedgerEntryPusher
+    from rmqlab.dledger.member_state import MemberState
+    from rmqlab.dledger.store.dledger_memory_store import DLedgerMemoryStore
+
+    config = DLedgerConfig(group="g", self_id="n1", peers="n0-h:1;n1-h:2;n2-h:3", store_base_dir=str(tmp_path))
+    state = MemberState(config)
+    state.curr_term = 2
+    state.change_to_follower(2, "n0")
+    store = DLedgerMemoryStore(config, state)
+    for i, (term, body) in enumerate(bodies):
+        store.append_as_follower(DLedgerEntry(index=i, term=term, body=body), 2, "n0")
+    return DLedgerEntryPusher(config, state, store, rpc=None, node=_FakeNode()), store
+
+
+def _push(pusher, type_, index, term, body, commit_index=-1):
+    import asyncio
+
+    async def run():
+        future = pusher.handle_push(PushEntryRequest(group="g", remote_id="n1", leader_id="n0", term=2, type=type_,
+                                                     entry=DLedgerEntry(index=index, term=term, body=body),
+                                                     commit_index=commit_index))
+        await pusher.entry_handler.do_work()
+        return future.result()
+
+    return asyncio.run(run())
+
+
+def test_follower_compare_answers_whether_its_entry_equals_the_leaders(tmp_path):
+    pusher, store = _follower(tmp_path, [(1, b"a"), (1, b"b"), (1, b"stale")])
+    same = _push(pusher, PushEntryType.COMPARE, 1, 1, b"b")
+    assert (same.code, same.begin_index, same.end_index, same.index) == (Code.SUCCESS, 0, 2, 1)
+    # Same index and term but another body: DLedgerEntry.equals compares the bodies.
+    assert _push(pusher, PushEntryType.COMPARE, 2, 1, b"other").code == Code.INCONSISTENT_STATE
+    assert _push(pusher, PushEntryType.COMPARE, 2, 2, b"stale").code == Code.INCONSISTENT_STATE
+    assert _push(pusher, PushEntryType.COMPARE, 7, 1, b"x").code == Code.INCONSISTENT_STATE  # beyond its end
+
+
+def test_follower_truncate_then_append_replaces_its_tail(tmp_path):
+    pusher, store = _follower(tmp_path, [(1, b"a"), (1, b"b"), (1, b"stale")])
+    truncated = _push(pusher, PushEntryType.TRUNCATE, 1, 1, b"b")
+    assert truncated.code == Code.SUCCESS and store.get_ledger_end_index() == 1
+    appended = _push(pusher, PushEntryType.APPEND, 2, 2, b"new")
+    assert appended.code == Code.SUCCESS and store.get(2).body == b"new" and store.get(2).term == 2
+    # An APPEND that does not continue the log is parked, not applied.
+    import asyncio
+
+    async def park():
+        future = pusher.entry_handler.handle_push(PushEntryRequest(
+            group="g", remote_id="n1", leader_id="n0", term=2, type=PushEntryType.APPEND,
+            entry=DLedgerEntry(index=5, term=2, body=b"gap")))
+        await pusher.entry_handler.do_work()
+        return future.done()
+
+    assert asyncio.run(park()) is False and 5 in pusher.entry_handler.write_request_map
+    # A COMPARE clears the parked APPENDs (the leader starts over).
+    assert _push(pusher, PushEntryType.COMPARE, 2, 2, b"new").code == Code.SUCCESS
+    assert pusher.entry_handler.write_request_map == {}

@@ -9,5 +9,10 @@ message is a log entry that a majority must store before the producer hears SEND
   MemberState          role, term, vote, leader; the term and vote persisted in <root>/currterm
   entry/               DLedgerEntry and its 48-byte header
   store/               DLedgerStore (abstract), the in-memory store, the mapped-file store
-  protocol/            request and response codes and bodies
+  protocol/            request and response codes and bodies; the protocol core (its decisions as
+                       tables and pure functions, with the theory of operation)
+  DLedgerLeaderElector roles, terms, votes, heartbeats, leadership transfer, role-change handlers
+  DLedgerEntryPusher   the leader's dispatchers and quorum ack checker, the follower's entry handler
+  DLedgerRpcNettyService  DLedger's requests over rmqlab's remoting
+  DLedgerServer        one member: the above plus the store; dledger_member runs one as a process
 """
