@@ -162,8 +162,9 @@ def sent_ok_after(c: Cluster, t: float) -> list:
     return [op for op in client_ops(c.events()) if op.f == "send" and send_acknowledged(op) and op.invoke_time_ms > t]
 
 
-def test_send_ok_only_once_a_majority_stored_the_entry_and_every_replica_holds_the_same_bytes():
-    c = dledger_cluster(seed=11)
+@pytest.mark.parametrize("batch_push", [False, True])
+def test_send_ok_only_once_a_majority_stored_the_entry_and_every_replica_holds_the_same_bytes(batch_push):
+    c = dledger_cluster(seed=11, enableBatchPush=batch_push)
     try:
         leader, others = c.master(), followers(c)
         # Slow the leader's pushes: an answer given before a follower stored the entry would show.
