@@ -44,6 +44,13 @@ ignored. Until the controller has named a master the broker is isolated (``is_is
 NameServer registration) and starts as SLAVE, so its store refuses writes (RocketMQ fences the
 store instead). A slave learns its master's HA address from the NameServer registration.
 
+DLedger CommitLog mode (``enableDLegerCommitLog=true``, RocketMQ 4.5; conf/dledger/): the store's
+commitlog is a DLedger Raft log (``rmqlab.store.dledger``) and there is no HA service; the broker
+does not register at start, and its DLedgerRoleChangeHandler (``rmqlab.broker.dledger``) makes it
+SYNC_MASTER with brokerId 0 when its member leads (once the log is committed and dispatched) and
+SLAVE with brokerId = the selfId's number + 1 otherwise, registering at each change; ``brokerId``
+and ``brokerRole`` of the file are ignored.
+
 Timer messages (RIP-43, ``timerWheelEnable``, default true): after the store loads, a
 TimerMessageStore (``rmqlab.store.timer``) rebuilds its schedule from ``config/timercheck``; its
 checkpoint is written every ``timerFlushIntervalMs``; only the master delivers (the special
@@ -99,6 +106,7 @@ from rmqlab.broker.client.client_housekeeping_service import (Broker2Client, Cli
 from rmqlab.broker.client.consumer_manager import ConsumerManager
 from rmqlab.broker.client.producer_manager import ProducerManager
 from rmqlab.broker.controller.replicas_manager import ReplicasManager
+from rmqlab.broker.dledger.dledger_role_change_handler import DLedgerRoleChangeHandler
 from rmqlab.broker.longpolling.pull_request_hold_service import PullRequestHoldService
 from rmqlab.broker.offset.consumer_offset_manager import ConsumerOffsetManager
 from rmqlab.broker.offset.consumer_order_info_manager import ConsumerOrderInfoManager
@@ -200,6 +208,7 @@ class BrokerController(Component):
         self.replicas_manager: ReplicasManager | None = None
         self.is_isolated = False
         self.broker_pre_online_service: BrokerPreOnlineService | None = None  # RIP-32, without skipPreOnline
+        self.dledger_role_change_handler: DLedgerRoleChangeHandler | None = None  # DLedger CommitLog mode
         self.remoting_server: RemotingServer | None = None
 
     # -- identity --------------------------------------------------------------------------------
@@ -257,9 +266,11 @@ class BrokerController(Component):
         self.start_basic_service()
         self.initialize_broker_scheduled_tasks()
         self._started = True
-        if not bc.enableControllerMode:  # the ReplicasManager traces controller-given roles
+        if not bc.enableControllerMode and not msc.enableDLegerCommitLog:
+            # The ReplicasManager traces controller-given roles, the DLedgerRoleChangeHandler DLedger's.
             node.trace("role", **{"from": None, "to": msc.brokerRole.value, "component": "broker"})
-        if not self.is_isolated:
+        if not self.is_isolated and not msc.enableDLegerCommitLog:
+            # In DLedger mode the first role change registers the broker (DLedgerRoleChangeHandler).
             self.change_special_service_status(bc.brokerId == MASTER_ID)
             await self.register_broker_all(True, False, True)
         self.schedule_at_fixed_rate("RegisterBrokerAll", FIRST_SCHEDULE_DELAY_MS,
@@ -364,8 +375,12 @@ class BrokerController(Component):
         TimerMessageStore, each built and loaded; the delay offsets are then corrected against
         the loaded queues (ScheduleMessageService.load)."""
         msc, clock = self.message_store_config, self.node.now_ms
-        self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host)
+        self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host, node=self.node)
         self.message_store.load()
+        if msc.enableDLegerCommitLog:
+            self.dledger_role_change_handler = DLedgerRoleChangeHandler(self, self.message_store)
+            elector = self.message_store.commit_log.dledger_server.get_dledger_leader_elector()
+            elector.add_role_change_handler(self.dledger_role_change_handler)
         self.message_store.set_slave_acting_master(self.broker_config.enableSlaveActingMaster)
         self.broker_init_max_offset = self.message_store.get_max_phy_offset()
         correct_delay_offset(self)  # ScheduleMessageService.load: offsets within their queues
@@ -399,6 +414,11 @@ class BrokerController(Component):
         mode the ReplicasManager is built fenced and starts here (RocketMQ: built in
         ``recoverAndInitService``, started in ``startBasicService``)."""
         bc, msc = self.broker_config, self.message_store_config
+        if msc.enableDLegerCommitLog:
+            # No HA service: DLedger replicates (DefaultMessageStore.initializeHAService makes none);
+            # its server starts with the store (DLedgerCommitLog.start).
+            await self.message_store.commit_log.start()
+            return
         ha_port = msc.get_ha_listen_port(self.netty_server_config.listenPort)
         if bc.enableControllerMode:
             self.ha_service = AutoSwitchHAService(self.node, self.message_store, msc,
@@ -451,7 +471,8 @@ class BrokerController(Component):
                                     self.consumer_offset_manager.persist)
         self.schedule_at_fixed_rate("DelayOffsetPersist", FIRST_SCHEDULE_DELAY_MS, msc.flushDelayOffsetInterval,
                                     self.schedule_message_service.persist)
-        if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode:  # else the ReplicasManager's
+        if msc.brokerRole == BrokerRole.SLAVE and not bc.enableControllerMode and not msc.enableDLegerCommitLog:
+            # (controller mode: the ReplicasManager syncs; DLedger mode: the DLedgerRoleChangeHandler)
             self._last_sync_time_ms = self.node.now_ms()
             check = min(SLAVE_SYNCHRONIZE_CHECK_MS, self.slave_synchronize_period_ms)
             self.schedule_at_fixed_rate("SlaveSynchronize", FIRST_SCHEDULE_DELAY_MS, check, self._slave_sync_tick)
@@ -871,6 +892,8 @@ class BrokerController(Component):
             self.replicas_manager.shutdown()
         if self.ha_service is not None:
             self.ha_service.shutdown()
+        if self.message_store is not None and self.message_store.is_dledger() and self.message_store.running:
+            await self.message_store.commit_log.shutdown()  # the DLedger server; its store flushes
         if self._started:
             self.consumer_offset_manager.persist()
             self.schedule_message_service.persist()

@@ -50,6 +50,13 @@ controller serving as leader, both read from the trace (the brokers' and the con
 events), so they work the same on either runtime; `master_changes()` lists every election a
 broker took part in (time, node, epoch), from which a lab measures failover times.
 
+DLedger CommitLog mode ("Dledger集群搭建", apache/rocketmq docs/cn/dledger/deploy_guide.md; conf/dledger/):
+one group RaftNode00 of three replicas broker-n0..n2 (`Cluster("dledger")`, or five with
+`Cluster("dledger-5")`) whose commitlog is a DLedger Raft log; the members elect the leader, which
+becomes master once its log is committed and dispatched; no controller, no HA service. `master()`
+reads the brokers' `role` events (their `epoch` is the DLedger term). On the real runtime each
+member also gets a free DLedger peer port, behind the relay, and dLegerPeers names them.
+
 Proxy (RocketMQ's docs/cn/proxy/deploy_guide.md: Local and Cluster mode), for clients of the 5.x
 protocol, on either runtime:
 

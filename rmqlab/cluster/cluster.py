@@ -262,7 +262,8 @@ class Cluster:
 
         # Controller mode: every set has a master once start() returned (the controllers elected it).
         templates = [self.broker_template(n) for n in self.brokers]
-        masters = {c.brokerName for c in templates if c.brokerId == 0 or c.enableControllerMode}
+        # DLedger mode: brokerId -1 in every template; the group's leader is master once elected.
+        masters = {c.brokerName for c in templates if c.brokerId in (0, -1) or c.enableControllerMode}
         clusters = sorted({c.brokerClusterName for c in templates})
 
         async def create(admin: DefaultMQAdminExt, now_ms: Callable[[], float]) -> None:

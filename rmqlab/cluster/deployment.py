@@ -25,6 +25,7 @@ class Deployment:
 
     def __post_init__(self) -> None:
         self.nodes: list[ServerNode] = self.mode.server_nodes(self.controller_count, self.proxy)
+        self.mode.check_broker_groups(self.overrides)
 
     # -- the nodes -------------------------------------------------------------------------------
     def of_role(self, role: str) -> list[ServerNode]:
@@ -85,6 +86,12 @@ class Deployment:
             values["controllerAddr"] = controller_addr
         values.update(host or {})
         return {**values, **self.mode.broker_overrides(name, self.overrides)}
+
+    def broker_peer_ids(self) -> dict[str, str]:
+        """Broker node -> its dLegerSelfId, for the brokers whose template sets one (DLedger
+        CommitLog mode); a backend gives each such member a DLedger address of its own."""
+        ids = {n.name: self.mode.broker_template_value(n.name, "dLegerSelfId") for n in self.brokers}
+        return {name: peer_id for name, peer_id in ids.items() if peer_id}
 
     def broker_template(self, name: str):
         """Broker `name`'s BrokerConfig as its template and the overrides give it (brokerName,

@@ -77,6 +77,30 @@ class DeploymentMode:
             raise ValueError(f"mode {self.name!r}: broker_settings for nodes it does not have: "
                              f"{', '.join(sorted(unknown))}")
 
+    def dleger_commit_log(self) -> bool:
+        """DLedger CommitLog mode: the brokers' templates set enableDLegerCommitLog = true."""
+        return all(self.broker_template_value(n, "enableDLegerCommitLog") == "true" for n in self.brokers)
+
+    def broker_template_value(self, name: str, key: str) -> str | None:
+        """The value `key` has in broker `name`'s template, as text (None when it is not set)."""
+        from rmqlab.config import read_properties_file
+
+        value = None
+        for entry in read_properties_file(os.path.join(CONF_DIR, self.brokers[name])):
+            if entry.key == key:
+                value = entry.value  # the last one wins, as in RocketMQ
+        return value
+
+    def check_broker_groups(self, overrides: Mapping[str, Mapping[str, object]] | None = None) -> None:
+        """DLedger CommitLog members (brokers whose template sets dLegerSelfId) must describe one
+        group: each broker alone cannot tell (rmqlab.broker.dledger.dledger_group_check). Raises
+        ConfigError."""
+        from rmqlab.broker.dledger.dledger_group_check import check_dledger_groups
+
+        members = [n for n in self.brokers if self.broker_template_value(n, "dLegerSelfId")]
+        if members:
+            check_dledger_groups({n: self.broker_config(n, overrides) for n in members})
+
     def controller_nodes(self, controllers: int = 3) -> list[str]:
         """The controllers' node names: namesrv-n<i> (embedded) or controller-n<i> (standalone)."""
         if self.controllers is None:
@@ -138,12 +162,22 @@ MODES: dict[str, DeploymentMode] = {m.name: m for m in (
     # Controller mode ("主备自动切换模式部署"): broker set broker-a of three replicas, conf/controller/.
     DeploymentMode("controller-embedded", _CONTROLLER_BROKERS, controllers=EMBEDDED),
     DeploymentMode("controller-standalone", _CONTROLLER_BROKERS, controllers=STANDALONE),
+    # DLedger CommitLog mode ("Dledger集群搭建", apache/rocketmq docs/cn/dledger/deploy_guide.md): one group
+    # RaftNode00 of three (or five) replicas whose commitlog is a DLedger Raft log; the leader is
+    # master. No HA service and no controller: DLedger elects and replicates (conf/dledger/).
+    DeploymentMode("dledger", {f"broker-n{i}": f"dledger/broker-n{i}.conf" for i in range(3)}),
+    DeploymentMode("dledger-5", {f"broker-n{i}": f"dledger-5/broker-n{i}.conf" for i in range(5)}),
     # Its name server rewrites routes (supportActingMaster) and notifies members of a group's
     # minimum id (notifyMinBrokerIdChanged); the brokers enable slave acting master. Three replicas
     # per group, so that a group keeps an acting master and a quorum after losing its master.
     DeploymentMode("acting-master", _ACTING_MASTER_BROKERS, namesrvs={NAMESRV: "acting-master/namesrv.conf"},
                    own_hosts=True),
 )}
+
+
+def dledger_modes() -> list[str]:
+    """The modes whose brokers run DLedger CommitLog mode (their templates set enableDLegerCommitLog)."""
+    return [name for name, m in MODES.items() if m.dleger_commit_log()]
 
 
 def controller_modes() -> list[str]:

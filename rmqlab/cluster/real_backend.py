@@ -63,12 +63,17 @@ class RealBackend(Backend):
         peer_ports = _controller_ports(len(controllers))
         raft_ports = {p + _raft_port_offset() for p in peer_ports}
         namesrvs, brokers = d.namesrvs, d.brokers
+        # DLedger CommitLog brokers (dLegerSelfId in their templates) serve DLedger on a port of their
+        # own too: a free one each, and dLegerPeers rewritten to name them.
+        broker_peer_ids = d.broker_peer_ids()
         while True:  # the other ports must not be a controller's Raft port (pysyncobj binds it itself)
-            chosen = free_ports(len(namesrvs) + 2 * len(brokers) + 1)
-            ns_ports, ports = chosen[:len(namesrvs)], chosen[len(namesrvs):-1]
+            chosen = free_ports(len(namesrvs) + 2 * len(brokers) + len(broker_peer_ids) + 1)
+            ns_ports, ports = chosen[:len(namesrvs)], chosen[len(namesrvs):len(namesrvs) + 2 * len(brokers)]
             grpc_port = chosen[-1]
+            broker_peer_ports = dict(zip(broker_peer_ids, chosen[len(namesrvs) + 2 * len(brokers):-1]))
             if not raft_ports & set(chosen) and not set(peer_ports) & set(chosen):
                 break
+        broker_peers = ";".join(f"{broker_peer_ids[n]}-127.0.0.1:{p}" for n, p in broker_peer_ports.items())
         peers = {f"n{n.controller_index}": f"127.0.0.1:{peer_ports[n.controller_index]}" for n in controllers}
         ends = Endpoints(";".join(f"127.0.0.1:{p}" for p in ns_ports), ";".join(peers.values()))
         conf_dir = os.path.join(self.root_dir, "conf")
@@ -106,9 +111,12 @@ class RealBackend(Backend):
                 argv += ["-n", ends.namesrv_addr]
             if d.proxy == "local":
                 argv += ["--enable-proxy", "-pc", proxy_conf]
-            real.add_node(node.name, argv, ports=[listen, ha])
+            own_ports = [listen, ha] + ([broker_peer_ports[node.name]] if node.name in broker_peer_ports else [])
+            real.add_node(node.name, argv, ports=own_ports)
             values = _read_properties(d.template_path(node.template))
             values.update({"listenPort": listen, "haListenPort": ha})
+            if node.name in broker_peer_ports:
+                values["dLegerPeers"] = broker_peers
             if d.proxy == "local" or d.mode.own_hosts:  # a host of its own, as on its own machine
                 ip = real.node_ip(node.name)
                 values.update({"brokerIP1": ip, "brokerIP2": ip, "bindAddress": ip})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rmqlab.common.java_compat import INT32_MAX
-from rmqlab.config.addresses import check_addr_list, split_addr_list
+from rmqlab.config.addresses import check_addr_list, check_dleger_peers, split_addr_list
 from rmqlab.config.fields import (
     bool_field,
     enum_field,
@@ -233,9 +233,18 @@ class MessageStoreConfig:
     messageDelayLevel: str = str_field("1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
                                        check=check_delay_levels)
     flushDelayOffsetInterval: int = long_field(1000 * 10, min=1)
-    # rmqlab implements no DLedger CommitLog; the loader rejects true (controller mode is the
-    # supported way to get automatic failover, and RocketMQ forbids combining the two anyway).
+    # DLedger CommitLog mode (RocketMQ 4.5, rmqlab.store.dledger): the commitlog is a DLedger Raft
+    # log replicated to dLegerPeers, and the broker's role follows its Raft role. RocketMQ maps
+    # these to a DLedgerConfig in DLedgerCommitLog's constructor (dledger_config_of). The loader
+    # checks them together (a selfId is n<digits> and one of the peers) and refuses the mode with
+    # enableControllerMode, as BrokerStartup does.
     enableDLegerCommitLog: bool = bool_field(False)
+    dLegerGroup: str | None = str_field(None)
+    dLegerPeers: str | None = str_field(None, check=check_dleger_peers)
+    dLegerSelfId: str | None = str_field(None)
+    preferredLeaderId: str | None = str_field(None)  # ';'-separated, DLedger's preferredLeaderIds
+    enableBatchPush: bool = bool_field(False)
+    storePathDLedgerCommitLog: str | None = path_field(None)  # None: <root>/dledger-<selfId>/data
     totalReplicas: int = int_field(1, min=1)
     inSyncReplicas: int = int_field(1, min=1)
     minInSyncReplicas: int = int_field(1, min=1)

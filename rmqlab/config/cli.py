@@ -138,9 +138,10 @@ def _serve(component: str, bundle, proxy_bundle=None) -> int:
             controller = ProxyController(proxy_bundle.proxyConfig, broker=controller)
         bc = bundle.brokerConfig
         # A node is named like the conf templates: broker-a, broker-a-s (slave id 1), broker-a-s2, ...
-        # In controller mode the role and id come from the controller, so the file's say nothing:
-        # the node is named after its store directory (conf/controller: broker-n0, ...).
-        if bc.enableControllerMode:
+        # In controller mode the role and id come from the controller, in DLedger mode from the
+        # DLedger election, so the file's say nothing: the node is named after its store directory
+        # (conf/controller, conf/dledger: broker-n0, ...).
+        if bc.enableControllerMode or bundle.messageStoreConfig.enableDLegerCommitLog:
             default_name = os.path.basename(os.path.normpath(bundle.messageStoreConfig.storePathRootDir))
         else:
             default_name = bc.brokerName if bc.brokerId == 0 else \

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -296,11 +297,8 @@ def _check_broker(b: BrokerStartupConfig) -> None:
             # both be true." (exit -4)
             raise ConfigError(f"{b.where('enableDLegerCommitLog')}: enableControllerMode and enableDLegerCommitLog "
                               f"cannot both be true (RocketMQ refuses this combination too)")
-        raise ConfigError(f"{b.where('enableDLegerCommitLog')}: enableDLegerCommitLog = true: rmqlab does not implement "
-                          f"the DLedger CommitLog; for automatic failover use controller mode "
-                          f"(enableControllerMode=true with controllerAddr)")
-
-    if not bc.enableControllerMode:
+        _check_dledger_commit_log(b)
+    elif not bc.enableControllerMode:
         # BrokerStartup: outside controller mode the role decides the id.
         if msc.brokerRole in (BrokerRole.ASYNC_MASTER, BrokerRole.SYNC_MASTER):
             if bc.brokerId != MASTER_ID:
@@ -331,6 +329,47 @@ def _check_broker(b: BrokerStartupConfig) -> None:
     if msc.haListenPort == nsc.listenPort:
         raise ConfigError(f"{b.where('haListenPort')}: haListenPort = {msc.haListenPort} is the same port as "
                           f"listenPort; the HA server needs its own port")
+
+
+_DLEDGER_PEERS_EXAMPLE = "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
+
+
+def _check_dledger_commit_log(b: BrokerStartupConfig) -> None:
+    """DLedger CommitLog mode (``BrokerStartup``, ``DLedgerCommitLog``'s constructor): the group, the
+    peers and this member's id are required (RocketMQ fails later, on a null or unparsable one);
+    the id is ``n<digits>``, because RocketMQ derives the slave brokerId from the number
+    (``Integer.parseInt(selfId.substring(1)) + 1``), and one of the peers. brokerId and brokerRole
+    come from the Raft role (DLedgerRoleChangeHandler): BrokerStartup sets brokerId = -1."""
+    bc, msc = b.brokerConfig, b.messageStoreConfig
+    for key, example in (("dLegerGroup", "RaftNode00"), ("dLegerPeers", _DLEDGER_PEERS_EXAMPLE),
+                         ("dLegerSelfId", "n0")):
+        if not (getattr(msc, key) or "").strip():
+            raise ConfigError(f"{b.where(key, 'enableDLegerCommitLog')}: enableDLegerCommitLog = true needs {key}, "
+                              f"e.g. {key}={example}")
+    peers = parse_dleger_peers(msc.dLegerPeers)  # syntax already checked by the field
+    self_id = msc.dLegerSelfId
+    if not re.fullmatch(r"n[0-9]+", self_id):
+        raise ConfigError(f"{b.where('dLegerSelfId')}: dLegerSelfId = '{self_id}': expected n<digits> (n0, n1, ...); "
+                          f"RocketMQ parses the number after the 'n' to derive the broker id of a slave")
+    if self_id not in peers:
+        raise ConfigError(f"{b.where('dLegerSelfId', 'dLegerPeers')}: dLegerSelfId = '{self_id}' is not one of the "
+                          f"dLegerPeers ids {sorted(peers)}")
+    for peer_id in peers:
+        if not re.fullmatch(r"n[0-9]+", peer_id):
+            raise ConfigError(f"{b.where('dLegerPeers')}: dLegerPeers id '{peer_id}': expected n<digits>, as "
+                              f"dLegerSelfId (each member of the group is some broker's dLegerSelfId)")
+    if msc.preferredLeaderId:
+        for peer_id in msc.preferredLeaderId.split(";"):
+            if peer_id not in peers:
+                # DLedger logs "preferredLeaderId = x is not a peer member" at every check; say it once here.
+                b.warnings.append(f"{b.where('preferredLeaderId')}: preferredLeaderId '{peer_id}' is not one of the "
+                                  f"dLegerPeers ids {sorted(peers)}; it will never be chosen")
+    for key in ("brokerId", "brokerRole"):
+        if key in b.origins:
+            b.warnings.append(f"{b.where(key)}: {key} ignored with enableDLegerCommitLog = true: the broker's "
+                              f"role and id follow its DLedger role (master 0 when leader, else "
+                              f"{self_id} number + 1), as in RocketMQ")
+    bc.brokerId = -1  # BrokerStartup; the first role change sets it
 
 
 def _check_controller(c: ControllerConfig, b: _Bundle) -> None:

@@ -15,6 +15,11 @@ Classic HA (`store/.../ha/DefaultHAService.java`): a broker's DefaultHAService a
 (`set_ha_service`); a SYNC_MASTER put then also waits for its slaves' acknowledgements (CommitLog),
 a SLAVE refuses puts and takes replicated bytes through `append_to_commit_log`, which its own
 dispatcher turns into consume queues.
+
+DLedger CommitLog mode (`enableDLegerCommitLog`): the commitlog is a DLedgerCommitLog
+(rmqlab.store.dledger) on the broker's node; its files are under `dledger-<selfId>/`, its max offset
+is DLedger's committed position, so the dispatcher (woken when the commit index moves) builds
+consume queues only from committed messages; no HA service attaches.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from rmqlab.store import crash_points
 from rmqlab.store.commit_log import CommitLog, RecoveryScan
 from rmqlab.store.consume_queue import ConsumeQueue
 from rmqlab.store.dispatch_request import DispatchRequest
+from rmqlab.store.dledger.dledger_commit_log import DLedgerCommitLog
+from rmqlab.store.dledger.dledger_reput_message_service import DLedgerReputMessageService
 from rmqlab.store.flush_consume_queue_service import FlushConsumeQueueService
 from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
@@ -61,7 +68,9 @@ class StoreLoadReport:
 
 class DefaultMessageStore:
     def __init__(self, message_store_config, *, clock: Callable[[], int],
-                 store_host: tuple[str, int] = ("127.0.0.1", 10911)):
+                 store_host: tuple[str, int] = ("127.0.0.1", 10911), node=None):
+        """`node`: the runtime node DLedger CommitLog mode runs its DLedger server on (required
+        with enableDLegerCommitLog; RocketMQ's store starts its own threads)."""
         cfg = message_store_config
         self.config = cfg
         self.clock = clock
@@ -69,22 +78,39 @@ class DefaultMessageStore:
         os.makedirs(self.root, exist_ok=True)
         self._lock_fd = self._lock_store_dir()
         self.page_cache = PageCache(self.root)
-        self.commit_log = CommitLog(
-            cfg.get_store_path_commit_log(), cfg.mappedFileSizeCommitLog, clock=clock, store_host=store_host,
-            flush_disk_type=_enum_name(cfg.flushDiskType), sync_flush_timeout=cfg.syncFlushTimeout,
-            max_message_size=cfg.maxMessageSize, flush_least_pages=cfg.flushCommitLogLeastPages,
-            flush_thorough_interval=cfg.flushCommitLogThoroughInterval,
-            check_crc_on_recover=cfg.checkCRCOnRecover, page_cache=self.page_cache, store_config=cfg)
+        if getattr(cfg, "enableDLegerCommitLog", False):
+            # DLedger CommitLog mode (rmqlab.store.dledger): the commitlog is a DLedger log.
+            if node is None:
+                raise ValueError("enableDLegerCommitLog = true: the store needs the node its DLedger server runs on")
+            self.commit_log = DLedgerCommitLog(cfg, node, clock=clock, store_host=store_host,
+                                               page_cache=self.page_cache)
+        else:
+            self.commit_log = CommitLog(
+                cfg.get_store_path_commit_log(), cfg.mappedFileSizeCommitLog, clock=clock, store_host=store_host,
+                flush_disk_type=_enum_name(cfg.flushDiskType), sync_flush_timeout=cfg.syncFlushTimeout,
+                max_message_size=cfg.maxMessageSize, flush_least_pages=cfg.flushCommitLogLeastPages,
+                flush_thorough_interval=cfg.flushCommitLogThoroughInterval,
+                check_crc_on_recover=cfg.checkCRCOnRecover, page_cache=self.page_cache, store_config=cfg)
         self.consume_queue_dir = cfg.get_store_path_consume_queue()
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self.store_checkpoint = StoreCheckpoint(cfg.get_store_checkpoint(), self.page_cache)
-        self.reput_message_service = ReputMessageService(self.commit_log, self._dispatch)
+        if self.is_dledger():
+            self.reput_message_service = DLedgerReputMessageService(self.commit_log, self._dispatch)
+            # What the dispatcher may read grows when the commit index moves, not when a put returns.
+            self.commit_log.commit_listeners.append(self.reput_message_service.wakeup)
+        else:
+            self.reput_message_service = ReputMessageService(self.commit_log, self._dispatch)
         self.flush_consume_queue_service = FlushConsumeQueueService(
             self, clock, flush_least_pages=cfg.flushConsumeQueueLeastPages,
             thorough_interval=cfg.flushConsumeQueueThoroughInterval)
         self.abort_file = cfg.get_abort_file()
         self.running = False
         self.ha_service = None  # set by the broker's HA service (set_ha_service)
+        self.load_report: StoreLoadReport | None = None  # what the last load() found
+
+    def is_dledger(self) -> bool:
+        """DLedger CommitLog mode (enableDLegerCommitLog)."""
+        return getattr(self.commit_log, "dledger_server", None) is not None
 
     def set_ha_service(self, ha_service) -> None:
         """The HA service replicating this store (RocketMQ's store creates its own; here the
@@ -167,8 +193,10 @@ class DefaultMessageStore:
                 pass
             crash_points.point("create", self.abort_file)
         self.running = True
-        return StoreLoadReport(last_exit_ok, scan, truncations, redispatched,
-                               self.reput_message_service.reput_from_offset, self.store_checkpoint.as_dict())
+        self.load_report = StoreLoadReport(last_exit_ok, scan, truncations, redispatched,
+                                           self.reput_message_service.reput_from_offset,
+                                           self.store_checkpoint.as_dict())
+        return self.load_report
 
     def _load_consume_queues(self) -> None:
         if not os.path.isdir(self.consume_queue_dir):
@@ -183,6 +211,11 @@ class DefaultMessageStore:
                     continue
                 cq = self.find_consume_queue(topic, int(qid))
                 cq.load()
+
+    def recover_topic_queue_table(self) -> None:
+        """recoverTopicQueueTable: each queue's next offset from its consume queue (a new DLedger
+        leader does this before it takes writes as master)."""
+        self._recover_topic_queue_table()
 
     def _recover_topic_queue_table(self) -> None:
         self.commit_log.topic_queue_table = {
