@@ -42,7 +42,8 @@ from rmqlab.config.rocketmq_keys import RMQLAB_KEYS, ROCKETMQ_KEYS
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
 
-BROKER_TEMPLATES = sorted([CONF / "broker.conf", *CONF.glob("2m-*/*.properties"), *CONF.glob("controller/broker-*.conf")])
+BROKER_TEMPLATES = sorted([CONF / "broker.conf", *CONF.glob("2m-*/*.properties"), *CONF.glob("controller/broker-*.conf"),
+                           *CONF.glob("dledger*/broker-*.conf")])
 NAMESRV_TEMPLATES = sorted(CONF.glob("controller/namesrv-*.conf"))
 CONTROLLER_TEMPLATES = sorted(CONF.glob("controller/controller-*.conf"))
 
@@ -74,6 +75,8 @@ def test_template_set_is_complete():
         *(f"controller/{kind}-n{i}.conf" for kind in ("namesrv", "controller", "broker") for i in range(3)),
         "acting-master/namesrv.conf",
         *(f"acting-master/broker-{g}{m}.properties" for g in "ab" for m in ("", "-s1", "-s2")),
+        *(f"dledger/broker-n{i}.conf" for i in range(3)),
+        *(f"dledger-5/broker-n{i}.conf" for i in range(5)),
     }
     assert names == expected
 
@@ -365,8 +368,8 @@ def test_master_broker_id_is_forced_to_zero_with_a_warning(tmp_path):
     assert bundle.warnings[0].startswith(f"{path}:2: brokerId = 2 ignored: a master (brokerRole = SYNC_MASTER)")
 
 
-def test_dleger_commitlog_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match="rmqlab does not implement the DLedger CommitLog"):
+def test_dleger_commitlog_needs_its_keys_and_excludes_controller_mode(tmp_path):
+    with pytest.raises(ConfigError, match="enableDLegerCommitLog = true needs dLegerGroup"):
         load_broker_config(write(tmp_path, "a", "enableDLegerCommitLog=true\n"))
     with pytest.raises(ConfigError, match="enableControllerMode and enableDLegerCommitLog cannot both be true"):
         load_broker_config(write(tmp_path, "b", "enableDLegerCommitLog=true\nenableControllerMode=true\ncontrollerAddr=127.0.0.1:9877\n"))

@@ -334,11 +334,11 @@ def test_two_of_three_down_sends_fail_and_nothing_is_acknowledged_until_a_majori
         # RocketMQ's quirk: a put that timed out waiting for the quorum stays in the leader's log,
         # and is committed once a majority is back under that leader (the longest log wins the
         # vote), so a send the producer was told failed (SYSTEM_ERROR, no retry here) can be read.
-        # That and nothing else is what the checker finds.
+        # The history records such a send as indeterminate (info: rmqlab.client.exceptions.
+        # outcome_unknown), so reading it is no violation; the test shows some were read.
         timed_out = {op.invoke_value["uniq_key"] for op in client_ops(c.events()) if op.f == "send"
-                     and op.type == "fail" and "CODE: 1  DESC" in str(op.error)}  # SYSTEM_ERROR
-        assert timed_out and all(v.what == "read-after-fail" and v.details["uniq_key"] in timed_out
-                                 for v in result.violations), result
+                     and op.type == "info" and "CODE: 1  DESC" in str(op.error)}  # SYSTEM_ERROR
+        assert timed_out and timed_out & keys and result.valid, result
     finally:
         c.close()
 

@@ -104,7 +104,7 @@ def test_two_of_three_down_no_send_is_acknowledged_until_a_follower_returns(tmp_
     result = check_total_queue(events, topic=TOPIC)
     assert result.stats["lost"] == 0 and result.stats["acknowledged"] == N, result
     # A send that failed with SYSTEM_ERROR (the quorum wait timed out) may still be committed once a
-    # majority is back, and read (RocketMQ's behaviour); nothing else may be read after a failure.
-    failed_by_timeout = {op.invoke_value["uniq_key"] for op in during if "CODE: 1  DESC" in str(op.error)}
-    assert all(v.what == "read-after-fail" and v.details["uniq_key"] in failed_by_timeout
-               for v in result.violations), result
+    # majority is back, and read (RocketMQ's behaviour): the history has it as indeterminate (info),
+    # so nothing read is a violation.
+    assert all(op.type == "info" for op in during if "CODE: 1  DESC" in str(op.error)), during
+    assert result.valid, result

@@ -13,6 +13,7 @@ through unchanged where Java lets ``RemotingException`` through.
 from __future__ import annotations
 
 from rmqlab.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from rmqlab.remoting.response_code import ResponseCode
 
 
 class ClientErrorCode:
@@ -61,8 +62,16 @@ def request_never_sent(e: BaseException) -> bool:
 
 
 def outcome_unknown(e: BaseException) -> bool:
-    """True when the request may have taken effect although it failed (see request_never_sent)."""
+    """True when the request may have taken effect although it failed (see request_never_sent).
+
+    A broker's SYSTEM_ERROR is such a failure: the put may be in the log. DLedger CommitLog mode
+    answers it when the quorum did not ack in time (WAIT_QUORUM_ACK_TIMEOUT → "in-sync replicas
+    not enough"), and the entry stays in the leader's log, committed if a majority comes back
+    (store/dledger/DLedgerCommitLog.java); UNKNOWN_ERROR and a put that threw answer it too. (Controller
+    mode's IN_SYNC_REPLICAS_NOT_ENOUGH refuses before appending, but a client cannot tell the two apart.)"""
     if isinstance(e, RemotingTimeoutError):
+        return True
+    if isinstance(e, MQBrokerException) and e.response_code == ResponseCode.SYSTEM_ERROR:
         return True
     if isinstance(e, RemotingConnectError):
         return not request_never_sent(e)

@@ -419,6 +419,7 @@ class DefaultMQProducer:
                     self.update_fault_item(mq.broker_name, node.now_ms() - begin_prev, True, False)
                     log.warning("sendKernelImpl exception, resend at once, Broker: %s: %s", mq, e)
                     exception = e
+                    maybe_stored = maybe_stored or outcome_unknown(e)
                     if e.response_code not in self.retry_response_codes:
                         if send_result is not None:
                             return send_result, brokers_sent
@@ -537,8 +538,9 @@ class DefaultMQProducer:
                                 mq.broker_name, e)
                     mq = self.select_one_message_queue(tp_info, mq.broker_name, False) or mq
                     continue
-                except MQBrokerException:
+                except MQBrokerException as e:
                     self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, True, True)
+                    maybe_stored = maybe_stored or outcome_unknown(e)
                     raise
                 if strategy.send_latency_fault_enable:  # update_fault_item is a no-op otherwise
                     self.update_fault_item(mq.broker_name, node.now_ms() - begin_attempt, False, True)
