@@ -591,21 +591,24 @@ def judge(mode: str, events: list[TraceEvent], victim: str, start: float, crash_
 
 
 def masters_not_raft_leader(events: list[TraceEvent]) -> int | None:
-    """DLedger CommitLog mode: how many times a broker became master (a broker `role` event to a
-    master role) while its DLedger member was not LEADER of the same term, by its last
-    `dledger.role` event before then (DLedgerRoleChangeHandler: leader -> master). None when the
-    trace has no DLedger member."""
+    """DLedger CommitLog mode: how many times a DLedger member's broker became master (a broker
+    `role` event to a master role) while the member was not LEADER of the same term, by its last
+    `dledger.role` event of its current life (DLedgerRoleChangeHandler: leader -> master; the term
+    is the role event's epoch). None when the trace has no DLedger member."""
+    members = {e.node for e in events if e.kind == "dledger.role"}
+    if not members:
+        return None
     raft: dict[str, tuple[str, int]] = {}
-    bad, seen = 0, False
+    bad = 0
     for e in events:
         if e.kind == "dledger.role":
-            raft[e.node], seen = (e.fields["role"], e.fields["term"]), True
-        elif e.kind in ("node.kill", "node.crash", "node.stop"):
+            raft[e.node] = (e.fields["role"], e.fields["term"])
+        elif e.kind in ("node.kill", "node.crash", "node.stop", "node.start"):
             raft.pop(e.node, None)
-        elif e.kind == "role" and e.fields.get("component", "broker") == "broker" \
-                and e.fields.get("to") in MASTER_ROLES and e.node in raft:
-            bad += raft[e.node] != ("LEADER", int(e.fields.get("epoch") or 0))
-    return bad if seen else None
+        elif e.kind == "role" and e.node in members and e.fields.get("component", "broker") == "broker" \
+                and e.fields.get("to") in MASTER_ROLES:
+            bad += raft.get(e.node) != ("LEADER", int(e.fields.get("epoch") or 0))
+    return bad
 
 
 def acked_behind_slave(events: list[TraceEvent], acked: list, victim: str, restart_at: float) -> int:
