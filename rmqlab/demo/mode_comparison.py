@@ -1,8 +1,8 @@
 """The deployment-mode comparison of lab 01 and `rmqlab demo`: the guide's pros and cons, measured.
 
-Every mode of RocketMQ's deployment guide (its docs' 「部署方式」 and 「主备自动切换模式部署」), and RIP-32's
-slave acting master beside them, runs the same recorded workload on the simulator and suffers the
-same fault:
+Every mode of RocketMQ's deployment guide (its docs' 「部署方式」 and 「主备自动切换模式部署」), and beside them
+RIP-32's slave acting master and RocketMQ 4.5's DLedger CommitLog mode, runs the same recorded workload
+on the simulator and suffers the same fault:
 
     warm-up     the cluster starts; the topic is created on every broker (`mqadmin updateTopic`)
                 and WARMUP_MS pass (slaves connect to their masters)
