@@ -108,6 +108,38 @@ def test_slave_acting_master_serves_reads_from_a_read_only_slave_and_drops_the_m
     assert len(rows) == 3 and all(c.holds and c.source == mc.RIP32 for c in rows)
 
 
+def test_dledger_mode_elects_a_new_leader_as_master_and_loses_nothing_at_a_replica_round_trip(runs):
+    """DLedger mode (Raft in the data path): the same power loss of the master, here the Raft
+    leader. The followers elect a leader after missing its heartbeats (3 x 2 s, then a randomised
+    election) that becomes master; every acknowledged message was on a majority, so none is lost;
+    each send waits for a follower, as 2m-2s-sync's waits for its slave."""
+    r, sync, controller = result(runs, "dledger"), result(runs, "2m-2s-sync"), result(runs, "controller-embedded")
+    assert r.new_master is not None and r.new_master != r.victim and r.masters_not_raft_leader == 0
+    assert 6_000 <= r.failover_ms <= 12_000 and r.set_writable_after_ms < r.failover_ms + 3_000
+    assert r.route_dropped_after_ms is None, "the new leader registers as brokerId 0: no expiry to wait for"
+    assert r.acknowledged_lost == 0 and r.missing_after_recovery == 0
+    assert r.readable_during_outage == r.on_broker_a > 0 and r.read_from == f"master {r.new_master} ({r.on_broker_a})"
+    assert r.acked_during_outage > 0.8 * r.sends_during_outage
+    assert r.p50_ms > result(runs, "2m-2s-async").p50_ms
+    assert 0.75 * sync.p50_ms < r.p50_ms < 1.25 * controller.p50_ms
+    rows = [c for c in mc.claims({m: run.result for m, run in runs.items()}) if c.mode == "dledger"]
+    assert len(rows) == 3 and all(c.holds and c.source == mc.RAFT_ARTICLE for c in rows)
+
+
+def test_the_dledger_figure_draws_the_rows_leaders_and_commit_index(runs):
+    from rmqlab.viz.dledger import commit_points, role_segments
+
+    run = runs["dledger"]
+    victim, new = run.result.victim, run.result.new_master
+    segments = role_segments(run.events)
+    down = [(a, b) for a, b, role, _ in segments[victim] if role == "DOWN"]
+    assert len(down) == 1 and down[0] == (pytest.approx(run.crash_at_ms), pytest.approx(run.restart_at_ms))
+    assert [(role, term) for a, b, role, term in segments[new] if a >= run.crash_at_ms][-1] == ("LEADER", 2)
+    leaders = [(node, term) for _, node, term, _ in commit_points(run.events)]
+    assert leaders[0] == (victim, 1) and leaders[-1] == (new, 2)
+    assert set(leaders) == {(victim, 1), (new, 2)}
+
+
 def test_the_claims_table_marks_what_a_machine_crash_contradicts(runs):
     table = mc.claims({m: run.result for m, run in runs.items()})
     assert {c.mode for c in table} == set(mc.MODES)

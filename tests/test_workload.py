@@ -237,7 +237,7 @@ def test_replay_is_deterministic_across_runs_and_processes(tmp_path):
 def test_committed_workloads_are_the_catalog():
     files = sorted(WORKLOADS.glob("*.parquet"))
     assert {f.name.removesuffix(".parquet") for f in files} == set(CATALOG)
-    assert sum(f.stat().st_size for f in files) < 5 * 1024 * 1024
+    assert sum(f.stat().st_size for f in files) < 5.5 * 1024 * 1024
     for f in files:
         rec = read_header(f)  # the footer only (fast); load_workload reads rows in the tests that replay
         name = f.name.removesuffix(".parquet")

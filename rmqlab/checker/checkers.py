@@ -295,6 +295,88 @@ def check_replicas(events: Iterable[TraceEvent], stores: Mapping[str, str]) -> C
     return result("replicas", violations, stats)
 
 
+def check_dledger_replicas(events: Iterable[TraceEvent], stores: Mapping[str, str]) -> CheckResult:
+    """DLedger CommitLog mode: the members of each DLedger group (their `dledger.role` events)
+    hold the same log up to the group's commit index (the highest `dledger.commit` index traced:
+    what a majority held when a leader acknowledged it, so every member must end with it once the
+    group converged). Entry i is compared by its 32-byte index unit and its bytes in the data files
+    (DLedgerMmapFileStore's layout under <storePathRootDir>/dledger-<selfId>/); entries above the
+    commit index may differ (a leader's uncommitted tail is truncated by the next one).
+    `stores`: broker node -> its storePathRootDir, read after the run. Violations: `short-replica`,
+    `entries-diverged` (files only: no seq; time is the end of the trace)."""
+    events = list(events)
+    end_ms = events[-1].time_ms if events else 0.0
+    members: dict[str, dict[str, str]] = {}   # group -> node -> selfId
+    committed: dict[str, int] = {}
+    last_leader: dict[str, str] = {}   # group -> the node of its last commit: the reference
+    for e in events:
+        if e.kind == "dledger.role":
+            members.setdefault(e.fields["group"], {})[e.node] = e.fields["self_id"]
+        elif e.kind == "dledger.commit":
+            committed[e.fields["group"]] = max(committed.get(e.fields["group"], -1), e.fields["commit_index"])
+            last_leader[e.fields["group"]] = e.node
+    violations: list[Violation] = []
+    stats: dict = {}
+    for group, nodes in sorted(members.items()):
+        nodes = {n: i for n, i in nodes.items() if n in stores}
+        upto = committed.get(group, -1)
+        logs = {n: _dledger_entries(os.path.join(stores[n], f"dledger-{i}"), upto) for n, i in sorted(nodes.items())}
+        ref = last_leader.get(group) if last_leader.get(group) in logs else \
+            max(logs, key=lambda n: (len(logs[n]), n)) if logs else None
+        stats[group] = {"members": sorted(nodes), "committed_index": upto, "reference": ref}
+        for n, log in logs.items():
+            if len(log) < upto + 1:
+                violations.append(Violation("short-replica", f"{n} holds {len(log)} entries of the {upto + 1} "
+                                            f"committed in DLedger group {group}", n, None, end_ms, {"group": group}))
+            elif n != ref:
+                at = next((i for i, (a, b) in enumerate(zip(logs[ref], log)) if a != b), None)
+                if at is not None:
+                    violations.append(Violation(
+                        "entries-diverged", f"{n}'s DLedger entry {at} differs from {ref}'s, at or below the commit "
+                        f"index {upto} of group {group}", n, None, end_ms,
+                        {"group": group, "index": at, "reference": ref, "committed_index": upto}))
+    return result("replicas", violations, stats)
+
+
+def _dledger_entries(member_root: str, upto: int) -> list[tuple[bytes, bytes]]:
+    """(index unit, entry bytes) of entries 0..upto of a DLedger member's files, stopping at the
+    first one missing (an empty unit, a unit of another index, or data cut short)."""
+    from rmqlab.dledger.entry.dledger_entry_coder import INDEX_UNIT_SIZE, decode_index
+
+    index_files, data_files = _mapped_files(os.path.join(member_root, "index")), \
+        _mapped_files(os.path.join(member_root, "data"))
+    out: list[tuple[bytes, bytes]] = []
+    for i in range(upto + 1):
+        unit = _read_mapped(index_files, i * INDEX_UNIT_SIZE, INDEX_UNIT_SIZE)
+        if len(unit) < INDEX_UNIT_SIZE:
+            break
+        _magic, pos, size, index, _term = decode_index(unit)
+        if index != i or size <= 0:
+            break
+        data = _read_mapped(data_files, pos, size)
+        if len(data) < size:
+            break
+        out.append((unit, data))
+    return out
+
+
+def _mapped_files(directory: str) -> list[tuple[int, str]]:
+    """(start offset, path) of the mapped files in `directory` (each named by its start offset)."""
+    names = sorted(n for n in os.listdir(directory) if n.isdigit()) if os.path.isdir(directory) else []
+    return [(int(n), os.path.join(directory, n)) for n in names]
+
+
+def _read_mapped(files: list[tuple[int, str]], offset: int, size: int) -> bytes:
+    """`size` bytes at `offset` of a mapped-file list (never across a file end: DLedger entries and
+    index units do not straddle files); fewer when the file is missing or shorter."""
+    start, path = next(((s, p) for s, p in reversed(files) if s <= offset), (None, None))
+    if path is None:
+        return b""
+    with open(path, "rb") as f:
+        f.seek(offset - start)
+        return f.read(size)
+
+
 def commitlog_end(store_root: str) -> int:
     """Where a store's commit log ends: the offset after its last whole, CRC-valid record (what
     recovery would find; a torn or zero tail is not data). Files are walked in offset order; a

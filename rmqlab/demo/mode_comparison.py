@@ -1,8 +1,8 @@
 """The deployment-mode comparison of lab 01 and `rmqlab demo`: the guide's pros and cons, measured.
 
-Every mode of RocketMQ's deployment guide (its docs' 「部署方式」 and 「主备自动切换模式部署」), and RIP-32's
-slave acting master beside them, runs the same recorded workload on the simulator and suffers the
-same fault:
+Every mode of RocketMQ's deployment guide (its docs' 「部署方式」 and 「主备自动切换模式部署」), and beside them
+RIP-32's slave acting master and RocketMQ 4.5's DLedger CommitLog mode, runs the same recorded workload
+on the simulator and suffers the same fault:
 
     warm-up     the cluster starts; the topic is created on every broker (`mqadmin updateTopic`)
                 and WARMUP_MS pass (slaves connect to their masters)
@@ -258,6 +258,17 @@ register_mode(ModeSpec(
     broker_settings={"timerWheelEnable": True}))
 
 
+# DLedger CommitLog mode (RocketMQ 4.5; docs/cn/dledger/deploy_guide.md): one group of three replicas
+# whose commitlog is a DLedger Raft log (conf/dledger/); the Raft leader is the master. Lab setting:
+# the group is named broker-a (conf/dledger names it RaftNode00), as every row's crashed set is.
+register_mode(ModeSpec(
+    "dledger", "Dledger集群搭建 (RocketMQ on DLedger)",
+    "every message is a Raft log entry: a majority of the group must store it before the send is "
+    "answered; the Raft leader is the master and a new leader is elected when it dies; a group needs "
+    "at least 3 replicas and stops taking writes when a majority is gone", "dledger", victim=elected_victim,
+    broker_settings={"brokerName": BROKER_SET}))
+
+
 # --- the result -----------------------------------------------------------------------------------------
 @dataclass
 class ModeResult:
@@ -286,6 +297,9 @@ class ModeResult:
     # Acknowledged by the restarted victim at commitlog offsets its slave already held other bytes
     # for: classic HA takes the report of a slave ahead of its master as an ack (acked_behind_slave).
     acked_behind_slave: int = 0
+    # DLedger mode: broker master roles taken by a node that was not its group's Raft leader of
+    # that term (the broker role must follow the Raft role); None without DLedger members.
+    masters_not_raft_leader: int | None = None
 
     @property
     def lost_if_disk_destroyed(self) -> int:
@@ -572,7 +586,29 @@ def judge(mode: str, events: list[TraceEvent], victim: str, start: float, crash_
         failover_ms=elected[0].time_ms - crash_at if elected else None,
         route_dropped_after_ms=_route_dropped(events, victim, crash_at, restart_at),
         endpoints_during_outage=", ".join(f"{e} ({n})" for e, n in sorted(endpoints.items())),
-        acked_behind_slave=acked_behind_slave(events, acked, victim, restart_at))
+        acked_behind_slave=acked_behind_slave(events, acked, victim, restart_at),
+        masters_not_raft_leader=masters_not_raft_leader(events))
+
+
+def masters_not_raft_leader(events: list[TraceEvent]) -> int | None:
+    """DLedger CommitLog mode: how many times a DLedger member's broker became master (a broker
+    `role` event to a master role) while the member was not LEADER of the same term, by its last
+    `dledger.role` event of its current life (DLedgerRoleChangeHandler: leader -> master; the term
+    is the role event's epoch). None when the trace has no DLedger member."""
+    members = {e.node for e in events if e.kind == "dledger.role"}
+    if not members:
+        return None
+    raft: dict[str, tuple[str, int]] = {}
+    bad = 0
+    for e in events:
+        if e.kind == "dledger.role":
+            raft[e.node] = (e.fields["role"], e.fields["term"])
+        elif e.kind in ("node.kill", "node.crash", "node.stop", "node.start"):
+            raft.pop(e.node, None)
+        elif e.kind == "role" and e.node in members and e.fields.get("component", "broker") == "broker" \
+                and e.fields.get("to") in MASTER_ROLES:
+            bad += raft.get(e.node) != ("LEADER", int(e.fields.get("epoch") or 0))
+    return bad
 
 
 def acked_behind_slave(events: list[TraceEvent], acked: list, victim: str, restart_at: float) -> int:
@@ -613,6 +649,7 @@ def _route_dropped(events: list[TraceEvent], victim: str, crash_at: float, resta
 # --- the deployment guide's claims, next to what was measured -----------------------------------------
 GUIDE = "RocketMQ's deployment guide (部署方式)"
 RIP32 = "the design page \"RIP 32 Slave Acting Master Mode\""
+RAFT_ARTICLE = "the article 「一文详解 RocketMQ 如何利用 Raft 进行高可用保障」, section 「Raft 在 RocketMQ 中的初期形态」"
 
 
 @dataclass(frozen=True)
@@ -787,6 +824,36 @@ def claims(results: dict[str, ModeResult] | list[ModeResult]) -> list[Claim]:
               m.route_dropped_after_ms is not None and m.route_dropped_after_ms <= 16_000,
               "dropped within the 10 s timeout plus the name server's 5 s scan interval "
               "(scanNotActiveBrokerInterval) and one 1 s heartbeat interval", source=RIP32)
+    if "dledger" in r:
+        m = r["dledger"]
+        claim(m.mode, "raft 角色透传给外部 broker 角色,leader 对应原来的 master,follower 和 candidate 对应原来的 slave",
+              "the Raft role is passed through to the broker: the leader is the master, followers and candidates "
+              "are slaves",
+              f"{m.new_master} became master {_s(m.failover_ms)} after the crash (the followers' election); "
+              f"{m.masters_not_raft_leader} master roles taken by a member that was not the Raft leader of that term; "
+              f"broker-a took writes again after {_s(m.set_writable_after_ms)}",
+              m.new_master is not None and m.masters_not_raft_leader == 0 and m.set_writable_after_ms is not None
+              and m.set_writable_after_ms < OUTAGE_MS,
+              "a new master before the old leader's machine came back, and every master role of the run taken by "
+              "the Raft leader of the same term", source=RAFT_ARTICLE)
+        claim(m.mode, "Raft 多数派限制导致三副本副本必须两副本响应才能返回",
+              "the Raft majority: with three replicas two must answer before a send returns",
+              f"{m.acknowledged_lost} acknowledged messages lost and {m.missing_after_recovery} missing once the old "
+              f"leader had rejoined, though its machine lost power (of {m.acknowledged}); with 2 of 3 alive "
+              f"{m.acked_during_outage} of {m.sends_during_outage} sends acknowledged during the outage",
+              m.acknowledged_lost == 0 and m.missing_after_recovery == 0 and m.acked_during_outage > 0,
+              "what a majority ack implies for the leader's power loss: nothing acknowledged lost or missing, and "
+              "the two replicas left (a majority) still take writes", source=RAFT_ARTICLE)
+        if "2m-2s-async" in r:
+            a = r["2m-2s-async"]
+            others = "".join(f", {n} {r[n].p50_ms:.2f} ms" for n in ("2m-2s-sync", "controller-embedded") if n in r)
+            claim(m.mode, "ACK 是不够灵活的,这也导致“发送延迟低”和“副本冗余小”两种要求很难做到",
+                  "the ack is not flexible: low send latency and little redundancy are hard to have together",
+                  f"median send latency {m.p50_ms:.2f} ms (2m-2s-async {a.p50_ms:.2f} ms{others}): every send "
+                  "waits for a follower's round trip; there is no asynchronous setting",
+                  m.p50_ms > a.p50_ms,
+                  "median send latency above 2m-2s-async's (no replica wait): three replicas cannot buy "
+                  "asynchronous replication's latency", source=RAFT_ARTICLE)
     return out
 
 

@@ -1,5 +1,6 @@
 """FaultPanel: the labs' fault buttons — kill, crash, restart, suspend, resume or isolate any node,
-heal the network, let virtual time run — with a role display, all read back from the trace.
+heal the network, let virtual time run — with a role display, all read back from the trace (in
+DLedger CommitLog mode a member's DLedger role and term beside its broker role).
 
 A click and a call do the same thing: `panel.act("kill", "broker-a")` injects the fault through
 the cluster's nemesis (the one fault API of rmqlab.runtime.nemesis), lets `step_ms` of virtual time
@@ -104,12 +105,36 @@ class FaultPanel:
 
     def refresh(self) -> None:
         events = self.cluster.events()
-        states = node_states(events)
+        states, raft = node_states(events), dledger_roles(events)
         cells = "".join(
             f"<tr><td style='padding-right:1em'><b>{html.escape(n)}</b></td>"
-            f"<td>{html.escape(describe_state(states[n]) if n in states else 'not started')}</td></tr>"
+            f"<td>{html.escape(describe_member(states[n], raft.get(n)) if n in states else 'not started')}</td></tr>"
             for n in self.nodes)
         self.roles.value = f"<table class='rmqlab-role-table'>{cells}</table>"
         clock = f"t = {self.cluster.sim.now_ms() / 1000:.1f} s virtual" if self.cluster.runtime == "sim" else "real time"
         last = f" · last action: {html.escape(self.last_action)}" if self.last_action else ""
         self.status.value = f"<span>{clock} · {len(events)} trace events{last}</span>"
+
+
+def dledger_roles(events: Iterable) -> dict[str, tuple[str, int]]:
+    """DLedger CommitLog mode: member node -> (its DLedger role, term) from its last `dledger.role`
+    event in its current incarnation (none while it is down or before it has started its elector)."""
+    out: dict[str, tuple[str, int]] = {}
+    for e in events:
+        if e.kind == "dledger.role":
+            out[e.node] = (e.fields["role"], e.fields["term"])
+        elif e.kind in ("node.kill", "node.crash", "node.stop", "node.start"):
+            out.pop(e.node, None)
+    return out
+
+
+def describe_member(state: dict, raft: tuple[str, int] | None) -> str:
+    """describe_state, and for a running DLedger member its Raft role beside its broker role: the
+    broker role follows the Raft role (DLedgerRoleChangeHandler), a leader becomes master only once
+    it has applied its log, so the two can differ for a moment. The DLedger term stands in for the
+    epoch there (the handler traces the term as the broker's epoch)."""
+    if raft is None or not state["up"]:
+        return describe_state(state)
+    role, term = raft
+    broker = state["role"] or "no broker role yet"
+    return f"{broker} · DLedger {role}, term {term}" + (", suspended" if state["suspended"] else "")

@@ -315,3 +315,28 @@ add("orderly-acting-kill-master", ACT, "Ordered sends and an orderly consumer. b
     "acting slave grants the locks of broker-a's queues (read-only: new ordered sends go to broker-b), and the "
     "returning master takes them back (RIP-32).", process_fault("kill", "broker-a", 5_000, 13_000), seed=48,
     duration_ms=24_000, consumer=True, broker_overrides=_ACT, producer=_ORDERED, consumer_spec=_ORDERLY)
+
+# --- DLedger CommitLog mode -------------------------------------------------------------------------------------
+# One group of three replicas whose commitlog is a DLedger Raft log (conf/dledger/, group RaftNode00): the Raft
+# leader is the master, a send is acknowledged once a majority (2 of 3) stores its entry. Which member is the
+# first leader depends on the seed (DLedger's election timeouts are random); the workloads that hit a given
+# member name the first leader (or its followers) of their seed, the kill uses "@master".
+DL = "dledger"
+DL_SERVERS = ["namesrv", "broker-n0", "broker-n1", "broker-n2"]
+add("dledger-kill-leader", DL, "The leader (the master) is killed for 12 s: after missing its heartbeats for 5 s "
+    "the two followers elect a new leader, which becomes master; the old leader returns as a follower (slave) "
+    "and nothing acknowledged is lost.", process_fault("kill", MASTER, 3_000, 15_000), seed=49, duration_ms=22_000)
+add("dledger-partition-leader", DL, "broker-n2, the first leader, is cut off from the other members and the name "
+    "server for 14 s (the producer still reaches it): its appends get no quorum and are never acknowledged, it "
+    "steps down, the other two elect a leader that takes the writes; back, broker-n2 follows it and its "
+    "uncommitted entries are truncated.",
+    partition([["broker-n2"], [n for n in DL_SERVERS if n != "broker-n2"]], 3_000, 17_000), seed=50,
+    duration_ms=24_000)
+add("dledger-two-down", DL, "Both followers of broker-n2, the leader, are killed for 8 s: with 1 of 3 alive no "
+    "send is acknowledged (no quorum; the leader steps down after 6 s) until they are back and a leader is "
+    "elected; nothing acknowledged is lost.",
+    process_fault("kill", "broker-n0", 4_000, 12_000, 0) + process_fault("kill", "broker-n1", 4_000, 12_000, 1),
+    seed=51, duration_ms=22_000)
+add("dledger-crash-follower", DL, "Follower broker-n2's machine loses power for 6 s: the leader and the other "
+    "follower are a majority and acknowledge every send; broker-n2 recovers its flushed log and catches up.",
+    process_fault("crash", "broker-n2", 4_000, 10_000), seed=52, duration_ms=18_000, consumer=True)

@@ -22,12 +22,15 @@ Keys:
                                        the confirm offset is expected and only counted in details)
       no-acknowledged-loss             nothing acknowledged is lost; applies only where the mode
                                        promises it (`promises_no_loss`): sync replication
-                                       (brokerRole SYNC_MASTER) or controller mode with
-                                       allAckInSyncStateSet=true and no unclean election; elsewhere
-                                       reported with applies=false
+                                       (brokerRole SYNC_MASTER), controller mode with
+                                       allAckInSyncStateSet=true and no unclean election, or DLedger
+                                       CommitLog mode (majority ack) unless a majority loses power;
+                                       elsewhere reported with applies=false
       replicas-identical               the replicas' commit logs and epoch files agree on the
                                        committed prefix (check_replicas); controller modes, with
-                                       the store files
+                                       the store files; in DLedger CommitLog mode the members'
+                                       DLedger logs agree up to the commit index
+                                       (check_dledger_replicas)
       no-rolled-back-read              no message of a rolled-back transaction was read (total-queue's
                                        rolled-back-read); only in traces with transactions
       queue-order                      orderly consumption kept each queue's order, one consumer at a
@@ -46,7 +49,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmqlab.checker.order import check_order
-from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
+from rmqlab.checker.checkers import (check_dledger_replicas, check_elections, check_replicas, check_single_master, check_total_queue,
                                      check_truncations, send_acknowledged)
 from rmqlab.checker.result import CheckResult, Violation
 from rmqlab.trace import TraceEvent, canonical_json, client_ops, trace_hash
@@ -78,12 +81,20 @@ def t0_of(events: list[TraceEvent]) -> float:
 
 def promises_no_loss(workload: Workload) -> bool:
     """Whether the workload's deployment promises that an acknowledged message is never lost:
-    every master replicates synchronously (brokerRole SYNC_MASTER, "同步双写"), or controller
+    every master replicates synchronously (brokerRole SYNC_MASTER, "同步双写"), controller
     mode with allAckInSyncStateSet=true on every broker (RocketMQ's "主备自动切换模式部署"
-    documentation) and unclean elections off."""
+    documentation) and unclean elections off, or DLedger CommitLog mode while no majority of the
+    group loses power."""
     from rmqlab.cluster import MODES
 
     mode = MODES[workload.mode]
+    if mode.dleger_commit_log():
+        # A send is acknowledged once a majority stores its entry, and a new leader holds every
+        # committed entry (Raft), so nothing acknowledged is lost while a majority's disks survive.
+        # A majority losing power could lose what it had not flushed: not promised when the
+        # workload crashes that many members ("@master" counted as one more member).
+        crashed = {op.node for op in workload.faults.ops if op.f == "crash"}
+        return len(crashed) <= (len(mode.brokers) - 1) // 2
     configs = {node: mode.broker_config(node, workload.overrides) for node in mode.brokers}
     if workload.is_controller_mode:
         return all(bool(c.messageStoreConfig.allAckInSyncStateSet) for c in configs.values()) \
@@ -214,7 +225,15 @@ def outcome(events: Iterable[TraceEvent], workload: Workload, stores: Mapping[st
     truncs = check_truncations(events)
     single = check_single_master(events)
     have_stores = bool(stores) and all(os.path.isdir(p) for p in stores.values())
-    replicas = check_replicas(events, stores) if controller and have_stores else None
+    from rmqlab.cluster import MODES
+
+    dledger = MODES[workload.mode].dleger_commit_log()
+    if not have_stores:
+        replicas = None
+    elif controller:
+        replicas = check_replicas(events, stores)
+    else:
+        replicas = check_dledger_replicas(events, stores) if dledger else None
     promised = promises_no_loss(workload)
     if converged is None:
         from rmqlab.workload.runner import WORKLOAD_NODE
@@ -240,7 +259,8 @@ def outcome(events: Iterable[TraceEvent], workload: Workload, stores: Mapping[st
                                            violations=lost),
         "replicas-identical": _invariant(replicas is not None, replicas, t0,
                                          {} if replicas is None else {
-                                             name: {"committed_offset": v["committed_offset"]}
+                                             name: ({"committed_index": v["committed_index"]} if dledger
+                                                    else {"committed_offset": v["committed_offset"]})
                                              for name, v in sorted(replicas.stats.items())}),
     }
     # Only for the traces that have them, so the outcomes of every other workload read as before.

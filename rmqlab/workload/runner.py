@@ -214,9 +214,23 @@ def _reader_spec(topic: str) -> ConsumerSpec:
 # --- start-up ---------------------------------------------------------------------------------------------
 def _wait_healthy(c) -> None:
     """Controller modes: a master whose SyncStateSet holds every replica (from the trace: the
-    controllers' AlterSyncStateSet events, so it works on either runtime). Classic modes: every
-    slave's HA client has reported its offset to its master once."""
-    if c.controller_nodes:
+    controllers' AlterSyncStateSet events, so it works on either runtime). DLedger CommitLog mode:
+    a master, and every other member a follower of its term (their `dledger.role` events; DLedger
+    has no HA client to report). Classic modes: every slave's HA client has reported its offset to
+    its master once."""
+    if c.deployment.mode.dleger_commit_log():
+        def healthy() -> bool:
+            master = c.master()
+            if master is None:
+                return False
+            last: dict[str, tuple[str, int]] = {}
+            for e in c.events():
+                if e.kind == "dledger.role":
+                    last[e.node] = (e.fields["role"], e.fields["term"])
+            leader = last.get(master)
+            return leader is not None and leader[0] == "LEADER" and all(
+                last.get(n) == ("FOLLOWER", leader[1]) for n in c.brokers if n != master)
+    elif c.controller_nodes:
         from rmqlab.checker.checkers import sync_state_sets
 
         def healthy() -> bool:
