@@ -7,7 +7,7 @@ Fixtures here: ``_close_worlds`` (autouse) closes what the builders tracked (tes
 guard of tests/process_guard.py: a test that starts an OS process must be marked ``real``,
 ``browser`` or ``spark`` (the markers are registered in pyproject.toml).
 
-The deployment-mode comparison (rmqlab.demo.mode_comparison.simulate_modes: nine modes, ~160
+The deployment-mode comparison (rmqlab.demo.mode_comparison.simulate_modes: ten modes, ~160
 virtual s each) is deterministic, and several tests and notebooks need the same one (seed 7, every
 mode): tests/test_lab_deployment_modes.py, `rmqlab demo` in tests/test_demo.py, lab 01 under nbval
 and in the browser test. RMQLAB_MODE_CACHE_DIR points them at one directory for the whole pytest
