@@ -27,6 +27,7 @@ push / heartbeat requests and their answers; HA transfer, heartbeat and ack fram
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from rmqlab.cluster import Cluster
@@ -38,6 +39,8 @@ WARM_MS = 5_000            # sending before the failure
 AFTER_MS = 40_000          # sending after it: past haMaxTimeSlaveNotCatchup (15 s) and a few send timeouts
 COST_MESSAGES = 200
 BUCKET_MS = 1_000          # the figure's bins
+# The producer's final error codes (RocketMQ's ResponseCode and ClientErrorCode) by name.
+RESPONSE_CODES = {1: "SYSTEM_ERROR", 2: "SYSTEM_BUSY", 10002: "send timeout", 10005: "no route"}
 
 # Each variant: (label, mode, broker settings on top of the templates).
 VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
@@ -80,7 +83,8 @@ class FailureRun:
         out: dict[str, int] = {}
         for s in self.sends:
             if not s.ok and s.invoke_ms >= 0:
-                key = (s.error or "no answer").split(":")[0][:60]
+                code = re.search(r"CODE: (-?\d+)", s.error or "")
+                key = RESPONSE_CODES.get(int(code.group(1)), code.group(1)) if code else (s.error or "no answer")[:40]
                 out[key] = out.get(key, 0) + 1
         return out
 
@@ -207,10 +211,14 @@ def address_owners(events) -> dict[str, str]:
 
 
 def acked_per_bucket(run: FailureRun, bucket_ms: int = BUCKET_MS) -> list[tuple[float, int]]:
-    """(bucket start in s after the failure, sends invoked in it and acknowledged)."""
+    """(bucket start in s after the failure, acknowledgements that arrived in it)."""
     lo = -WARM_MS // bucket_ms + 1
     hi = AFTER_MS // bucket_ms
-    return [(b * bucket_ms / 1000, run.acked(b * bucket_ms, (b + 1) * bucket_ms)) for b in range(lo, hi)]
+    counts = dict.fromkeys(range(lo, hi), 0)
+    for s in run.sends:
+        if s.ok and s.complete_ms is not None and lo <= s.complete_ms // bucket_ms < hi:
+            counts[int(s.complete_ms // bucket_ms)] += 1
+    return [(b * bucket_ms / 1000, n) for b, n in counts.items()]
 
 
 def failure_table(runs: list[FailureRun]) -> str:
@@ -235,17 +243,25 @@ def cost_table(runs: list[CostRun]) -> str:
     return "\n".join(lines)
 
 
-def figure(runs: list[FailureRun], title: str = "Two of three replicas killed at t = 0"):
-    """Acknowledged sends per second, one line per variant (plotly)."""
+def figure(runs: list[FailureRun], title: str = "Both followers killed at t = 0: acknowledgements per second"):
+    """Acknowledgements per second (when they arrived), a row per variant (plotly). The y axis
+    stops at twice the sending rate: a burst above it (the producer catching up) is written on it."""
     import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
 
-    fig = go.Figure()
-    for r in runs:
+    top = 2 * 1000 // SEND_EVERY_MS
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=[r.variant for r in runs])
+    for row, r in enumerate(runs, 1):
         points = acked_per_bucket(r)
         fig.add_trace(go.Scatter(x=[t for t, _ in points], y=[n for _, n in points], mode="lines",
-                                 line_shape="hv", name=r.variant))
-    fig.add_vline(x=0, line_dash="dash", annotation_text="2 followers killed")
-    fig.update_layout(title=title, xaxis_title="seconds after the failure (by send time)",
-                      yaxis_title="sends acknowledged per second", height=380,
-                      legend=dict(orientation="h", y=-0.25))
+                                 line_shape="hv", name=r.variant, showlegend=False), row=row, col=1)
+        for t, n in points:
+            if n > top:
+                fig.add_annotation(x=t + 0.5, y=top, text=f"{n} (the producer catching up)", showarrow=False,
+                                   yanchor="top", xanchor="left", row=row, col=1)
+        fig.add_vline(x=0, line_dash="dash", row=row, col=1)
+        fig.update_yaxes(range=[0, top], row=row, col=1)
+    fig.update_xaxes(title_text="seconds after the failure", row=len(runs), col=1)
+    fig.update_layout(title=title, height=130 * len(runs) + 120, margin=dict(t=80))
     return fig
