@@ -1,0 +1,205 @@
+"""DLedger mode → controller mode, on the simulator: no in-place upgrade with the data.
+
+RocketMQ's "Deployment and upgrade guidelines" (docs/en/controller/deploy.md, docs/cn/controller/
+deploy.md 「升级注意事项」): the DLedger commitlog stores every message inside a DLedger entry, a format
+the controller-mode commitlog cannot read, so the group's messages are not carried over. Stop writes
+to the group until its messages have all been consumed; then (the Chinese page) clear the broker's
+store except `config/topics.json` and `config/subscriptionGroup.json`, and start the brokers in
+controller mode on that otherwise empty disk. Everything else is rebuilt or new: the commitlog,
+consume queues, index and checkpoint, the consumer and delay offsets (`consumerOffset.json`,
+`delayOffset.json`), the broker identity (assigned by the controller) and the epoch file.
+
+What clearing `consumerOffset.json` implies: the new commitlog's consume queues start again at
+offset 0, so every offset of the old files points past their end. With the file gone the
+consumer group has no offset; the broker answers the consumer's query for a queue whose first
+message (offset 0) is still in memory with 0 (RocketMQ's ConsumerManageProcessor.queryConsumerOffset),
+and a restarted consumer reads the new queue from its first message. CASES:
+
+* "procedure": as above, the consumers stopped before the brokers and started again after.
+* "offsets-kept": the same, but `config/consumerOffset.json` is kept too. The restarted consumer
+  asks for its old offsets, which lie beyond the new queues' ends; the broker corrects an offset
+  past a queue's end to that end (OFFSET_OVERFLOW_BADLY: PULL_OFFSET_MOVED, DefaultMessageStore.
+  getMessage), so the consumer jumps to where each queue ends at that moment, and the messages sent
+  there since the upgrade are never read — why the procedure deletes the file.
+* "consumer-running": the procedure's files, but the consumer process runs through the upgrade.
+  Its offsets live in its memory (RemoteBrokerOffsetStore), and it goes on from them: the messages
+  the new queues hold below those offsets are never read. Stop the consumers too.
+
+The deployment: conf/dledger's three brokers (group RaftNode00) beside one standalone controller
+(`rmqlab controller -c conf/controller/controller-n0.conf`) that no broker uses yet. A producer
+sends every 100 ms, a push consumer consumes throughout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+
+from rmqlab.checker.checkers import check_total_queue
+from rmqlab.checker.result import CheckResult
+from rmqlab.cluster import STANDALONE, Cluster, DeploymentMode
+from rmqlab.trace import client_ops
+
+log = logging.getLogger("rmqlab.demo")
+
+GROUP = "RaftNode00"                      # the broker group (brokerName = dLegerGroup)
+BROKERS = tuple(f"broker-n{i}" for i in range(3))
+TOPIC, CONSUMER_GROUP = "UpgradeTopic", "UpgradeGroup"
+CASES = ("procedure", "offsets-kept", "consumer-running")
+KEPT = ("topics.json", "subscriptionGroup.json")   # under config/: what the procedure keeps
+PERM_READ, PERM_READ_WRITE = 4, 6
+SEND_EVERY_MS = 100
+WARM_MS = 20_000
+AFTER_MS = 40_000                        # producing after the upgrade (routes refresh every 30 s)
+DRAIN_MS = 30_000
+
+# conf/dledger with a standalone controller beside the name server; the brokers run DLedger mode
+# until their configuration says otherwise.
+UPGRADE_MODE = DeploymentMode("dledger+controller", {b: f"dledger/{b}.conf" for b in BROKERS}, controllers=STANDALONE)
+
+
+@dataclass
+class DLedgerUpgradeRun:
+    case: str
+    cluster: Cluster
+    drained: dict[int, int]              # queue id -> the group's offset on the old master = its max offset
+    kept_files: dict[str, list[str]]     # broker -> the files left in its store when it restarted
+    elected: str | None                  # the group's master after the upgrade
+    sync_state_set: set[int]
+    topics_kept: bool                    # the new master knows the topic and the subscription group from the kept files
+    committed_after: dict[int, int]      # queue id -> the group's offset on the new master at the end
+    max_after: dict[int, int]            # queue id -> the new master's max queue offset at the end
+    resumed_at: dict[int, int]           # queue id -> the first offset consumed after the upgrade
+    total_queue: CheckResult
+    restarted_seq: int                   # the trace's last event before the brokers restarted
+
+    @property
+    def lost(self) -> int:
+        return self.total_queue.stats["lost"]
+
+
+def build(seed: int = 7, root_dir: str | None = None) -> Cluster:
+    c = Cluster(UPGRADE_MODE, seed=seed, controllers=1, root_dir=root_dir)
+    try:
+        c.add_consumer("consumer", topic=TOPIC, group=CONSUMER_GROUP, start=False)
+        c.add_producer("producer", topic=TOPIC, interval_ms=SEND_EVERY_MS, start=False)
+        c.start(60_000)
+        c.create_topic(TOPIC)
+        c.create_group(CONSUMER_GROUP)
+        c.start_client("consumer")
+        c.start_client("producer")
+        c.run_for(WARM_MS)
+    except BaseException:
+        c.close()
+        raise
+    return c
+
+
+def queue_state(c: Cluster, broker: str) -> tuple[dict[int, int], dict[int, int]]:
+    """(committed offset, max offset) per queue of TOPIC on `broker`."""
+    b = c.components[broker]
+    committed = {q: b.consumer_offset_manager.query_offset(CONSUMER_GROUP, TOPIC, q) for q in range(4)}
+    maxes = {q: b.message_store.get_max_offset_in_queue(TOPIC, q) for q in range(4)}
+    return committed, maxes
+
+
+def stop_writes_and_drain(c: Cluster, timeout_ms: float = 60_000) -> dict[int, int]:
+    """`rmqlab admin updateBrokerConfig -b <master> -k brokerPermission -v 4`, then wait until the
+    consumer group has consumed everything (`rmqlab admin consumerProgress -g <group>`: diff 0)."""
+    master = c.master(GROUP)
+    addr = f"127.0.0.1:{c.components[master].netty_server_config.listenPort}"
+
+    async def read_only(admin, now_ms) -> None:
+        await admin.update_broker_config(addr, {"brokerPermission": str(PERM_READ)})
+
+    c.admin(read_only)
+    c.run_for(1_000)   # sends in flight finish
+
+    def drained() -> bool:
+        committed, maxes = queue_state(c, master)
+        return all(committed[q] == maxes[q] for q in maxes)
+
+    c.run_until(drained, timeout_ms, 500)
+    return queue_state(c, master)[0]
+
+
+def clear_store(store_dir: str, keep: tuple[str, ...]) -> list[str]:
+    """Remove everything under `store_dir` except config/<keep>; returns what is left (relative paths)."""
+    for entry in os.listdir(store_dir):
+        path = os.path.join(store_dir, entry)
+        if entry == "config" and os.path.isdir(path):
+            for name in os.listdir(path):
+                if name not in keep:
+                    p = os.path.join(path, name)
+                    shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+        elif os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    return sorted(os.path.relpath(os.path.join(d, f), store_dir) for d, _, fs in os.walk(store_dir) for f in fs)
+
+
+def to_controller_mode(c: Cluster, broker: str) -> None:
+    """The configuration change, read when `broker` next starts: controller mode as conf/controller's
+    brokers set it (brokerId -1: the controller assigns it), the DLedger commitlog off, writes allowed."""
+    c.overrides[broker] = {"enableDLegerCommitLog": False, "enableControllerMode": True,
+                           "controllerAddr": c.controller_addr, "brokerId": -1, "brokerRole": "SLAVE",
+                           "allAckInSyncStateSet": True, "brokerPermission": PERM_READ_WRITE}
+
+
+def run_upgrade(case: str = "procedure", seed: int = 7, root_dir: str | None = None) -> DLedgerUpgradeRun:
+    """Run one case of CASES; the caller closes `run.cluster`."""
+    if case not in CASES:
+        raise ValueError(f"case must be one of {', '.join(CASES)}, not {case!r}")
+    c = build(seed, root_dir)
+    try:
+        return _upgrade(c, case)
+    except BaseException:
+        c.close()
+        raise
+
+
+def _upgrade(c: Cluster, case: str) -> DLedgerUpgradeRun:
+    drained = stop_writes_and_drain(c)
+    if case != "consumer-running":
+        c.stop_client("consumer")   # it commits its offsets (already the queues' ends)
+    for b in BROKERS:
+        c.backend.stop(b)
+    keep = KEPT + (("consumerOffset.json",) if case == "offsets-kept" else ())
+    kept = {b: clear_store(c.store_dir(b), keep) for b in BROKERS}
+    log.info("%s: drained at %s; kept %s", case, drained, kept)
+    for b in BROKERS:
+        to_controller_mode(c, b)
+    restarted = c.sim.tracer.events[-1].seq
+    for b in BROKERS:
+        c.nemesis.restart(b)
+    c.run_until(lambda: c.master(GROUP) is not None, 60_000)
+    if case != "consumer-running":
+        c.nemesis.restart("consumer")   # a new process: it asks the broker for its offsets
+    c.run_for(AFTER_MS)
+    c.backend.stop("producer")
+    try:  # the consumer reads what is left; in the cases that keep old offsets some of it never comes
+        c.run_until(lambda: check_total_queue(c.events(), topic=TOPIC).stats["lost"] == 0, DRAIN_MS, 2_000)
+    except TimeoutError:
+        pass
+    elected = c.master(GROUP)
+    broker = c.components[elected] if elected else None
+    committed, maxes = queue_state(c, elected) if elected else ({}, {})
+    topics_kept = bool(broker and TOPIC in broker.topic_config_manager.topic_config_table
+                       and CONSUMER_GROUP in broker.subscription_group_manager.subscription_group_table)
+    return DLedgerUpgradeRun(case, c, drained, kept, elected,
+                             set(broker.replicas_manager.sync_state_set) if broker else set(), topics_kept,
+                             committed, maxes, _resumed_at(c.events(), restarted),
+                             check_total_queue(c.events(), topic=TOPIC), restarted)
+
+
+def _resumed_at(events, since_seq: int) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for op in client_ops(events):
+        v = op.invoke_value
+        if op.f == "consume" and op.invoke_seq > since_seq and v.get("broker_name") == GROUP:
+            q = v["queue_id"]
+            out[q] = min(out.get(q, v["queue_offset"]), v["queue_offset"])
+    return out
