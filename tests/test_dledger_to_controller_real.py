@@ -23,13 +23,16 @@ import time
 import pytest
 
 from rmqlab.checker.checkers import check_total_queue
-from rmqlab.demo.dledger_to_controller import BROKERS, GROUP, KEPT, UPGRADE_MODE, clear_store
 from rmqlab.cluster import Cluster
+from rmqlab.demo.dledger_to_controller import BROKERS, GROUP, KEPT, UPGRADE_MODE
 
 pytestmark = pytest.mark.real
 
 TOPIC, CONSUMER_GROUP = "UpgradeTopic", "UpgradeGroup"
 N = 40
+# docs/upgrade-to-controller-mode.md, run in the broker's storePathRootDir.
+CLEAR = ["find", ".", "-mindepth", "1", "!", "-path", "./config", "!", "-path", "./config/topics.json",
+         "!", "-path", "./config/subscriptionGroup.json", "-delete"]
 
 
 def admin(*args: str) -> str:
@@ -98,11 +101,14 @@ def test_dledger_to_controller_mode_with_the_operators_commands(tmp_path):
         c.stop_client("consumer")
         for b in BROKERS:
             c.real.stop(b)
-        # 3. Clear each store but config/topics.json and config/subscriptionGroup.json.
+        # 3. Clear each store but config/topics.json and config/subscriptionGroup.json, with the
+        #    docs' command.
         for b in BROKERS:
             store = properties(conf[b])["storePathRootDir"]
             assert os.path.isdir(os.path.join(store, f"dledger-{properties(conf[b])['dLegerSelfId']}"))
-            assert clear_store(store, KEPT) == [f"config/{name}" for name in sorted(KEPT)]
+            subprocess.run(CLEAR, cwd=store, check=True, timeout=60)
+            left = sorted(os.path.relpath(os.path.join(d, f), store) for d, _, fs in os.walk(store) for f in fs)
+            assert left == [f"config/{name}" for name in sorted(KEPT)], left
         # 4. Controller mode in the files (controllerAddr is already there), the DLedger commitlog
         #    off, writes allowed again.
         for b in BROKERS:
