@@ -17,13 +17,18 @@ and a restarted consumer reads the new queue from its first message. CASES:
 
 * "procedure": as above, the consumers stopped before the brokers and started again after.
 * "offsets-kept": the same, but `config/consumerOffset.json` is kept too. The restarted consumer
-  asks for its old offsets, which lie beyond the new queues' ends; the broker corrects an offset
-  past a queue's end to that end (OFFSET_OVERFLOW_BADLY: PULL_OFFSET_MOVED, DefaultMessageStore.
-  getMessage), so the consumer jumps to where each queue ends at that moment, and the messages sent
-  there since the upgrade are never read — why the procedure deletes the file.
+  asks for its old offsets, which lie beyond the new queues' ends, and resumes there (a master
+  corrects an offset past a queue's end to that end, OFFSET_OVERFLOW_BADLY → PULL_OFFSET_MOVED in
+  DefaultMessageStore.getMessage; a slave does not, offsetCheckInSlave): the messages sent since
+  the upgrade below that point are never read — why the procedure deletes the file.
 * "consumer-running": the procedure's files, but the consumer process runs through the upgrade.
   Its offsets live in its memory (RemoteBrokerOffsetStore), and it goes on from them: the messages
   the new queues hold below those offsets are never read. Stop the consumers too.
+* "no-route-wait": the procedure, but the group is drained right after the master is made read-only.
+  brokerPermission=4 does not refuse sends (RocketMQ refuses them only for ordered topics,
+  AbstractSendMessageProcessor.msgCheck): producers stop sending to the group only when they
+  refresh its route (pollNameServerInterval, 30 s). What the old group acknowledges after the
+  drain goes with its DLedger files.
 
 The deployment: conf/dledger's three brokers (group RaftNode00) beside one standalone controller
 (`rmqlab controller -c conf/controller/controller-n0.conf`) that no broker uses yet. A producer
@@ -47,10 +52,16 @@ log = logging.getLogger("rmqlab.demo")
 GROUP = "RaftNode00"                      # the broker group (brokerName = dLegerGroup)
 BROKERS = tuple(f"broker-n{i}" for i in range(3))
 TOPIC, CONSUMER_GROUP = "UpgradeTopic", "UpgradeGroup"
-CASES = ("procedure", "offsets-kept", "consumer-running")
+# A topic and a subscription group no client uses (so no broker auto-creates them): after the
+# upgrade they can only come from the kept files.
+KEPT_TOPIC, KEPT_TOPIC_QUEUES, KEPT_GROUP = "KeptTopic", 2, "KeptOrderlyGroup"
+CASES = ("procedure", "offsets-kept", "consumer-running", "no-route-wait")
 KEPT = ("topics.json", "subscriptionGroup.json")   # under config/: what the procedure keeps
 PERM_READ, PERM_READ_WRITE = 4, 6
 SEND_EVERY_MS = 100
+# A producer refreshes its routes every pollNameServerInterval (ClientConfig, 30 s); until then it
+# sends to the read-only master, which accepts the sends (below).
+ROUTE_REFRESH_MS = 30_000
 WARM_MS = 20_000
 AFTER_MS = 40_000                        # producing after the upgrade (routes refresh every 30 s)
 DRAIN_MS = 30_000
@@ -68,12 +79,13 @@ class DLedgerUpgradeRun:
     kept_files: dict[str, list[str]]     # broker -> the files left in its store when it restarted
     elected: str | None                  # the group's master after the upgrade
     sync_state_set: set[int]
-    topics_kept: bool                    # the new master knows the topic and the subscription group from the kept files
+    metadata_kept: dict[str, bool]       # broker -> it knows KEPT_TOPIC (its queue count) and KEPT_GROUP (orderly) after the upgrade
     committed_after: dict[int, int]      # queue id -> the group's offset on the new master at the end
     max_after: dict[int, int]            # queue id -> the new master's max queue offset at the end
     resumed_at: dict[int, int]           # queue id -> the first offset consumed after the upgrade
     total_queue: CheckResult
     restarted_seq: int                   # the trace's last event before the brokers restarted
+    acked_after_drain: list[str]         # uniq keys of sends the old group acknowledged after the drain
 
     @property
     def lost(self) -> int:
@@ -88,6 +100,8 @@ def build(seed: int = 7, root_dir: str | None = None) -> Cluster:
         c.start(60_000)
         c.create_topic(TOPIC)
         c.create_group(CONSUMER_GROUP)
+        c.create_topic(KEPT_TOPIC, queues=KEPT_TOPIC_QUEUES)
+        c.create_group(KEPT_GROUP, orderly=True)
         c.start_client("consumer")
         c.start_client("producer")
         c.run_for(WARM_MS)
@@ -105,9 +119,10 @@ def queue_state(c: Cluster, broker: str) -> tuple[dict[int, int], dict[int, int]
     return committed, maxes
 
 
-def stop_writes_and_drain(c: Cluster, timeout_ms: float = 60_000) -> dict[int, int]:
-    """`rmqlab admin updateBrokerConfig -b <master> -k brokerPermission -v 4`, then wait until the
-    consumer group has consumed everything (`rmqlab admin consumerProgress -g <group>`: diff 0)."""
+def stop_writes_and_drain(c: Cluster, timeout_ms: float = 60_000, wait_for_routes: bool = True) -> dict[int, int]:
+    """`rmqlab admin updateBrokerConfig -b <master> -k brokerPermission -v 4`, wait until the
+    producers' routes have been refreshed (`wait_for_routes`), then until the consumer group has
+    consumed everything (`rmqlab admin consumerProgress -g <group>`: diff 0)."""
     master = c.master(GROUP)
     addr = f"127.0.0.1:{c.components[master].netty_server_config.listenPort}"
 
@@ -115,7 +130,10 @@ def stop_writes_and_drain(c: Cluster, timeout_ms: float = 60_000) -> dict[int, i
         await admin.update_broker_config(addr, {"brokerPermission": str(PERM_READ)})
 
     c.admin(read_only)
-    c.run_for(1_000)   # sends in flight finish
+    # brokerPermission=4 does not make the broker refuse a send (RocketMQ's AbstractSendMessageProcessor
+    # .msgCheck refuses only ordered topics); the master registers its topics read-only, and a
+    # producer stops sending to it when it next refreshes its route. Wait that long.
+    c.run_for(ROUTE_REFRESH_MS + 5_000 if wait_for_routes else 1_000)
 
     def drained() -> bool:
         committed, maxes = queue_state(c, master)
@@ -162,7 +180,8 @@ def run_upgrade(case: str = "procedure", seed: int = 7, root_dir: str | None = N
 
 
 def _upgrade(c: Cluster, case: str) -> DLedgerUpgradeRun:
-    drained = stop_writes_and_drain(c)
+    drained = stop_writes_and_drain(c, wait_for_routes=case != "no-route-wait")
+    drained_at = c.now_ms()
     if case != "consumer-running":
         c.stop_client("consumer")   # it commits its offsets (already the queues' ends)
     for b in BROKERS:
@@ -173,9 +192,16 @@ def _upgrade(c: Cluster, case: str) -> DLedgerUpgradeRun:
     for b in BROKERS:
         to_controller_mode(c, b)
     restarted = c.sim.tracer.events[-1].seq
+    acked_after_drain = [op for op in client_ops(c.events()) if op.f == "send" and op.type == "ok"
+                         and op.complete_time_ms > drained_at]
     for b in BROKERS:
         c.nemesis.restart(b)
     c.run_until(lambda: c.master(GROUP) is not None, 60_000)
+    # The consumers come back after the producers (which resume at their next route refresh): the
+    # new queues already hold messages when a consumer first asks for its offsets.
+    c.run_until(lambda: any(op.f == "send" and op.type == "ok" and op.invoke_seq > restarted
+                            for op in client_ops(c.events())), 60_000, 500)
+    c.run_for(5_000)
     if case != "consumer-running":
         c.nemesis.restart("consumer")   # a new process: it asks the broker for its offsets
     c.run_for(AFTER_MS)
@@ -187,12 +213,19 @@ def _upgrade(c: Cluster, case: str) -> DLedgerUpgradeRun:
     elected = c.master(GROUP)
     broker = c.components[elected] if elected else None
     committed, maxes = queue_state(c, elected) if elected else ({}, {})
-    topics_kept = bool(broker and TOPIC in broker.topic_config_manager.topic_config_table
-                       and CONSUMER_GROUP in broker.subscription_group_manager.subscription_group_table)
+    metadata_kept = {b: _knows_kept_metadata(c.components[b]) for b in BROKERS}
     return DLedgerUpgradeRun(case, c, drained, kept, elected,
-                             set(broker.replicas_manager.sync_state_set) if broker else set(), topics_kept,
+                             set(broker.replicas_manager.sync_state_set) if broker else set(), metadata_kept,
                              committed, maxes, _resumed_at(c.events(), restarted),
-                             check_total_queue(c.events(), topic=TOPIC), restarted)
+                             check_total_queue(c.events(), topic=TOPIC), restarted,
+                             [op.invoke_value["uniq_key"] for op in acked_after_drain])
+
+
+def _knows_kept_metadata(broker) -> bool:
+    topic = broker.topic_config_manager.topic_config_table.get(KEPT_TOPIC)
+    group = broker.subscription_group_manager.subscription_group_table.get(KEPT_GROUP)
+    return (topic is not None and topic.write_queue_nums == KEPT_TOPIC_QUEUES
+            and group is not None and group.consume_message_orderly)
 
 
 def _resumed_at(events, since_seq: int) -> dict[int, int]:
