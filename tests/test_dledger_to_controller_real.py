@@ -7,7 +7,9 @@ push consumer consumes. Then the procedure, with the `rmqlab admin` commands the
 stop writes (`updateBrokerConfig -k brokerPermission -v 4` on the master), wait until
 `consumerProgress -g <group>` shows a diff of 0, stop the consumer and the three brokers, clear
 each store but config/topics.json and config/subscriptionGroup.json, switch the files to
-controller mode, start the brokers, wait until `getSyncStateSet` shows three in-sync replicas. A
+controller mode, start the brokers, wait until `getSyncStateSet` shows three in-sync replicas.
+(The docs wait 35 s after the first step for the producers' route refresh; here the producer has
+finished before it, and the test checks the route says read-only.) A
 second producer then sends to the upgraded group, and the restarted consumer reads every
 acknowledged message once. Every wait is bounded; RealCluster stops every process it started, by PID.
 """
@@ -96,6 +98,9 @@ def test_dledger_to_controller_mode_with_the_operators_commands(tmp_path):
         # 1. Stop writes to the group; wait until the consumer group has read everything.
         admin("updateBrokerConfig", "-n", c.namesrv_addr, "-b", f"127.0.0.1:{properties(conf[master])['listenPort']}",
               "-k", "brokerPermission", "-v", "4")
+        # The route now says read-only (producers stop at their next refresh; the docs wait 35 s,
+        # this test's producer has finished already).
+        wait(lambda: '"perm":4' in admin("topicRoute", "-n", c.namesrv_addr, "-t", TOPIC), 30, "the route read-only")
         wait(lambda: diff_total(c.namesrv_addr) == 0, 60, "consumerProgress: Diff Total 0")
         # 2. Stop the consumer and the three brokers.
         c.stop_client("consumer")
