@@ -15,7 +15,9 @@ consumer group has no offset; the broker answers the consumer's query for a queu
 message (offset 0) is still in memory with 0 (RocketMQ's ConsumerManageProcessor.queryConsumerOffset),
 and a restarted consumer reads the new queue from its first message. CASES:
 
-* "procedure": as above, the consumers stopped before the brokers and started again after.
+* "procedure": as above: the master made read-only, the producers' route refresh awaited (see
+  "no-route-wait"), the group drained; the consumers stopped before the brokers and started again
+  after the producers have resumed, so the new queues already hold messages when they ask.
 * "offsets-kept": the same, but `config/consumerOffset.json` is kept too. The restarted consumer
   asks for its old offsets, which lie beyond the new queues' ends, and resumes there (a master
   corrects an offset past a queue's end to that end, OFFSET_OVERFLOW_BADLY → PULL_OFFSET_MOVED in
