@@ -188,3 +188,24 @@ def test_the_grader_archive_shipped_to_a_cluster_master_is_removed_when_the_driv
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().startswith(str(tmpdir))
     assert os.listdir(tmpdir) == []
+
+
+def test_run_directories_of_dead_processes_are_swept_from_memory(tmp_path):
+    """A run directory in /dev/shm names its owner process (owned_prefix); one whose owner died
+    without cleaning up (killed) is removed by the next run's sweep, a live owner's is kept, and
+    other names are left alone."""
+    import tempfile
+
+    from rmqlab.cluster.sim_backend import owned_prefix, sweep_orphans
+
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    dead_pid = next(p for p in range(pid_max - 1, 1, -1) if not os.path.exists(f"/proc/{p}"))
+    orphan = tmp_path / f"rmqlab-2m-2s-async-p{dead_pid}-abcd1234"
+    orphan.mkdir()
+    (orphan / "commitlog").write_bytes(b"x")
+    mine = tempfile.mkdtemp(prefix=owned_prefix("rmqlab-dledger-"), dir=tmp_path)
+    other = tmp_path / "rmqlab-sim-unrelated"
+    other.mkdir()
+    assert sweep_orphans(str(tmp_path)) == [orphan.name]
+    assert not orphan.exists() and (tmp_path / mine).exists() and other.exists()

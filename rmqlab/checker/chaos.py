@@ -85,13 +85,13 @@ def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: in
     unless a schedule is given) and return its history; the caller checks it and cleans up.
     `decision_points`: rmqlab.common.decision_points rules for the cluster's components."""
     from rmqlab.cluster import Cluster
-    from rmqlab.cluster.sim_backend import memory_dir
+    from rmqlab.cluster.sim_backend import memory_dir, owned_prefix
 
     wall = time.monotonic()
     # In memory when there is room, as a workload replay's: the crash model is the page cache's
     # ledger (rmqlab.runtime.page_cache), not the OS, so the run is the same; on a disk its renames
     # and fsyncs were about half of a schedule's wall time.
-    root = tempfile.mkdtemp(prefix=f"rmqlab-chaos-{seed}-", dir=memory_dir())
+    root = tempfile.mkdtemp(prefix=owned_prefix(f"rmqlab-chaos-{seed}-"), dir=memory_dir())
     workload = workload or QueueWorkload()
     c = Cluster(mode, seed=seed, root_dir=root, controllers=controllers,
                 controller_overrides=controller_overrides, overrides=overrides, decision_points=decision_points)

@@ -13,7 +13,7 @@ from rmqlab.cluster.deployment import Deployment
 from rmqlab.cluster.leader_scan import LeaderScan
 from rmqlab.cluster.modes import CONTROLLER_COUNTS, MODES, DeploymentMode, controller_modes
 from rmqlab.cluster.real_backend import RealBackend
-from rmqlab.cluster.sim_backend import SimBackend
+from rmqlab.cluster.sim_backend import SimBackend, owned_prefix
 from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.example.benchmark import ClientSpec, ConsumerSpec, ProducerSpec
 from rmqlab.runtime.component import Component
@@ -86,7 +86,8 @@ class Cluster:
         # Ctrl-C); a root_dir given by the caller is the caller's, and is left as it is.
         backend_type = BACKENDS[runtime]
         self._own_root = root_dir is None
-        self.root_dir = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-{mode.name}-", dir=backend_type.temp_parent())
+        self.root_dir = root_dir or tempfile.mkdtemp(prefix=owned_prefix(f"rmqlab-{mode.name}-"),
+                                                         dir=backend_type.temp_parent())
         self._closed = False
         self.backend: Backend | None = None
         if self._own_root:

@@ -5,6 +5,8 @@ listenPort, controllers' peers 9877 + i), since no two simulated nodes share a p
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from collections.abc import Callable
 
 from rmqlab.cluster.backend import ADMIN_NODE, Backend, Endpoints
@@ -31,8 +33,47 @@ def memory_dir() -> str | None:
         return None
     # A container's /dev/shm is often 64 MiB (Docker's default) and a controller-mode replay writes
     # about 25 MB, two at a time under Spark: use it only with room to spare.
+    sweep_orphans(SHM)
     st = os.statvfs(SHM)
     return SHM if st.f_bavail * st.f_frsize >= SHM_MIN_FREE else None
+
+
+def owned_prefix(prefix: str) -> str:
+    """A temporary directory's prefix naming this process as its owner ("<prefix>p<pid>-"), so a
+    later run can remove it if this process dies without cleaning up (sweep_orphans)."""
+    return f"{prefix}p{os.getpid()}-"
+
+
+_OWNED = re.compile(r"^rmqlab-.*-p(\d+)-[A-Za-z0-9_]{8}$")
+
+
+def sweep_orphans(parent: str) -> list[str]:
+    """Remove the run directories under `parent` whose owner process is gone, and return their
+    names. A run removes its directory when it closes, or at exit (atexit); a process that is
+    killed (a kernel restarted, a test worker timed out) cannot, and /dev/shm is memory: on a
+    2 GiB Binder pod such leftovers would pile up until the pod restarts."""
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        m = _OWNED.match(name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 class SimBackend(Backend):

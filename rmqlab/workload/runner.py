@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqlab.checker.schedule import FaultOp, MasterResolver, apply_op
-from rmqlab.cluster.sim_backend import memory_dir
+from rmqlab.cluster.sim_backend import memory_dir, owned_prefix
 from rmqlab.common.decision_points import DecisionPoints
 from rmqlab.example.benchmark import ConsumerSpec, build_client
 from rmqlab.workload.spec import CLIENT_SETTINGS, Workload
@@ -102,7 +102,7 @@ def run_workload(workload: Workload, *, seed: int | None = None, runtime: str = 
     from rmqlab.viz import quiet_logs
 
     wall = time.monotonic()
-    root = root_dir or tempfile.mkdtemp(prefix=f"rmqlab-workload-{workload.name}-",
+    root = root_dir or tempfile.mkdtemp(prefix=owned_prefix(f"rmqlab-workload-{workload.name}-"),
                                         dir=memory_dir() if runtime == "sim" else None)
     try:
         with contextlib.ExitStack() as stack:
