@@ -61,6 +61,7 @@ GROUP = "broker-a"                      # the broker group upgraded
 MASTER, SLAVE = "broker-a", "broker-a-s"
 TOPIC, CONSUMER_GROUP = "UpgradeTopic", "UpgradeGroup"
 CASES = ("aligned", "master-first", "slave-first")
+ROUTE_REFRESH_WAIT_MS = 35_000  # the producers' pollNameServerInterval (30 s, RocketMQ's default) and a margin
 PERM_READ = 4                           # PermName.PERM_READ: brokerPermission 4 takes no writes
 PERM_READ_WRITE = 6                     # PERM_READ | PERM_WRITE, BrokerConfig's default
 SEND_EVERY_MS = 100
@@ -134,16 +135,18 @@ def committed_offsets(c: Cluster, broker: str) -> dict[int, int]:
 
 
 def stop_writes(c: Cluster, broker: str, timeout_ms: float = 30_000) -> None:
-    """`rmqlab admin updateBrokerConfig -b <master> -k brokerPermission -v 4`, then wait until the
-    slave's commitlog has caught up with the master's (`rmqlab admin brokerStatus -c`)."""
+    """`rmqlab admin updateBrokerConfig -b <master> -k brokerPermission -v 4`, then wait out the
+    producers' route refresh, then until the slave's commitlog has caught up with the master's
+    (`rmqlab admin brokerStatus -c`). A read-only master still stores what a producer sends it
+    (RocketMQ's msgCheck refuses only ordered topics): producers stop only when their route says
+    read-only, at their next refresh (pollNameServerInterval, 30 s)."""
     addr = f"127.0.0.1:{c.components[broker].netty_server_config.listenPort}"
 
     async def read_only(admin, now_ms) -> None:
         await admin.update_broker_config(addr, {"brokerPermission": str(PERM_READ)})
 
     c.admin(read_only)
-    c.run_until(lambda: max_offset(c, SLAVE) == max_offset(c, MASTER), timeout_ms)
-    c.run_for(1_000)  # in-flight sends to the master finish (it refuses new ones)
+    c.run_for(ROUTE_REFRESH_WAIT_MS)
     c.run_until(lambda: max_offset(c, SLAVE) == max_offset(c, MASTER), timeout_ms)
 
 
