@@ -10,6 +10,8 @@ drift of the shared machine's load hits all modes alike: a rmqlab.cluster.Cluste
 runtime without the fault relay (`rmqlab namesrv`, the mode's `rmqlab broker` processes from
 conf/<mode>/, and for controller-embedded three name servers with embedded controllers), 64 MiB
 commitlog files, ASYNC_FLUSH as the templates have it, RocketMQ's default server timeouts.
+`--modes dledger,dledger+batchpush` compares DLedger with and without enableBatchPush (DLedger's
+BatchAppendEntryRequest pushes, off by default).
 
 One replica group takes the measured writes in every mode: RaftNode00's three DLedger members
 (a write is acknowledged once 2 of 3 store it); broker-a's three controller-mode replicas
@@ -72,6 +74,15 @@ ROUTE_POLL_S = 0.010
 POLL_NAMESRV_MS = 100
 GROUP = {"dledger": "RaftNode00", "dledger-5": "RaftNode00", "controller-embedded": "broker-a",
          "controller-standalone": "broker-a", "2m-2s-sync": "broker-a"}
+# Variants: a mode of rmqlab.cluster.modes with broker settings on top (a mode name + a suffix).
+VARIANTS = {"+batchpush": {"enableBatchPush": True}}  # DLedger's batch push (default false)
+
+
+def mode_and_overrides(name: str) -> tuple[str, dict]:
+    for suffix, settings in VARIANTS.items():
+        if name.endswith(suffix):
+            return name[:-len(suffix)], {"*": settings}
+    return name, {}
 
 
 # -- the producer process -----------------------------------------------------------------------
@@ -303,10 +314,12 @@ def run_mode(mode: str, args, k: int, do_strace: bool) -> dict:
     from rmqlab.cluster import Cluster
 
     root = tempfile.mkdtemp(prefix=f"rmqlab-bench-dledger-{mode}-{k}-")
-    cluster = Cluster(mode, runtime="real", seed=k, root_dir=root, relay=False, mapped_file_size=64 * 1024 * 1024)
+    base, overrides = mode_and_overrides(mode)
+    cluster = Cluster(base, runtime="real", seed=k, root_dir=root, relay=False, mapped_file_size=64 * 1024 * 1024,
+                      overrides=overrides)
     child = None
-    group = GROUP[mode]
-    classic = mode == "2m-2s-sync"
+    group = GROUP[base]
+    classic = base == "2m-2s-sync"
     result: dict = {"mode": mode, "load": os.getloadavg()[0]}
     try:
         cluster.start(timeout_ms=60_000)
@@ -469,7 +482,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--inflight", type=int, default=64)
     p.add_argument("--sequential", type=int, default=300, help="sends one at a time, for the latency alone")
-    p.add_argument("--modes", default="dledger,controller-embedded,2m-2s-sync")
+    p.add_argument("--modes", default="dledger,controller-embedded,2m-2s-sync",
+                   help="modes of rmqlab.cluster.modes; dledger+batchpush is dledger with enableBatchPush=true")
     p.add_argument("--strace", action="store_true", help="count the master's syscalls in the first run")
     p.add_argument("--json", help="also write every run's numbers here")
     p.add_argument("--keep", action="store_true", help="keep each run's directory (logs, traces, stores)")
