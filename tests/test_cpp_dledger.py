@@ -41,8 +41,6 @@ from rmqlab.trace.event import TraceEvent
 from tests.cpp_helpers import CppClient, write_keys
 from tests.deployment_helpers import poll
 
-pytestmark = pytest.mark.real
-
 TOPIC, PREFIX, GROUP = "TopicDLedger", "dl", "RaftNode00"
 
 
@@ -100,6 +98,26 @@ def history(sent: list[dict], consumed: dict[str, list[dict]]) -> list[TraceEven
     return [TraceEvent(seq, t * 1000, node, "client", fields) for seq, (t, node, fields) in enumerate(events)]
 
 
+def test_the_clients_output_as_a_history_finds_what_the_total_queue_forbids():
+    """`history` feeds check_total_queue what it needs: an acknowledged send never consumed is
+    lost, a send answered with an exception is indeterminate, a key consumed twice is no
+    violation, a key never sent is unexpected."""
+    sent = [{"i": 0, "start": 1.0, "end": 1.1, "status": 0, "offset": 0},
+            {"i": 1, "start": 1.2, "end": 1.3, "status": 0, "offset": 1},
+            {"i": 2, "start": 1.4, "end": 4.0, "error": "send timeout"}]
+
+    def got(i: int, t: float) -> dict:
+        return {"t": t, "keys": f"{PREFIX}-key-{i}", "body": f"{PREFIX} body {i}", "queue_id": 0, "queue_offset": i}
+
+    ok = check_total_queue(history(sent, {"c": [got(0, 2.0), got(1, 2.1), got(1, 2.2)]}), topic=TOPIC)
+    assert ok.valid and ok.stats["acknowledged"] == 2, ok
+    lost = check_total_queue(history(sent, {"c": [got(0, 2.0), got(2, 5.0)]}), topic=TOPIC)
+    assert [v.what for v in lost.violations] == ["lost"] and f"{PREFIX}-key-1" in lost.violations[0].message
+    stray = check_total_queue(history(sent, {"c": [got(0, 2.0), got(1, 2.1), got(7, 2.2)]}), topic=TOPIC)
+    assert [v.what for v in stray.violations] == ["unexpected"], stray
+
+
+@pytest.mark.real
 def test_cpp_producer_and_consumers_ride_through_a_sigkilled_dledger_leader(tmp_path):
     os.makedirs(tmp_path / "home")
     stop, keys_file = tmp_path / "stop-producer", tmp_path / "acked-keys.txt"
