@@ -42,6 +42,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import struct
 import subprocess
@@ -60,15 +61,23 @@ WARMUP = 500
 # -- the producer process ---------------------------------------------------------------------
 
 async def producer_main(namesrv_addr: str, messages: int, rounds: int, inflight: int) -> dict:
+    from rmqlab.runtime.real import RealNode
+
+    node_dir = tempfile.mkdtemp(prefix="rmqlab-bench-producer-")
+    try:
+        return await _produce(RealNode("producer", node_dir), namesrv_addr, messages, rounds, inflight)
+    finally:
+        shutil.rmtree(node_dir, ignore_errors=True)
+
+
+async def _produce(node, namesrv_addr: str, messages: int, rounds: int, inflight: int) -> dict:
     from rmqlab.client import ClientProcess
     from rmqlab.client.admin import DefaultMQAdminExt
     from rmqlab.client.producer import DefaultMQProducer
     from rmqlab.client.producer.send_result import SendStatus
     from rmqlab.common.message import Message
     from rmqlab.common.topic_config import TopicConfig
-    from rmqlab.runtime.real import RealNode
 
-    node = RealNode("producer", tempfile.mkdtemp(prefix="rmqlab-bench-producer-"))
     admin = DefaultMQAdminExt(namesrv_addr)
     producer = DefaultMQProducer("PID_BENCH", namesrv_addr)
     process = ClientProcess(admin=admin, producer=producer)
@@ -273,8 +282,8 @@ def hot_path_us(messages: int, repeats: int = 5) -> float:
 def run_mode(mode: str, args, profile_dir: str | None = None, relay: bool = False) -> dict:
     from rmqlab.cluster import Cluster
 
-    cluster = Cluster(mode, runtime="real", root_dir=tempfile.mkdtemp(prefix=f"rmqlab-bench-{mode}-"),
-                      mapped_file_size=1024 * 1024 * 1024, relay=relay)
+    # The Cluster's own temporary root: removed at close.
+    cluster = Cluster(mode, runtime="real", mapped_file_size=1024 * 1024 * 1024, relay=relay)
     if profile_dir:  # broker-a under cProfile; a clean stop (SIGTERM) writes the profile
         n = cluster.real.nodes["broker-a"]
         n.argv = [sys.executable, "-m", "cProfile", "-o", os.path.join(profile_dir, "broker-a.prof"), *n.argv[1:]]
