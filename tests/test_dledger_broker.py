@@ -543,3 +543,36 @@ def test_a_leader_machine_crash_right_after_its_acks_loses_nothing_a_quorum_ackn
         assert check_total_queue(c.events(), topic=TOPIC).valid
     finally:
         c.close()
+
+
+def test_a_leader_reelected_after_a_power_loss_takes_puts_before_it_is_master_and_acknowledged_messages_are_lost():
+    """RocketMQ's hazard in DLedger mode (reading its code; not run against RocketMQ itself): the
+    leader's machine loses power for 6 s, and it comes back just as the followers' heartbeat wait
+    (3 x 2 s) runs out; they voted for it in term 1, so it is elected again in term 1 (DLedger's
+    handleVote accepts a vote it already gave). DLedgerCommitLog.asyncPutMessage takes a put
+    whenever DLedger leads; the broker becomes master only later, when DLedgerRoleChangeHandler
+    has seen the log committed and dispatched and rebuilt the queue-offset table
+    (recoverTopicQueueTable). Producers still route to it (its registration has not expired), and
+    the puts it takes in between get queue offsets from the table recovered at start, behind the
+    entries that become committed: two messages share each such queue offset, and consumers read
+    only the one the consume queue holds. The history's total-queue check finds the acknowledged
+    messages that no consumer can read, all of them puts taken in that window."""
+    import dataclasses
+
+    from rmqlab.workload.catalog import CATALOG, process_fault
+    from rmqlab.workload.runner import run_workload
+    from rmqlab.workload.spec import schedule_of
+
+    w = CATALOG["dledger-crash-follower"]  # seed 52: broker-n1 is the first leader
+    run = run_workload(dataclasses.replace(w, name="dledger-crash-leader",
+                                           faults=schedule_of(process_fault("crash", "broker-n1", 4_000, 10_000))))
+    events = run.events
+    terms = [(e.node, e.fields["role"], e.fields["term"]) for e in events if e.kind == "dledger.role"]
+    assert terms[-3:] == [("broker-n1", "LEADER", 1), ("broker-n0", "FOLLOWER", 1), ("broker-n2", "FOLLOWER", 1)], terms
+    led = next(e.time_ms for e in reversed(events) if e.kind == "dledger.role" and e.fields["role"] == "LEADER")
+    master = next(e.time_ms for e in events if e.kind == "role" and e.node == "broker-n1" and e.time_ms > led)
+    early = [op for op in client_ops(events) if op.f == "send" and send_acknowledged(op) and led <= op.complete_time_ms < master]
+    assert early, "no put was acknowledged between the election and the master role"
+    lost = {v.details["uniq_key"] for v in check_total_queue(events).violations if v.what == "lost"}
+    assert lost and lost <= {op.invoke_value["uniq_key"] for op in early}, (len(lost), len(early))
+    assert run.outcome["invariants"]["no-acknowledged-loss"]["holds"] is False
