@@ -225,6 +225,14 @@ class MessageStoreConfig:
     # (AutoSwitchHAConnection: "Failed to find an epochEntry to match nextTransferFromWhere").
     # True starts that first epoch at the commitlog's min offset instead, and such a slave catches up.
     rmqlabFirstEpochFromMinOffset: bool = bool_field(False)
+    # Not a RocketMQ key: an rmqlab-only guard for DLedger mode, off by default. RocketMQ's
+    # DLedgerCommitLog.asyncPutMessage takes a put whenever DLedger leads, also before
+    # DLedgerRoleChangeHandler has made the broker master and rebuilt its queue offsets
+    # (recoverTopicQueueTable): a leader re-elected in its own term after a power loss then hands
+    # out queue offsets already used, and acknowledged messages are lost. True refuses a put
+    # (OS_PAGE_CACHE_BUSY, as a put DLedger refuses at once) until the handler has made this broker
+    # master in the current term.
+    rmqlabDLedgerPutOnlyAsMaster: bool = bool_field(False)
     brokerRole: BrokerRole = enum_field(BrokerRole.ASYNC_MASTER)
     flushDiskType: FlushDiskType = enum_field(FlushDiskType.ASYNC_FLUSH)
     syncFlushTimeout: int = int_field(1000 * 5, min=1)

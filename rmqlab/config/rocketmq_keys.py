@@ -259,5 +259,6 @@ RETIRED_KEYS: dict[str, dict[str, str]] = {
 # rmqlab option whose default is RocketMQ's behaviour (the field's comment says why it exists).
 # The loader reads them like any field; they are kept apart so no one mistakes them for RocketMQ's.
 RMQLAB_KEYS: dict[str, frozenset[str]] = {
-    "MessageStoreConfig": frozenset({"rmqlabRejectImpossibleHaReport", "rmqlabFirstEpochFromMinOffset"}),
+    "MessageStoreConfig": frozenset({"rmqlabRejectImpossibleHaReport", "rmqlabFirstEpochFromMinOffset",
+                                      "rmqlabDLedgerPutOnlyAsMaster"}),
 }

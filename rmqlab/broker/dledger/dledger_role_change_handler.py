@@ -109,6 +109,7 @@ class DLedgerRoleChangeHandler:
                     await self.node.sleep(LEADER_CATCH_UP_POLL_MS)
                 if succ:
                     self.message_store.recover_topic_queue_table()
+                    self.dledger_commit_log.master_term = term
                     await self.change_to_master(BrokerRole.SYNC_MASTER, term)
             log.info("Finish handling broker role change succ=%s term=%d role=%s currStoreRole=%s cost=%d", succ,
                      term, role.name, msc.brokerRole.name, self.node.now_ms() - start)

@@ -156,6 +156,10 @@ class DLedgerCommitLog(CommitLog):
         self.dledger_config = dledger_config_of(msc)
         self.id = broker_id_of(self.dledger_config.self_id)
         self.node = node
+        self.msc = msc
+        # The DLedger term in which DLedgerRoleChangeHandler last made this broker master (-1: never);
+        # read only with rmqlabDLedgerPutOnlyAsMaster.
+        self.master_term = -1
 
         def store_factory(config: DLedgerConfig, member_state: MemberState) -> DLedgerCommitLogStore:
             return DLedgerCommitLogStore(config, member_state, node, page_cache)
@@ -304,6 +308,11 @@ class DLedgerCommitLog(CommitLog):
             return CompletableFuture.completed(PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                                                 AppendMessageResult(status)))
         ms = self.dledger_server.get_member_state()
+        if self.msc.rmqlabDLedgerPutOnlyAsMaster and self.master_term != ms.curr_term:
+            # The rmqlab-only guard (MessageStoreConfig): not master in this term yet, so the queue
+            # offsets may be stale. Answered as RocketMQ answers a put DLedger refuses at once.
+            return CompletableFuture.completed(PutMessageResult(PutMessageStatus.OS_PAGE_CACHE_BUSY,
+                                                                AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)))
         request = AppendEntryRequest(group=self.dledger_config.group, remote_id=ms.self_id, body=data)
         dledger_future: AppendFuture = self.dledger_server.append_future(request)
         if dledger_future.pos == -1:
