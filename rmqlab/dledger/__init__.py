@@ -15,4 +15,8 @@ message is a log entry that a majority must store before the producer hears SEND
   DLedgerEntryPusher   the leader's dispatchers and quorum ack checker, the follower's entry handler
   DLedgerRpcNettyService  DLedger's requests over rmqlab's remoting
   DLedgerServer        one member: the above plus the store; dledger_member runs one as a process
+  utils/               IOUtils: the small properties files (currterm, checkpoint)
+
+The broker's side of DLedger mode, DLedgerCommitLog, is rmqlab.store.dledger (RocketMQ's store
+depends on DLedger, not the other way round).
 """
