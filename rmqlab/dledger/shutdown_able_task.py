@@ -10,6 +10,7 @@ do_work runs is not lost (ServiceThread's hasNotified): the next wait returns at
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from typing import TYPE_CHECKING
@@ -25,7 +26,10 @@ def node_loop(node: Node) -> asyncio.AbstractEventLoop:
     return loop if loop is not None else asyncio.get_running_loop()
 
 
-class ShutdownAbleTask:
+class ShutdownAbleTask(abc.ABC):
+    """Subclasses (the quorum-ack checker, the entry dispatchers and handler, the elector's state
+    maintainer) implement `do_work`, as DLedger's ShutdownAbleThread subclasses implement doWork."""
+
     def __init__(self, name: str, node: Node, log: logging.Logger | None = None):
         self.name = name
         self.node = node
@@ -35,9 +39,9 @@ class ShutdownAbleTask:
         self._waiting: asyncio.Future | None = None
         self._task: asyncio.Task | None = None
 
+    @abc.abstractmethod
     async def do_work(self) -> float | None:
         """One pass; returns the ms until the next pass (None: wait for a wakeup)."""
-        raise NotImplementedError
 
     def start(self) -> None:
         self.running = True
