@@ -39,7 +39,6 @@ from rmqlab.store.commit_log import CommitLog, RecoveryScan
 from rmqlab.store.consume_queue import ConsumeQueue
 from rmqlab.store.dispatch_request import DispatchRequest
 from rmqlab.store.dledger.dledger_commit_log import DLedgerCommitLog
-from rmqlab.store.dledger.dledger_reput_message_service import DLedgerReputMessageService
 from rmqlab.store.flush_consume_queue_service import FlushConsumeQueueService
 from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
@@ -95,7 +94,7 @@ class DefaultMessageStore:
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self.store_checkpoint = StoreCheckpoint(cfg.get_store_checkpoint(), self.page_cache)
         if self.is_dledger():
-            self.reput_message_service = DLedgerReputMessageService(self.commit_log, self._dispatch)
+            self.reput_message_service = ReputMessageService(self.commit_log, self._dispatch)
             # What the dispatcher may read grows when the commit index moves, not when a put returns.
             self.commit_log.commit_listeners.append(self.reput_message_service.wakeup)
         else:

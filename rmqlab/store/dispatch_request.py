@@ -64,6 +64,9 @@ class DispatchRequest:
     success: bool = True
     msg_base_offset: int = -1
     batch_size: int = 1
+    # DispatchRequest.bufferSize: how far the dispatcher moves past this record, when it is not the
+    # message's size (-1): in DLedger CommitLog mode the DLedger entry's, message + 48-byte header.
+    buffer_size: int = -1
 
     @classmethod
     def of_size(cls, msg_size: int, success: bool) -> DispatchRequest:

@@ -101,12 +101,14 @@ class ReputMessageService:
             if req is None:
                 break
             if req.success and req.msg_size > 0:
-                if self.reput_from_offset + req.msg_size > end:
-                    break  # only partly confirmed yet
+                # doReput: the step is the request's bufferSize when it has one (a DLedger entry).
+                size = req.buffer_size if req.buffer_size != -1 else req.msg_size
+                if self.reput_from_offset + size > end:
+                    break  # only partly confirmed (DLedger: committed) yet
                 tran = MessageSysFlag.get_transaction_value(req.sys_flag)
                 if tran in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE):
                     self.dispatch(req)
-                self.reput_from_offset += req.msg_size
+                self.reput_from_offset += size
                 self.last_dispatched_store_timestamp = req.store_timestamp
                 n += 1
                 for listener in self.message_arriving_listeners:

@@ -285,7 +285,7 @@ class DLedgerCommitLog(CommitLog):
         req = check_message_and_return_size(view, rel + BODY_OFFSET, check_crc=check_crc, read_body=read_body,
                                             delay_level_table=self.delay_level_table)
         if req.msg_size > 0:
-            req.buffer_size = req.msg_size + BODY_OFFSET  # read by DLedgerReputMessageService
+            req.buffer_size = req.msg_size + BODY_OFFSET  # the dispatcher steps over the whole entry
         return req
 
     # -- appending ---------------------------------------------------------------------------
