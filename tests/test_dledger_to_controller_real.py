@@ -20,13 +20,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
 from rmqlab.checker.checkers import check_total_queue
 from rmqlab.cluster import Cluster
 from rmqlab.demo.dledger_to_controller import BROKERS, GROUP, KEPT, UPGRADE_MODE
+from tests.operator_helpers import admin, finished, properties, wait
 
 pytestmark = pytest.mark.real
 
@@ -37,12 +37,6 @@ CLEAR = ["find", ".", "-mindepth", "1", "!", "-path", "./config", "!", "-path", 
          "!", "-path", "./config/subscriptionGroup.json", "-delete"]
 
 
-def admin(*args: str) -> str:
-    """`rmqlab admin ...` as the operator types it; its output (it must succeed)."""
-    done = subprocess.run([sys.executable, "-m", "rmqlab.cli", "admin", *args], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return done.stdout
 
 
 def diff_total(namesrv: str) -> int | None:
@@ -60,24 +54,6 @@ def in_sync_replicas(controller: str) -> int:
     done = subprocess.run([sys.executable, "-m", "rmqlab.cli", "admin", "getSyncStateSet", "-a", controller, "-b", GROUP],
                           capture_output=True, text=True, timeout=60)
     return done.stdout.count("InSyncReplica:") if done.returncode == 0 else 0
-
-
-def finished(c: Cluster, node: str) -> bool:
-    return any(e.node == node and e.kind == "log" and e.fields["message"].startswith("[Complete]")
-               for e in c.events())
-
-
-def wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.5)
-
-
-def properties(path: str) -> dict[str, str]:
-    with open(path) as f:
-        return dict(line.strip().split("=", 1) for line in f if "=" in line and not line.startswith("#"))
 
 
 def test_dledger_to_controller_mode_with_the_operators_commands(tmp_path):

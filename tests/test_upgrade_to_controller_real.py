@@ -18,12 +18,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
 from rmqlab.checker.checkers import check_total_queue
 from rmqlab.cluster import STANDALONE, Cluster, DeploymentMode
+from tests.operator_helpers import admin, finished, properties, wait
 
 pytestmark = pytest.mark.real
 
@@ -33,36 +33,12 @@ MODE = DeploymentMode("1m-1s-async+controller", {n: f"2m-2s-async/{n}.properties
                       controllers=STANDALONE)
 
 
-def admin(*args: str) -> str:
-    """`rmqlab admin ...` as the operator types it; its output (it must succeed)."""
-    done = subprocess.run([sys.executable, "-m", "rmqlab.cli", "admin", *args], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return done.stdout
 
 
 def max_offsets(namesrv: str) -> dict[str, int]:
     """Each broker's commitLogMaxOffset, from `rmqlab admin brokerStatus -c DefaultCluster`."""
     out = admin("brokerStatus", "-n", namesrv, "-c", "DefaultCluster")
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\S+)\s+commitLogMaxOffset\s*: (\d+)$", out, re.M)}
-
-
-def finished(c: Cluster, node: str) -> bool:
-    return any(e.node == node and e.kind == "log" and e.fields["message"].startswith("[Complete]")
-               for e in c.events())
-
-
-def wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what}")
-        time.sleep(0.5)
-
-
-def properties(path: str) -> dict[str, str]:
-    with open(path) as f:
-        return dict(line.strip().split("=", 1) for line in f if "=" in line and not line.startswith("#"))
 
 
 def test_aligned_upgrade_with_the_operators_commands(tmp_path):
