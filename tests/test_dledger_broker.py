@@ -244,20 +244,25 @@ def test_consume_queues_hold_only_committed_messages():
 def read_all(c: Cluster, name: str) -> set[str]:
     """A fresh pull consumer reads every queue of the topic from the master (its pulls are in the
     trace, where check_total_queue finds them); the UNIQ_KEYs read."""
+    return set(read_messages(c, name))
+
+
+def read_messages(c: Cluster, name: str) -> dict:
+    """read_all's messages, by UNIQ_KEY."""
     c.add_client(name, lambda: ClientProcess(consumer=DefaultMQPullConsumer(name, c.namesrv_addr)))
     consumer = c.sim.components[name]["consumer"]
 
     async def read():
-        keys = set()
+        found = {}
         for mq in await consumer.fetch_subscribe_message_queues(TOPIC):
             offset = 0
             while True:
                 r = await consumer.pull(mq, "*", offset, 32)
                 if not r.msg_found_list:
                     break
-                keys.update(m.get_property("UNIQ_KEY") for m in r.msg_found_list)
+                found.update((m.get_property("UNIQ_KEY"), m) for m in r.msg_found_list)
                 offset = r.next_begin_offset
-        return keys
+        return found
 
     return c.sim.run(read())
 
@@ -366,6 +371,44 @@ def test_a_follower_machine_crash_and_restart_catches_up():
         read_all(c, "reader")
         result = check_total_queue(c.events(), topic=TOPIC)
         assert result.valid, result
+    finally:
+        c.close()
+
+
+def test_a_body_corrupted_on_a_members_disk_stops_its_recovery_scan_and_is_served_once_it_leads():
+    """RocketMQ's hazard: nothing on the read path checks a message's BODYCRC in DLedger mode.
+    DLedger 0.3.1.2 never fills its entries' bodyCrc; abnormal recovery (checkCRCOnRecover) stops
+    its scan at the bad message and logs it, but ReputMessageService dispatches the rest again
+    without a CRC check (doReput, checkCRC=false), and the client decodes without one
+    (MessageDecoder.decodesBatch). Nothing acknowledged is missing; one body is wrong, and only the
+    history's checker notices."""
+    from rmqlab.common.java_compat import crc32  # UtilAll.crc32
+
+    c = dledger_cluster(seed=21, preferredLeaderId="n0")
+    try:
+        c.run_until(lambda: c.master() == "broker-n0", 30_000)
+        send(c, 10, "before")
+        c.run_for(2_000)
+        data_file = dledger_store(c, "broker-n0").get_data_file_list().get_mapped_files()[0].file_name
+        c.nemesis.kill("broker-n0")
+        c.run_until(lambda: c.master() not in (None, "broker-n0"), 30_000)
+        raw = bytearray(Path(data_file).read_bytes())
+        at = raw.index(b"before-1")
+        raw[at] ^= 0xFF  # one byte of one body, as a bad sector would
+        Path(data_file).write_bytes(bytes(raw))
+        c.nemesis.restart("broker-n0")
+        c.run_until(lambda: c.master() == "broker-n0", 60_000)  # preferred, and caught up
+        scan = c.components["broker-n0"].message_store.load_report.recovery
+        assert scan.mode == "abnormal" and scan.stop_reason.startswith("invalid message in the entry at ")
+        c.run_for(35_000)  # the new master's consumers route to it
+        messages = read_messages(c, "reader")
+        result = check_total_queue(c.events(), topic=TOPIC)  # the checker compares what was read with what was sent
+        assert result.stats["lost"] == 0 and result.stats["acknowledged"] == result.stats["read"] == 11, result
+        assert [v.what for v in result.violations] == ["corrupted"], result
+        bodies = sorted(m.body for m in messages.values())
+        assert b"before-1" not in bodies and bytes([ord("b") ^ 0xFF]) + b"efore-1" in bodies
+        bad = [m for m in messages.values() if crc32(m.body) != m.body_crc]
+        assert [m.body for m in bad] == [bytes([ord("b") ^ 0xFF]) + b"efore-1"]
     finally:
         c.close()
 

@@ -11,7 +11,9 @@ commitOffset bit is cleared): offsets are committed to the master, or by UPDATE_
 
 The answer (``processPullResult``): the body decoded into messages, then filtered again on the
 client by tag (the broker filters on tag hash codes, which can collide), and each message gets the
-queue's MIN_OFFSET / MAX_OFFSET properties, as Java adds them.
+queue's MIN_OFFSET / MAX_OFFSET properties, as Java adds them. The body CRC is not checked:
+Java decodes with ``MessageDecoder.decodesBatch(..., isClient=true)``, whose checkCRC is false, so
+a body corrupted on the broker's disk reaches the listener as it is.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class PullAPIWrapper:
         """Remember the suggested broker; decode and filter the messages of a FOUND answer."""
         self.update_pull_from_which_node(mq, pull_result.suggest_which_broker_id)
         if pull_result.pull_status is PullStatus.FOUND and pull_result.message_binary:
-            msgs = decodes(pull_result.message_binary)
+            msgs = decodes(pull_result.message_binary, check_crc=False)
             if subscription_data.tags_set and not subscription_data.class_filter_mode:
                 msgs = [m for m in msgs if m.tags is not None and m.tags in subscription_data.tags_set]
             for m in msgs:
