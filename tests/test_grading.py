@@ -45,7 +45,7 @@ def _nb(variant: str):
 @pytest.fixture(scope="module")
 def spark():
     _need_jail()
-    from rmqlab.grading.spark_session import get_spark, stop_spark
+    from rmqlab.spark.session import get_spark, stop_spark
     session = get_spark("local[2]")
     yield session
     stop_spark()
@@ -324,7 +324,7 @@ def test_shipped_package_boots_a_worker_without_rmqlab(tmp_path):
 
     from pyspark import cloudpickle
 
-    from rmqlab.grading.spark_session import ARCHIVE_NAME, boot_task, package_archive
+    from rmqlab.spark.session import ARCHIVE_NAME, boot_task, package_archive
     work = tmp_path / "work"
     (work / ARCHIVE_NAME).mkdir(parents=True)
     with tarfile.open(package_archive(str(tmp_path))) as t:

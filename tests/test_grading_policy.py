@@ -309,7 +309,7 @@ def test_no_output_file_names_the_hidden_directory(tmp_path):
     import nbformat
 
     from rmqlab.grading.pipeline import GradeConfig, grade
-    from rmqlab.grading.spark_session import get_spark, stop_spark
+    from rmqlab.spark.session import get_spark, stop_spark
     from rmqlab.workload import RecordedWorkload, save_workload
     from rmqlab.workload.catalog import CATALOG
     name = "ctrl-standalone-crash-master"

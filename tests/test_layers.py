@@ -26,6 +26,8 @@
                                        and proxy -> client edges are RocketMQ's own.
     example     example                the benchmark producer and consumer (RocketMQ's example module).
     cluster     cluster                a whole deployment built on a runtime.
+    spark       spark                  the Spark session of a process, jobs of independent tasks, a
+                                       standalone cluster on loopback (grading and campaigns use it).
     checker     checker                Maelstrom's checkers and chaos runs: they read the trace.
     viz         viz                    the labs' figures and widgets, drawn from the trace.
     demo        demo                   the headless walkthroughs (`rmqlab demo`).
@@ -79,6 +81,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("proxy", ("proxy",)),
     ("example", ("example",)),
     ("cluster", ("cluster",)),
+    ("spark", ("spark",)),
     ("checker", ("checker",)),
     ("viz", ("viz",)),
     ("demo", ("demo",)),

@@ -173,7 +173,7 @@ def test_the_grader_archive_shipped_to_a_cluster_master_is_removed_when_the_driv
     tmpdir, env, work = tmpdir_env
     code = textwrap.dedent("""
         import os
-        from rmqlab.grading.spark_session import ship_package
+        from rmqlab.spark.session import ship_package
 
         class Context:  # what ship_package uses of a SparkContext
             def addArchive(self, path):

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from rmqlab.grading.samples import VARIANTS, make_submission  # noqa: E402
-from rmqlab.grading.spark_standalone import SparkStandalone  # noqa: E402
+from rmqlab.spark.standalone import SparkStandalone  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EX = "truncation_point"

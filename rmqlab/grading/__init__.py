@@ -25,8 +25,8 @@ Students' code never runs in the grader's processes: the notebook's kernel and e
 fresh interpreters under bubblewrap (`jail`: the boundary, and what is only a courtesy); without a
 working bwrap, grading refuses to run (exit status 3, with the install command).
 
-Modules: jail (the OS sandbox), extract (papermill + the jailed kernel of `kernel`), spark_session,
+Modules: extract (papermill + the jailed kernel of `kernel`; the jail is rmqlab.lab.exercises.jail),
 tasks (what each Spark task does, and why "reference-equivalent" is sound), pipeline (the stages),
 gradebook (policy + output files), feedback (HTML), minimize (counterexamples), samples (sample
-submissions), cli.
+submissions), cli. The Spark session and job runner are rmqlab.spark's.
 """

@@ -40,18 +40,18 @@ COUNTEREXAMPLE_COLUMNS = ("counterexample_id", "exercise", "signature", "args", 
 
 
 def spark_session(app_name: str = "rmqlab-dashboard"):
-    """The kernel's SparkSession: the grader's factory (rmqlab.grading.spark_session.get_spark:
+    """The kernel's SparkSession: the grader's factory (rmqlab.spark.session.get_spark:
     local[2], 512m driver, loopback, UI off, log level ERROR, PYSPARK_PYTHON = this interpreter).
     One session per kernel: JVM settings are fixed when the first one starts (observed with pyspark
     4.3: after stop(), a new session with spark.driver.memory=1g reports 1g but keeps a 512 MB heap)."""
-    from rmqlab.grading.spark_session import get_spark
+    from rmqlab.spark.session import get_spark
 
     return get_spark("local[2]", app_name=app_name)
 
 
 def stop_spark() -> None:
     """spark.stop() through the factory, so a later spark_session() in this kernel starts afresh."""
-    from rmqlab.grading.spark_session import stop_spark as stop
+    from rmqlab.spark.session import stop_spark as stop
 
     stop()
 

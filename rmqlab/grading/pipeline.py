@@ -11,7 +11,7 @@ Phases (run.json times each):
 1. Extraction (rmqlab.grading.extract), before Spark starts (the two would compete for the 2 cores):
    papermill runs every notebook, in a child of a forkserver, in a kernel jailed by bwrap, and
    returns each exercise function as standalone source.
-2. Spark (rmqlab.grading.spark_session; the workload files are broadcast as bytes, so workers need no
+2. Spark (rmqlab.spark.session; the workload files are broadcast as bytes, so workers need no
    shared filesystem). Each stage is one Spark job of independent tasks (rmqlab.grading.tasks), run
    by a function here that plans its items and reads its results; it takes the job runner as a
    `Collector` argument, so a test can hand it a fake one (tests/test_grading_stages.py). Results
@@ -41,15 +41,12 @@ Phases (run.json times each):
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import platform
 import random
 import sys
-import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -125,45 +122,9 @@ def load_workloads(directory: str) -> list[LoadedWorkload]:
 
 
 def collect(sc, items: list[dict], ctx: dict, desc: str, progress: bool) -> list[dict]:
-    """Run `items` as one Spark job (one task per item) through tasks.run_stage, with a tqdm bar on
-    stderr driven by Spark's status tracker (completed tasks of the job's stages)."""
-    if not items:
-        return []
-    from tqdm import tqdm
-
-    from rmqlab.grading.spark_session import boot_task
-    task = functools.partial(boot_task("rmqlab.grading.tasks", "run_stage"), ctx)
-    rdd = sc.parallelize(items, len(items)).map(task)
-    group = f"rmqlab-{desc}-{uuid.uuid4().hex[:8]}"
-    box: dict = {}
-
-    def work():
-        try:
-            sc.setJobGroup(group, desc)
-            box["value"] = rdd.collect()
-        except BaseException as e:  # noqa: BLE001 — re-raised in the caller's thread
-            box["error"] = e
-
-    t = threading.Thread(target=work, name=f"rmqlab-{desc}", daemon=True)
-    t.start()
-    bar = tqdm(total=len(items), desc=desc, file=sys.stderr, disable=not progress, leave=progress, unit="task")
-    tracker = sc.statusTracker()
-    while t.is_alive():
-        t.join(0.25)
-        done = 0
-        for jid in tracker.getJobIdsForGroup(group) or []:
-            job = tracker.getJobInfo(jid)
-            for sid in (job.stageIds if job else []):
-                info = tracker.getStageInfo(sid)
-                if info is not None:
-                    done += info.numCompletedTasks
-        if done > bar.n:
-            bar.update(min(done, len(items)) - bar.n)
-    bar.update(len(items) - bar.n)
-    bar.close()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    """Run `items` as one Spark job (one task per item) through tasks.run_stage."""
+    from rmqlab.spark.jobs import run_job
+    return run_job(sc, items, ("rmqlab.grading.tasks", "run_stage"), ctx, desc, progress)
 
 
 class Timer:
@@ -285,9 +246,9 @@ def grade(cfg: GradeConfig, spark=None) -> dict:
                 for sub, x in zip(subs, extractions) for f in x.findings]
 
     # 2. Spark
-    from rmqlab.grading.spark_session import get_spark, ship_package
+    from rmqlab.spark.session import get_spark, ship_package
     with timer("spark_start"):
-        spark = spark or get_spark(cfg.master)
+        spark = spark or get_spark(cfg.master, app_name="rmqlab-grade")
         sc = spark.sparkContext
         ship_package(sc, cfg.master)
         bc = sc.broadcast({w.name: w.data for w in workloads})

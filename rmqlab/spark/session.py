@@ -1,4 +1,5 @@
-"""The grader's Spark session: local[2], 512m driver, loopback, no UI, one session per process.
+"""The Spark session of a process (the grader's, a campaign's, a lab kernel's): local[2], 512m
+driver, loopback, no UI, one session per process.
 
 `get_spark(master)` sets PYSPARK_PYTHON to the running interpreter and SPARK_LOCAL_IP to 127.0.0.1
 before the first session (the JVM reads both at launch; as observed with pyspark 4.3, without
@@ -27,7 +28,7 @@ ARCHIVE_NAME = "rmqlab_pkg"   # the directory name executors unpack the archive 
 _session = None
 
 
-def get_spark(master: str = "local[2]", app_name: str = "rmqlab-grade"):
+def get_spark(master: str = "local[2]", app_name: str = "rmqlab"):
     """The process's SparkSession (created on the first call with the settings above)."""
     global _session
     if _session is not None:
