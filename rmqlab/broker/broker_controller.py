@@ -405,6 +405,8 @@ class BrokerController(Component):
                                         self.timer_message_store.flush)
         for name, interval_ms, step in self.message_store.periodic_services():
             self.schedule_at_fixed_rate(name, interval_ms, interval_ms, step)
+        for name, initial_delay_ms, period_ms, step in self.message_store.clean_services():
+            self.schedule_at_fixed_rate(name, initial_delay_ms, period_ms, step)
         self.message_store.reput_message_service.start(self.node.call_later)
 
     async def start_ha_service(self) -> None:

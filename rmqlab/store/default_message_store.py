@@ -27,6 +27,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,14 +36,18 @@ from rmqlab.common.message.message import MessageExtBrokerInner
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.runtime.page_cache import PageCache, crash_machine
 from rmqlab.store import crash_points
+from rmqlab.store.clean_commit_log_service import CleanCommitLogService
+from rmqlab.store.clean_consume_queue_service import CleanConsumeQueueService
 from rmqlab.store.commit_log import CommitLog, RecoveryScan
 from rmqlab.store.consume_queue import ConsumeQueue
 from rmqlab.store.dispatch_request import DispatchRequest
+from rmqlab.store.disk_space import VirtualDisk, get_disk_partition_space_used_percent
 from rmqlab.store.dledger.dledger_commit_log import DLedgerCommitLog
 from rmqlab.store.flush_consume_queue_service import FlushConsumeQueueService
 from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 from rmqlab.store.reput_message_service import ReputMessageService
+from rmqlab.store.running_flags import RunningFlags
 from rmqlab.store.store_checkpoint import StoreCheckpoint
 
 log = logging.getLogger("rmqlab.store")
@@ -106,6 +111,16 @@ class DefaultMessageStore:
         self.running = False
         self.ha_service = None  # set by the broker's HA service (set_ha_service)
         self.load_report: StoreLoadReport | None = None  # what the last load() found
+        self.running_flags = RunningFlags()
+        # The node's machine: a simulated one has a virtual disk and reads hours in UTC (Node.simulated).
+        self.simulated = bool(getattr(node, "simulated", False))
+        self.disk: VirtualDisk | None = None
+        if cfg.rmqlabDiskCapacityBytes > 0 or self.simulated:
+            self.disk = VirtualDisk(cfg.rmqlabDiskCapacityBytes, [self.root, cfg.get_store_path_commit_log()])
+        # What the clean services sleep on between two deletions (None: they do not sleep).
+        self.sleep = node.sleep if node is not None else None
+        self.clean_commit_log_service = CleanCommitLogService(self)
+        self.clean_consume_queue_service = CleanConsumeQueueService(self)
 
     def is_dledger(self) -> bool:
         """DLedger CommitLog mode (enableDLegerCommitLog)."""
@@ -217,6 +232,11 @@ class DefaultMessageStore:
         self._recover_topic_queue_table()
 
     def _recover_topic_queue_table(self) -> None:
+        # ConsumeQueueStore.recoverOffsetTable: each queue's min offset also skips the units whose
+        # commitlog range expired (a no-op while the commitlog starts at 0).
+        min_phy_offset = self.commit_log.get_min_offset()
+        for cq in self.consume_queues():
+            cq.correct_min_offset(min_phy_offset)
         self.commit_log.topic_queue_table = {
             f"{cq.topic}-{cq.queue_id}": cq.get_max_offset_in_queue() for cq in self.consume_queues()}
 
@@ -259,6 +279,10 @@ class DefaultMessageStore:
             # broker (HookUtils.checkBeforePutMessage; 4.x: DefaultMessageStore.checkStoreStatus);
             # the store does it so that every writer gets the same answer.
             log.debug("message store is in slave mode, so putMessage is forbidden")
+            return CompletableFuture.completed(PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE))
+        if not self.running_flags.is_writeable():
+            # The disk is full (CleanCommitLogService): HookUtils.checkBeforePutMessage's answer.
+            log.warning("message store is not writeable, so putMessage is forbidden %d", self.running_flags.flag_bits)
             return CompletableFuture.completed(PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE))
         result = self.commit_log.async_put_message(msg)
         self.reput_message_service.wakeup()
@@ -323,6 +347,7 @@ class DefaultMessageStore:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_off
         else:
             next_offset = offset
+            next_phy_file_start: int | None = None  # RocketMQ's Long.MIN_VALUE: none
             units = cq.get_units(offset, max(max_msg_nums, 1) * 2)
             for phy, size, tags_code in units:
                 next_offset += 1
@@ -336,11 +361,16 @@ class DefaultMessageStore:
                     if not result.message_buffers:
                         result.status = GetMessageStatus.OFFSET_FOUND_NULL
                     break
+                if next_phy_file_start is not None and phy < next_phy_file_start:
+                    continue  # in a commitlog file found deleted: skip to the next file
                 data = self.commit_log.get_message(phy, size)
                 if len(data) != size:
+                    # The commitlog range expired (or is being deleted): as RocketMQ, skip the
+                    # units up to the next commitlog file and go on with the later messages.
                     if not result.message_buffers:
                         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                    break
+                    next_phy_file_start = self.commit_log.roll_next_file(phy)
+                    continue
                 if int.from_bytes(data[:4], "big") != size:
                     # Never serve bytes the unit does not describe (recovery should make this impossible).
                     log.error("[BUG] %s-%d unit %d says %d bytes at %d, the commitlog record there is %d bytes",
@@ -350,6 +380,7 @@ class DefaultMessageStore:
                     break
                 result.message_buffers.append(data)
                 result.queue_offsets.append(next_offset - 1)
+                next_phy_file_start = None
                 if len(result.message_buffers) >= max_msg_nums:
                     break
             if result.message_buffers:
@@ -368,6 +399,38 @@ class DefaultMessageStore:
         else:
             services.insert(0, ("FlushRealTimeService", cfg.flushIntervalCommitLog, flush.do_flush))
         return services
+
+    def clean_services(self) -> list[tuple[str, int, int, Callable[[], object]]]:
+        """(name, initial delay ms, period ms, step) of the expiry services, which RocketMQ
+        schedules from the store's start: 60 s, then every cleanResourceInterval. A step returns
+        None or a coroutine to run as a node task. None in DLedger mode: DLedger deletes its own
+        files (its CleanSpaceService, which rmqlab does not model)."""
+        if self.is_dledger():
+            return []
+        interval = self.config.cleanResourceInterval
+        return [("CleanCommitLogService", 60 * 1000, interval, self.clean_commit_log_service.run),
+                ("CleanConsumeQueueService", 60 * 1000, interval, self.clean_consume_queue_service.run)]
+
+    def execute_delete_files_manually(self) -> None:
+        """The admin command deleteExpiredCommitLog: the next 20 passes run whatever the hour."""
+        self.clean_commit_log_service.execute_delete_files_manually()
+
+    def is_time_to_delete(self) -> bool:
+        """isTimeToDelete (UtilAll.isItTimeToDo): the hour of the store's clock is in deleteWhen.
+        Java reads the hour in the JVM's time zone; a simulated machine's is UTC, so that a run
+        does not depend on the host's."""
+        seconds = self.clock() / 1000
+        hour = (time.gmtime(seconds) if self.simulated else time.localtime(seconds)).tm_hour
+        if any(int(w) == hour for w in self.config.deleteWhen.split(";")):
+            log.info("it's time to reclaim disk space, %s", self.config.deleteWhen)
+            return True
+        return False
+
+    def get_disk_space_used_percent(self, path: str) -> float:
+        """UtilAll.getDiskPartitionSpaceUsedPercent of `path`: on the virtual disk when there is one."""
+        if self.disk is not None:
+            return self.disk.get_disk_partition_space_used_percent(path)
+        return get_disk_partition_space_used_percent(path)
 
     def dispatch_behind_bytes(self) -> int:
         return self.reput_message_service.dispatch_behind_bytes()
