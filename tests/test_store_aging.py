@@ -300,3 +300,95 @@ def test_admin_cli_parses_delete_expired_commit_log_as_mqadmin():
     args = parser.parse_args(["admin", "deleteExpiredCommitLog", "-b", "127.0.0.1:10911"])
     assert args.broker_addr == "127.0.0.1:10911"
     assert admin_cli.COMMANDS["deleteExpiredCommitLog"] is admin_cli._delete_expired_commit_log
+
+
+# -- 8. controller mode: the epoch file's prefix, and a slave with no consistent point ------------------
+def sim_commitlog_files(sim, name) -> dict[str, bytes]:
+    d = os.path.join(sim.store_dir(name), "commitlog")
+    return {f: open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))}
+
+
+def sim_events(sim, kind, node=None):
+    return [e for e in sim.tracer.events if e.kind == kind and (node is None or e.node == node)]
+
+
+def test_a_slave_back_after_the_masters_files_expired_finds_no_consistent_point_and_refuses():
+    """B replicates epoch 1 from A, then is down while A, re-elected (epoch 2), writes on and its
+    commitlog expires: the pass that deletes files trims A's epoch file
+    (AutoSwitchHAService.truncateEpochFilePrefix(minPhyOffset - 1)), so epoch 1 is gone from it.
+    B comes back holding only epoch 1: no (epoch, startOffset) in common, doTruncate finds no
+    consistent point, and B refuses to replicate and keeps its log, retrying, until an operator
+    acts (as in tests/test_autoswitch_ha.py's synthetic case, here produced by expiry)."""
+    from rmqlab.remoting.protocol.epoch_entry import EpochEntry as E
+    from tests.autoswitch_helpers import COMMITLOG, b, put, world
+
+    aging = {"fileReservedTime": 0, "rmqlabDiskCapacityBytes": BIG_DISK}
+    sim = world(34, A=aging, B=aging)
+    A, B = b(sim, "A"), b(sim, "B")
+    assert sim.run(A.become_master(1, {1}))
+    assert sim.run(B.become_slave("A", 1))
+    for i in range(10):
+        put(sim, "A", i)
+    sim.run_until(lambda: B.store.get_max_phy_offset() == A.store.get_max_phy_offset(), 30_000)
+    epoch1_end = A.store.get_max_phy_offset()
+    sim.nemesis.kill("B")
+    assert sim.run(A.become_master(2, {1}))
+    for i in range(10, 250):  # about four 64 KiB files of 1 KiB messages
+        put(sim, "A", i)
+    sim.run_for(1_000)
+    assert A.ha.get_epoch_entries() == [E(1, 0, epoch1_end), E(2, epoch1_end)]
+    A.store.execute_delete_files_manually()
+    sim.run(A.store.clean_commit_log_service.run())
+    min_phy = A.store.get_min_phy_offset()
+    assert min_phy >= 3 * COMMITLOG > epoch1_end
+    assert A.ha.get_epoch_entries() == [E(2, epoch1_end)]  # epoch 1 ended below min - 1: trimmed
+    assert A.ha.epoch_cache.get_all_entries() == [E(2, epoch1_end)]
+
+    sim.nemesis.restart("B")
+    sim.run_for(100)  # its start-up runs as a task
+    B = b(sim, "B")
+    b_before = sim_commitlog_files(sim, "B")
+    assert sim.run(B.become_slave("A", 2))
+    sim.run_for(12_000)
+    refusals = [e for e in sim_events(sim, "net.close", "B") if e.fields["reason"].startswith("no consistent point")]
+    assert len(refusals) >= 2  # refused, waited, retried, refused again
+    assert f"[(1, 0)] matches one of the master's [(2, {epoch1_end})]" in refusals[0].fields["reason"]
+    assert sim_commitlog_files(sim, "B") == b_before  # nothing cut, nothing appended
+    assert B.ha.get_epoch_entries() == [E(1, 0)]
+
+
+def test_a_slave_below_the_masters_min_offset_in_the_same_epoch_stalls_silently():
+    """A RocketMQ hazard, reproduced: B is down while A, still in epoch 1, writes on and its
+    commitlog expires. The open epoch is never trimmed, so B's handshake finds epoch 1 in common and
+    truncates to its own end; it then asks for data A no longer has. A's WriteSocketService
+    (AutoSwitchHAConnection: getCommitLogData returns null, size 0) sends nothing and records the
+    slave as caught up; B neither refuses nor advances, and nothing says why."""
+    from tests.autoswitch_helpers import b, put, world
+
+    aging = {"fileReservedTime": 0, "rmqlabDiskCapacityBytes": BIG_DISK}
+    sim = world(35, A=aging, B=aging)
+    A, B = b(sim, "A"), b(sim, "B")
+    assert sim.run(A.become_master(1, {1}))
+    assert sim.run(B.become_slave("A", 1))
+    for i in range(10):
+        put(sim, "A", i)
+    sim.run_until(lambda: B.store.get_max_phy_offset() == A.store.get_max_phy_offset(), 30_000)
+    b_end = B.store.get_max_phy_offset()
+    sim.nemesis.kill("B")
+    for i in range(10, 250):
+        put(sim, "A", i)
+    sim.run_for(1_000)
+    A.store.execute_delete_files_manually()
+    sim.run(A.store.clean_commit_log_service.run())
+    assert A.store.get_min_phy_offset() > b_end
+    sim.nemesis.restart("B")
+    sim.run_for(100)
+    B = b(sim, "B")
+    assert sim.run(B.become_slave("A", 1))
+    sim.run_for(30_000)
+    decision = B.ha.get_ha_client().last_truncate_decision
+    assert decision.ok and decision.truncate_offset == b_end  # "consistent epoch 1"
+    assert B.store.get_max_phy_offset() == b_end  # never advances
+    assert not [e for e in sim_events(sim, "net.close", "B") if "consistent point" in e.fields.get("reason", "")]
+    assert A.ha.sync_state.caught_up[2] >= B.node.now_ms() - 1_000  # the master counts it caught up
+    assert 2 not in A.ha.get_sync_state_set()  # its ack is below the confirm offset: never expanded
