@@ -13,6 +13,8 @@ import argparse
 import os
 import time
 
+import pytest
+
 from rmqlab import admin_cli
 from rmqlab.common.manual_clock import ManualClock
 from rmqlab.store.disk_space import VirtualDisk, get_disk_partition_space_used_percent
@@ -392,3 +394,66 @@ def test_a_slave_below_the_masters_min_offset_in_the_same_epoch_stalls_silently(
     assert not [e for e in sim_events(sim, "net.close", "B") if "consistent point" in e.fields.get("reason", "")]
     assert A.ha.sync_state.caught_up[2] >= B.node.now_ms() - 1_000  # the master counts it caught up
     assert 2 not in A.ha.get_sync_state_set()  # its ack is below the confirm offset: never expanded
+
+
+# -- 9. a simulated broker: its scheduler runs the passes, mqadmin deleteExpiredCommitLog, a full disk --
+def test_a_simulated_broker_expires_on_request_and_refuses_sends_while_its_virtual_disk_is_full(capsys):
+    """One broker on the simulator, RocketMQ's schedule (first pass after 60 s, then every 10 s),
+    fileReservedTime 0 and deleteWhen 04 (the simulated clock starts at 22:13 UTC): nothing goes
+    until `rmqlab admin deleteExpiredCommitLog -c DefaultCluster` asks, then every file but the
+    last. A virtual disk over 90 % makes the broker answer a send 14 (SERVICE_NOT_AVAILABLE, "the
+    broker's disk is full ..."), until a pass finds it has room again."""
+    from rmqlab.broker.broker_controller import BrokerController
+    from rmqlab.client import ClientProcess, DefaultMQAdminExt, DefaultMQProducer, MessageQueue
+    from rmqlab.client.exceptions import MQBrokerException
+    from rmqlab.common.message import Message
+    from rmqlab.common.topic_config import TopicConfig
+    from rmqlab.config.loader import load_broker_config, load_namesrv_config
+    from rmqlab.namesrv import NamesrvController
+    from rmqlab.remoting import ResponseCode
+    from rmqlab.runtime.sim import Simulation
+    from tests.sim_helpers import track
+
+    ns = "127.0.0.1:9876"
+    sim = track(Simulation(seed=41))
+    sim.add_node("namesrv", lambda: NamesrvController.from_startup_config(
+        load_namesrv_config(overrides={"listenPort": 9876})))
+    sim.add_node("broker-a", lambda: BrokerController(load_broker_config(namesrv_addr=ns, overrides={
+        "brokerName": "broker-a", "listenPort": 10911, "haListenPort": 10912, "brokerIP1": "127.0.0.1",
+        "storePathRootDir": sim.store_dir("broker-a"), "mappedFileSizeCommitLog": 64 * 1024,
+        "mappedFileSizeConsumeQueue": 20 * 100, "fileReservedTime": 0})))
+    sim.add_node("client", lambda: ClientProcess(admin=DefaultMQAdminExt(ns), producer=DefaultMQProducer("PG", ns)))
+    sim.start_all()
+    admin, producer = sim.components["client"]["admin"], sim.components["client"]["producer"]
+    broker = sim.components["broker-a"]
+    store = broker.message_store
+    assert store.simulated and store.disk is not None and store.disk.capacity_bytes == 0  # unlimited
+    sim.run(admin.create_and_update_topic_config_by_cluster("DefaultCluster", TopicConfig(TOPIC, 1, 1)))
+    sim.run_for(1_000)
+    mq = MessageQueue(TOPIC, "broker-a", 0)
+
+    async def send(n: int, start: int = 0):
+        return [await producer.send(Message(TOPIC, bytes(1000) + str(start + i).encode()), mq) for i in range(n)]
+
+    sim.run(send(200))
+    files = file_starts(store)
+    assert len(files) == 4
+    sim.run_for(70_000)  # two passes at 60 s and 70 s: not the hour, an unlimited disk
+    assert file_starts(store) == files
+    assert sim.run(admin_cli._delete_expired_commit_log(admin, argparse.Namespace(
+        broker_addr=None, cluster_name="DefaultCluster"))) == 0
+    assert capsys.readouterr().out == "success"
+    sim.run_for(10_000)
+    assert file_starts(store) == files[-1:]
+    sim.run_for(10_000)  # the consume queue follows
+    assert store.get_min_offset_in_queue(TOPIC, 0) > 0
+
+    store.disk.capacity_bytes = int(store.disk.used_bytes() / 0.95)
+    sim.run_for(10_000)
+    with pytest.raises(MQBrokerException) as refused:
+        sim.run(send(1, start=1000))
+    assert refused.value.response_code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert "the broker's disk is full" in str(refused.value)
+    store.disk.capacity_bytes = 0
+    sim.run_for(10_000)
+    assert len(sim.run(send(1, start=2000))) == 1
