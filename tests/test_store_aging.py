@@ -397,7 +397,7 @@ def test_a_slave_below_the_masters_min_offset_in_the_same_epoch_stalls_silently(
 
 
 # -- 9. a simulated broker: its scheduler runs the passes, mqadmin deleteExpiredCommitLog, a full disk --
-def test_a_simulated_broker_expires_on_request_and_refuses_sends_while_its_virtual_disk_is_full(capsys):
+def test_a_simulated_broker_expires_on_request_and_refuses_sends_while_its_virtual_disk_is_full(capsys, monkeypatch):
     """One broker on the simulator, RocketMQ's schedule (first pass after 60 s, then every 10 s),
     fileReservedTime 0 and deleteWhen 04 (the simulated clock starts at 22:13 UTC): nothing goes
     until `rmqlab admin deleteExpiredCommitLog -c DefaultCluster` asks, then every file but the
@@ -428,6 +428,17 @@ def test_a_simulated_broker_expires_on_request_and_refuses_sends_while_its_virtu
     broker = sim.components["broker-a"]
     store = broker.message_store
     assert store.simulated and store.disk is not None and store.disk.capacity_bytes == 0  # unlimited
+    # The hour of a simulated machine is UTC's whatever the host's time zone (22:13 at the start).
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    try:
+        assert not store.is_time_to_delete()
+        store.config.deleteWhen = "22"
+        assert store.is_time_to_delete()
+        store.config.deleteWhen = "04"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
     sim.run(admin.create_and_update_topic_config_by_cluster("DefaultCluster", TopicConfig(TOPIC, 1, 1)))
     sim.run_for(1_000)
     mq = MessageQueue(TOPIC, "broker-a", 0)
