@@ -304,6 +304,54 @@ def test_admin_cli_parses_delete_expired_commit_log_as_mqadmin():
     assert admin_cli.COMMANDS["deleteExpiredCommitLog"] is admin_cli._delete_expired_commit_log
 
 
+class EpochTrimmingHA:
+    """Just the AutoSwitchHAService method the commitlog pass calls (truncateEpochFilePrefix)."""
+
+    def __init__(self, cache):
+        self.epoch_cache = cache
+
+    def truncate_epoch_file_prefix(self, offset: int) -> None:
+        self.epoch_cache.truncate_prefix_by_offset(offset)
+
+
+def test_an_epoch_ending_at_the_new_min_offset_is_kept_though_its_data_is_gone(tmp_path):
+    """A RocketMQ quirk, reproduced: the pass trims with minPhyOffset - 1, so an epoch that ends
+    exactly where the first remaining file starts (epochs change at file boundaries often enough:
+    an election after a roll) keeps its entry though none of its bytes is left."""
+    from rmqlab.remoting.protocol.epoch_entry import EpochEntry as E
+    from rmqlab.store.epoch_file_cache import EpochFileCache
+
+    store, clock, _ = aged_store(tmp_path, fileReservedTime=0, deleteFileBatchMax=2)
+    boundary = file_starts(store)[2]
+    cache = EpochFileCache(str(tmp_path / "epochFileCheckpoint"))
+    cache.init_cache_from_entries([E(1, 0), E(2, boundary)])
+    store.ha_service = EpochTrimmingHA(cache)
+    store.execute_delete_files_manually()
+    drive(store.clean_commit_log_service.run())
+    assert store.get_min_phy_offset() == boundary
+    assert cache.get_all_entries() == [E(1, 0, boundary), E(2, boundary)]  # epoch 1 holds nothing now
+    drive(store.clean_commit_log_service.run())
+    assert cache.get_all_entries() == [E(2, boundary)]  # gone once the min moves past its end
+
+
+def test_correct_min_offset_looks_in_the_first_file_only_until_the_consume_queue_pass(tmp_path):
+    """A RocketMQ limitation, reproduced: on restart correctMinOffset searches the queue's first
+    file only; when every unit there points into deleted commitlog files the min offset stays, and
+    reads from it skip what is gone (MESSAGE_WAS_REMOVING) until CleanConsumeQueueService, 60 s
+    after the start, deletes that file."""
+    store, clock, _ = aged_store(tmp_path)  # 50 units a consume-queue file, ~15 messages a commitlog file
+    store.config.deleteWhen = hour_of(clock)
+    drive(store.clean_commit_log_service.run())
+    store.shutdown()
+    store, _ = open_store(tmp_path, clock, rmqlabDiskCapacityBytes=BIG_DISK)
+    assert store.get_min_offset_in_queue(TOPIC, 0) == 0
+    r = store.get_message("g", TOPIC, 0, 0, 32)
+    assert r.status is GetMessageStatus.MESSAGE_WAS_REMOVING and r.next_begin_offset == 50
+    clean_pass(store)
+    assert store.get_min_offset_in_queue(TOPIC, 0) > 50
+    store.shutdown()
+
+
 # -- 8. controller mode: the epoch file's prefix, and a slave with no consistent point ------------------
 def sim_commitlog_files(sim, name) -> dict[str, bytes]:
     d = os.path.join(sim.store_dir(name), "commitlog")
