@@ -16,6 +16,13 @@ Classic HA (`store/.../ha/DefaultHAService.java`): a broker's DefaultHAService a
 a SLAVE refuses puts and takes replicated bytes through `append_to_commit_log`, which its own
 dispatcher turns into consume queues.
 
+Expiry (`clean_services()`, scheduled by the broker): CleanCommitLogService deletes commitlog
+files by age at deleteWhen, by disk usage, or on an operator's request, and marks the store
+DISK_FULL (puts refused) over diskSpaceWarningLevelRatio; CleanConsumeQueueService then drops the
+consume-queue files below the commitlog's new min offset. Disk usage is the file system's, or a
+virtual disk's on the simulator (rmqlab.store.disk_space). A read over deleted commitlog files
+skips to the next file, as RocketMQ's getMessage does.
+
 DLedger CommitLog mode (`enableDLegerCommitLog`): the commitlog is a DLedgerCommitLog
 (rmqlab.store.dledger) on the broker's node; its files are under `dledger-<selfId>/`, its max offset
 is DLedger's committed position, so the dispatcher (woken when the commit index moves) builds
@@ -120,10 +127,10 @@ class DefaultMessageStore:
         # What the clean services sleep on between two deletions (None: they do not sleep).
         self.sleep = node.sleep if node is not None else None
         self.clean_commit_log_service = CleanCommitLogService(self)
+        self.clean_consume_queue_service = CleanConsumeQueueService(self)
         # The broker's enableControllerMode (set_controller_mode, before load): RocketMQ's store
         # reads it from the BrokerConfig it holds.
         self.enable_controller_mode = False
-        self.clean_consume_queue_service = CleanConsumeQueueService(self)
 
     def is_dledger(self) -> bool:
         """DLedger CommitLog mode (enableDLegerCommitLog)."""
