@@ -547,3 +547,27 @@ def test_a_replica_restarted_after_a_crash_dispatches_only_up_to_its_stored_conf
     confirm = store.store_checkpoint.confirm_phy_offset
     assert 0 < confirm < store.get_max_phy_offset()
     assert max(cq.max_physic_offset for cq in store.consume_queues()) <= confirm
+
+
+def test_a_classic_slave_below_the_masters_min_offset_stalls_silently():
+    """The same hazard in classic master-slave replication (DefaultHAConnection.WriteSocketService:
+    the slave's requested offset has no data any more, getCommitLogData returns null, only
+    heartbeats go out): a slave that was down while the master's commitlog expired never catches
+    up, and nothing refuses or says so."""
+    from tests.test_ha_classic import broker, put_many, wait_caught_up, world
+
+    sim = world(36, fileReservedTime=0, rmqlabDiskCapacityBytes=BIG_DISK)
+    master = broker(sim, "master")
+    put_many(sim, 0, 10)
+    wait_caught_up(sim)
+    slave_end = broker(sim, "slave").store.get_max_phy_offset()
+    sim.nemesis.kill("slave")
+    put_many(sim, 10, 250)
+    sim.run_for(1_000)
+    master.store.execute_delete_files_manually()
+    sim.run(master.store.clean_commit_log_service.run())
+    assert master.store.get_min_phy_offset() > slave_end
+    sim.nemesis.restart("slave")
+    sim.run_for(30_000)
+    assert broker(sim, "slave").store.get_max_phy_offset() == slave_end
+    assert master.ha.connection_list  # connected all along: no refusal, no error
