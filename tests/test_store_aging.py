@@ -17,6 +17,7 @@ import pytest
 
 from rmqlab import admin_cli
 from rmqlab.common.manual_clock import ManualClock
+from rmqlab.runtime.component import Component
 from rmqlab.store.disk_space import VirtualDisk, get_disk_partition_space_used_percent
 from rmqlab.store.get_message_result import GetMessageStatus
 from rmqlab.store.put_message_result import PutMessageStatus
@@ -549,25 +550,66 @@ def test_a_replica_restarted_after_a_crash_dispatches_only_up_to_its_stored_conf
     assert max(cq.max_physic_offset for cq in store.consume_queues()) <= confirm
 
 
+class ClassicBroker(Component):
+    """Just enough classic-HA broker (a store and its DefaultHAService on the node), as
+    tests/test_ha_classic.py builds one."""
+
+    component_type = "broker"
+
+    def __init__(self, role, ha_port: int, master_ha: str | None = None):
+        self.role, self.ha_port, self.master_ha = role, ha_port, master_ha
+
+    async def start(self, node) -> None:
+        from rmqlab.config import MessageStoreConfig
+        from rmqlab.ha import DefaultHAService
+        from rmqlab.store import DefaultMessageStore
+
+        self.node = node
+        cfg = MessageStoreConfig(storePathRootDir=node.store_dir, mappedFileSizeCommitLog=64 * 1024,
+                                 mappedFileSizeConsumeQueue=20 * 100, brokerRole=self.role, haListenPort=self.ha_port,
+                                 haMasterAddress=self.master_ha, fileReservedTime=0,
+                                 rmqlabDiskCapacityBytes=BIG_DISK)
+        self.store = DefaultMessageStore(cfg, clock=node.now_ms, node=node)
+        self.store.load()
+        self.ha = DefaultHAService(node, self.store, cfg, host="127.0.0.1")
+        await self.ha.start()
+        self.store.reput_message_service.start(node.call_later)
+
+    async def shutdown(self) -> None:
+        self.ha.shutdown()
+        self.store.shutdown()
+
+    def on_crash(self) -> None:
+        self.ha.on_crash()
+        self.store.kill()
+
+
 def test_a_classic_slave_below_the_masters_min_offset_stalls_silently():
     """The same hazard in classic master-slave replication (DefaultHAConnection.WriteSocketService:
     the slave's requested offset has no data any more, getCommitLogData returns null, only
     heartbeats go out): a slave that was down while the master's commitlog expired never catches
     up, and nothing refuses or says so."""
-    from tests.test_ha_classic import broker, put_many, wait_caught_up, world
+    from rmqlab.config.broker import BrokerRole
+    from rmqlab.runtime.sim import Simulation
+    from tests.sim_helpers import track
 
-    sim = world(36, fileReservedTime=0, rmqlabDiskCapacityBytes=BIG_DISK)
-    master = broker(sim, "master")
-    put_many(sim, 0, 10)
-    wait_caught_up(sim)
-    slave_end = broker(sim, "slave").store.get_max_phy_offset()
+    sim = track(Simulation(seed=36))
+    sim.add_node("master", lambda: ClassicBroker(BrokerRole.ASYNC_MASTER, 30912))
+    sim.add_node("slave", lambda: ClassicBroker(BrokerRole.SLAVE, 30922, "127.0.0.1:30912"))
+    sim.start_all()
+    master, slave = sim.components["master"], sim.components["slave"]
+    for i in range(10):
+        master.store.put_message(make_message(master.node.now_ms, i))
+    sim.run_until(lambda: slave.store.get_max_phy_offset() == master.store.get_max_phy_offset(), 30_000)
+    slave_end = slave.store.get_max_phy_offset()
     sim.nemesis.kill("slave")
-    put_many(sim, 10, 250)
+    for i in range(10, 260):
+        master.store.put_message(make_message(master.node.now_ms, i))
     sim.run_for(1_000)
     master.store.execute_delete_files_manually()
     sim.run(master.store.clean_commit_log_service.run())
     assert master.store.get_min_phy_offset() > slave_end
     sim.nemesis.restart("slave")
     sim.run_for(30_000)
-    assert broker(sim, "slave").store.get_max_phy_offset() == slave_end
+    assert sim.components["slave"].store.get_max_phy_offset() == slave_end
     assert master.ha.connection_list  # connected all along: no refusal, no error
