@@ -376,6 +376,7 @@ class BrokerController(Component):
         the loaded queues (ScheduleMessageService.load)."""
         msc, clock = self.message_store_config, self.node.now_ms
         self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host, node=self.node)
+        self.message_store.set_controller_mode(self.broker_config.enableControllerMode)
         self.message_store.load()
         if msc.enableDLegerCommitLog:
             self.dledger_role_change_handler = DLedgerRoleChangeHandler(self, self.message_store)

@@ -128,6 +128,9 @@ class DefaultMessageStore:
         self.sleep = node.sleep if node is not None else None
         self.clean_commit_log_service = CleanCommitLogService(self)
         self.clean_consume_queue_service = CleanConsumeQueueService(self)
+        # The broker's enableControllerMode (set_controller_mode, before load): RocketMQ's store
+        # reads it from the BrokerConfig it holds.
+        self.enable_controller_mode = False
 
     def is_dledger(self) -> bool:
         """DLedger CommitLog mode (enableDLegerCommitLog)."""
@@ -138,6 +141,11 @@ class DefaultMessageStore:
         broker builds it on its Node and it attaches itself)."""
         self.ha_service = ha_service
         self.commit_log.ha_service = ha_service
+
+    def set_controller_mode(self, enabled: bool) -> None:
+        """Controller mode: recovery dispatches only what the stored confirm offset covers, and so
+        does the dispatcher until the AutoSwitchHAService attaches (set before ``load``)."""
+        self.enable_controller_mode = enabled
 
     def set_slave_acting_master(self, enabled: bool) -> None:
         """The broker's enableSlaveActingMaster, which changes how many acks a SYNC_MASTER put
@@ -176,9 +184,18 @@ class DefaultMessageStore:
         for cq in self.consume_queues():
             cq.recover()
         redispatched = 0
+        # Controller mode: the broker is fenced while it loads, so CommitLog.getConfirmOffset is
+        # the checkpoint's confirmPhyOffset, and recoverAbnormally dispatches only the messages
+        # it covers: a replica never serves what its group may still cut away.
+        confirm = self.store_checkpoint.confirm_phy_offset if self.enable_controller_mode else None
+        last_confirm_valid = -1  # lastConfirmValidMsgPhyOffset
 
         def redispatch(req: DispatchRequest) -> None:
-            nonlocal redispatched
+            nonlocal redispatched, last_confirm_valid
+            if confirm is not None:
+                if req.commit_log_offset + req.msg_size > confirm:
+                    return
+                last_confirm_valid = req.commit_log_offset + req.msg_size
             redispatched += 1
             self._dispatch(req)
 
@@ -199,6 +216,7 @@ class DefaultMessageStore:
             # file further back than `recover` looks, or tear a unit (lose the low byte of its
             # size) so that it still looks valid.
             start = self.commit_log.file_start_offset(index)
+            last_confirm_valid = start
             for cq in self.consume_queues():
                 cq.truncate_to_durable_prefix(start)
             scan = self.commit_log.recover_abnormally(index, redispatch)
@@ -209,6 +227,21 @@ class DefaultMessageStore:
                        if self.get_max_offset_in_queue(topic, qid) < units}
         self._recover_topic_queue_table()
         self.reput_message_service.reput_from_offset = self._reput_start_offset()
+        if confirm is not None:
+            # CommitLog.recoverNormally / recoverAbnormally in controller mode: the confirm offset
+            # within [minPhyOffset, what recovery kept (abnormal: the last confirmed message's end)].
+            end = scan.process_offset if last_exit_ok else last_confirm_valid
+            if confirm < self.commit_log.get_min_offset():
+                confirm = self.commit_log.get_min_offset()
+            elif confirm > end:
+                confirm = end
+            self.store_checkpoint.confirm_phy_offset = confirm
+            # start(): reputFromOffset = getConfirmOffset() (rmqlab never skips an undispatched
+            # message below it: the lower of the two), and dispatch stops there until the HA
+            # service takes over the limit.
+            self.reput_message_service.reput_from_offset = min(self.reput_message_service.reput_from_offset,
+                                                               max(confirm, 0))
+            self.reput_message_service.dispatch_limit = lambda: self.store_checkpoint.confirm_phy_offset
         if not os.path.exists(self.abort_file):
             with open(self.abort_file, "w"):
                 pass
