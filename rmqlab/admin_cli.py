@@ -7,6 +7,7 @@
     rmqlab admin consumerProgress -n 127.0.0.1:9876 -g GroupName [-t TopicTest]
     rmqlab admin getBrokerConfig    -n 127.0.0.1:9876 -b 127.0.0.1:10911
     rmqlab admin updateBrokerConfig -n 127.0.0.1:9876 -b 127.0.0.1:10911 -k brokerPermission -v 4
+    rmqlab admin deleteExpiredCommitLog -n 127.0.0.1:9876 [-b 127.0.0.1:10911 | -c DefaultCluster]
 
 topicRoute prints the route exactly as the name server answers it: with supportActingMaster, a
 group whose master is down shows its smallest-id slave as brokerId 0 and its queues read-only
@@ -14,6 +15,10 @@ group whose master is down shows its smallest-id slave as brokerId 0 and its que
 ("%-50s=  %s") but sorted by key (mqadmin prints a Properties' hash order); updateBrokerConfig sets
 one key on a running broker: what RocketMQ lets it change, except that an unknown key or a
 malformed value is refused (exit 1, naming the key) where RocketMQ ignores it.
+deleteExpiredCommitLog asks one broker (-b), or every broker of a cluster (-c; of every cluster
+without either), to run its next 20 commitlog-expiry passes whatever deleteWhen says; it prints
+"success" or "false" (the last broker's answer) without a newline, as mqadmin's
+DeleteExpiredCommitLogSubCommand does.
 
 Controller mode (RocketMQ's tools/command/controller, ha/GetSyncStateSetSubCommand and
 broker/GetBrokerEpochSubCommand; `-a` takes one controller or a list "a;b;c"):
@@ -52,7 +57,7 @@ import tempfile
 
 NAMESRV_ADDR_ENV = "NAMESRV_ADDR"  # what mqadmin reads when -n is not given
 SUBCOMMANDS = ("clusterList", "topicRoute", "updateTopic", "brokerStatus", "consumerProgress",
-               "getBrokerConfig", "updateBrokerConfig",
+               "getBrokerConfig", "updateBrokerConfig", "deleteExpiredCommitLog",
                "getControllerMetaData", "getSyncStateSet", "getBrokerEpoch", "electMaster", "cleanBrokerMetadata")
 
 
@@ -106,6 +111,9 @@ def add_parser(sub) -> None:
     c.add_argument("-b", "--brokerAddr", dest="broker_addr")
     c.add_argument("-k", "--key", dest="key", required=True)
     c.add_argument("-v", "--value", dest="value", required=True)
+    c = command("deleteExpiredCommitLog", "Delete expired CommitLog files.")
+    c.add_argument("-b", "--brokerAddr", dest="broker_addr")
+    c.add_argument("-c", "--cluster", dest="cluster_name")
 
     c = command("getControllerMetaData", "get the controller group's metadata", namesrv_required=False)
     c.add_argument("-a", "--controllerAddress", dest="controller_address", required=True,
@@ -309,6 +317,15 @@ async def _update_broker_config(admin, args) -> int:
     return 0
 
 
+async def _delete_expired_commit_log(admin, args) -> int:
+    if args.broker_addr:
+        result = await admin.delete_expired_commit_log_by_addr(args.broker_addr.strip())
+    else:
+        result = await admin.delete_expired_commit_log(args.cluster_name.strip() if args.cluster_name else None)
+    print("success" if result else "false", end="")
+    return 0
+
+
 # -- controller mode ---------------------------------------------------------------------------------
 def _java(value) -> str:
     """A value as Java's string conversion writes it (null, true/false)."""
@@ -447,6 +464,7 @@ async def _clean_broker_metadata(admin, args) -> int:
 COMMANDS = {"clusterList": _cluster_list, "topicRoute": _topic_route, "updateTopic": _update_topic,
             "brokerStatus": _broker_status, "consumerProgress": _consumer_progress,
             "getBrokerConfig": _get_broker_config, "updateBrokerConfig": _update_broker_config,
+            "deleteExpiredCommitLog": _delete_expired_commit_log,
             "getControllerMetaData": _get_controller_meta_data, "getSyncStateSet": _get_sync_state_set,
             "getBrokerEpoch": _get_broker_epoch, "electMaster": _elect_master,
             "cleanBrokerMetadata": _clean_broker_metadata}

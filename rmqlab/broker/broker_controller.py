@@ -376,6 +376,7 @@ class BrokerController(Component):
         the loaded queues (ScheduleMessageService.load)."""
         msc, clock = self.message_store_config, self.node.now_ms
         self.message_store = DefaultMessageStore(msc, clock=clock, store_host=self.store_host, node=self.node)
+        self.message_store.set_controller_mode(self.broker_config.enableControllerMode)
         self.message_store.load()
         if msc.enableDLegerCommitLog:
             self.dledger_role_change_handler = DLedgerRoleChangeHandler(self, self.message_store)
@@ -405,6 +406,8 @@ class BrokerController(Component):
                                         self.timer_message_store.flush)
         for name, interval_ms, step in self.message_store.periodic_services():
             self.schedule_at_fixed_rate(name, interval_ms, interval_ms, step)
+        for name, initial_delay_ms, period_ms, step in self.message_store.clean_services():
+            self.schedule_at_fixed_rate(name, initial_delay_ms, period_ms, step)
         self.message_store.reput_message_service.start(self.node.call_later)
 
     async def start_ha_service(self) -> None:

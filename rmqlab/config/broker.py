@@ -192,6 +192,23 @@ class MessageStoreConfig:
     deleteWhen: str = str_field("04", check=_check_delete_when)
     diskMaxUsedSpaceRatio: int = int_field(75, min=0, max=100)
     fileReservedTime: int = int_field(72, min=0)  # hours
+    # Store retention (rmqlab.store.clean_commit_log_service, clean_consume_queue_service).
+    # RocketMQ clamps the two disk ratios (warning to [35, 90] %, forced cleaning to [30, 85] %)
+    # where it reads them, CleanCommitLogService.getDiskSpace*Ratio; so does rmqlab.
+    diskSpaceWarningLevelRatio: int = int_field(90)
+    diskSpaceCleanForciblyRatio: int = int_field(85)
+    cleanFileForciblyEnable: bool = bool_field(True)
+    deleteCommitLogFilesInterval: int = int_field(100, min=0)
+    deleteConsumeQueueFilesInterval: int = int_field(100, min=0)
+    destroyMapedFileIntervalForcibly: int = int_field(1000 * 120, min=0)
+    redeleteHangedFileInterval: int = int_field(1000 * 120, min=0)
+    deleteFileBatchMax: int = int_field(10, min=1)
+    # Not a RocketMQ key: the size of an rmqlab-only virtual disk holding this store. > 0: disk
+    # usage is the store's files (their full, pre-allocated size, as a real disk counts them) over
+    # this capacity, so a test fills the disk deterministically. 0: the file system's usage
+    # (statvfs, as UtilAll.getDiskPartitionSpaceUsedPercent) on real processes, and an unlimited
+    # virtual disk on the simulator, whose runs must not depend on the host's free space.
+    rmqlabDiskCapacityBytes: int = long_field(0, min=0)
     maxMessageSize: int = int_field(1024 * 1024 * 4, min=1)
     checkCRCOnRecover: bool = bool_field(True)
     maxTransferBytesOnMessageInMemory: int = int_field(1024 * 256, min=1)

@@ -260,5 +260,5 @@ RETIRED_KEYS: dict[str, dict[str, str]] = {
 # The loader reads them like any field; they are kept apart so no one mistakes them for RocketMQ's.
 RMQLAB_KEYS: dict[str, frozenset[str]] = {
     "MessageStoreConfig": frozenset({"rmqlabRejectImpossibleHaReport", "rmqlabFirstEpochFromMinOffset",
-                                      "rmqlabDLedgerPutOnlyAsMaster"}),
+                                      "rmqlabDLedgerPutOnlyAsMaster", "rmqlabDiskCapacityBytes"}),
 }

@@ -58,6 +58,10 @@ class Node(abc.ABC):
     store_dir: str
     random: _random.Random
     log: logging.Logger
+    # True on the simulator: the node's machine is virtual, and nothing may depend on the host's,
+    # so a store measures its disk usage on a virtual disk (rmqlab.store.disk_space) and reads
+    # the hour of the day (deleteWhen) in UTC rather than the host's time zone.
+    simulated: bool = False
 
     # -- clock -------------------------------------------------------------------------------
     @abc.abstractmethod

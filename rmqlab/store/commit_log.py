@@ -12,7 +12,7 @@ the master's transfer batches and `append_data` applies them on a slave.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,10 +167,12 @@ class CommitLog:
         if len(data) + END_FILE_MIN_BLANK_LENGTH > mf.remaining():
             # END_OF_FILE: a BLANK record claims the rest of this file; retry in a new one.
             mf.append(encode_blank(mf.remaining()), advance_to=self.mapped_file_size)
+            mf.last_modified_ms = msg.store_timestamp
             mf = mfq.get_last_mapped_file(0, need_create=True)
             physical = mf.file_from_offset
             data = self.encoder.encode(msg, queue_offset=queue_offset, physical_offset=physical)
         mf.append(data)
+        mf.last_modified_ms = msg.store_timestamp
         self._store_timestamps[mf.file_from_offset] = msg.store_timestamp
         return AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset=physical, wrote_bytes=len(data),
                                    store_timestamp=msg.store_timestamp, logics_offset=queue_offset,
@@ -258,6 +260,7 @@ class CommitLog:
             mf = mfq.get_last_mapped_file(start_offset, need_create=True)
             n = min(len(view), mf.remaining())
             mf.append(bytes(view[:n]))
+            mf.last_modified_ms = self.clock()
             view = view[n:]
         return True
 
@@ -286,7 +289,28 @@ class CommitLog:
 
     # -- reading ---------------------------------------------------------------------------
     def get_min_offset(self) -> int:
-        return self.mapped_file_queue.get_min_offset()
+        """CommitLog.getMinOffset: the first file's start, or the next file's while the first is
+        being destroyed; -1 without files."""
+        first = self.mapped_file_queue.get_first_mapped_file()
+        if first is None:
+            return -1
+        return first.file_from_offset if first.available else self.roll_next_file(first.file_from_offset)
+
+    # -- expiry ----------------------------------------------------------------------------
+    async def delete_expired_file(self, expired_time: int, delete_files_interval: int, interval_forcibly: int,
+                                  clean_immediately: bool, delete_file_batch_max: int,
+                                  sleep: Callable[[int], Awaitable[None]] | None = None) -> int:
+        """CommitLog.deleteExpiredFile: files older than `expired_time` ms by this log's clock."""
+        count = await self.mapped_file_queue.delete_expired_file_by_time(
+            expired_time, delete_files_interval, interval_forcibly, clean_immediately, delete_file_batch_max,
+            now_ms=self.clock(), sleep=sleep)
+        if count:
+            first = self.get_min_offset()
+            self._store_timestamps = {k: v for k, v in self._store_timestamps.items() if k >= first}
+        return count
+
+    def retry_delete_first_file(self, interval_forcibly: int) -> bool:
+        return self.mapped_file_queue.retry_delete_first_file(interval_forcibly)
 
     def get_max_offset(self) -> int:
         return self.mapped_file_queue.get_max_offset()

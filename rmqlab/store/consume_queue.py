@@ -24,6 +24,7 @@ log = logging.getLogger("rmqlab.store")
 
 CQ_STORE_UNIT_SIZE = 20
 _UNIT = struct.Struct(">qiq")
+_LONG = struct.Struct(">q")
 # Units written before the first real one when a queue starts at a non-zero offset (fillPreBlank).
 BLANK_UNIT = _UNIT.pack(0, INT32_MAX, 0)
 
@@ -93,6 +94,63 @@ class ConsumeQueue:
             pos += CQ_STORE_UNIT_SIZE
         view.release()
         self.min_logic_offset = first.file_from_offset + pos
+
+    # -- expiry (CleanConsumeQueueService) ---------------------------------------------------
+    def delete_expired_file(self, offset: int) -> int:
+        """ConsumeQueue.deleteExpiredFile: drop the files wholly below commitlog offset `offset`,
+        then move the queue's min offset to its first unit at or above it."""
+        count = self.mapped_file_queue.delete_expired_file_by_offset(offset, CQ_STORE_UNIT_SIZE)
+        self.correct_min_offset(offset)
+        return count
+
+    def correct_min_offset(self, min_commit_log_offset: int) -> None:
+        """ConsumeQueue.correctMinOffset: min_logic_offset := the first unit whose commitlog offset
+        is >= `min_commit_log_offset` (searched in the first file from the previous min); the end of
+        the queue when even the last unit points below it (no valid entry: min = max)."""
+        mfq = self.mapped_file_queue
+        if self.min_logic_offset >= mfq.get_max_offset():
+            return  # contains no valid entries
+        last = mfq.get_last_mapped_file()
+        if last is None:
+            return
+        max_readable = last.wrote_position
+        if max_readable >= CQ_STORE_UNIT_SIZE:
+            if _LONG.unpack(last.read(max_readable - CQ_STORE_UNIT_SIZE, 8))[0] < min_commit_log_offset:
+                # Keep the largest known consume offset: min points to a future slot.
+                self.min_logic_offset = last.file_from_offset + max_readable
+                log.info("ConsumeQueue[topic=%s, queue-id=%d] contains no valid entries. Min-offset is assigned as: %d.",
+                         self.topic, self.queue_id, self.get_min_offset_in_queue())
+                return
+        first = mfq.get_first_mapped_file()
+        intact = True  # assume the previous value is still valid
+        start = self.min_logic_offset - first.file_from_offset
+        if start < 0:
+            intact, start = False, 0
+        if start > first.wrote_position:
+            log.error("[Bug][InconsistentState] ConsumeQueue file %s should have been deleted", first.file_name)
+            return
+        buf = first.read(start, first.wrote_position - start)
+        if not buf:
+            return
+        if intact and _LONG.unpack_from(buf, 0)[0] >= min_commit_log_offset:
+            return  # the previous min offset still points at or above the commitlog's min
+        low, high = 0, len(buf) - CQ_STORE_UNIT_SIZE
+        while high - low > CQ_STORE_UNIT_SIZE:
+            mid = (low + high) // 2 // CQ_STORE_UNIT_SIZE * CQ_STORE_UNIT_SIZE
+            offset_py = _LONG.unpack_from(buf, mid)[0]
+            if offset_py > min_commit_log_offset:
+                high = mid
+            elif offset_py == min_commit_log_offset:
+                low = high = mid
+                break
+            else:
+                low = mid
+        for i in range(low, high + 1, CQ_STORE_UNIT_SIZE):  # the last one or two entries
+            if _LONG.unpack_from(buf, i)[0] >= min_commit_log_offset:
+                self.min_logic_offset = first.file_from_offset + start + i
+                log.info("Compute logical min offset: %d, topic: %s, queueId: %d",
+                         self.get_min_offset_in_queue(), self.topic, self.queue_id)
+                break
 
     def _unit_at(self, index: int) -> tuple[int, int, int] | None:
         pos = index * CQ_STORE_UNIT_SIZE

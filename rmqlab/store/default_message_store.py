@@ -16,6 +16,13 @@ Classic HA (`store/.../ha/DefaultHAService.java`): a broker's DefaultHAService a
 a SLAVE refuses puts and takes replicated bytes through `append_to_commit_log`, which its own
 dispatcher turns into consume queues.
 
+Expiry (`clean_services()`, scheduled by the broker): CleanCommitLogService deletes commitlog
+files by age at deleteWhen, by disk usage, or on an operator's request, and marks the store
+DISK_FULL (puts refused) over diskSpaceWarningLevelRatio; CleanConsumeQueueService then drops the
+consume-queue files below the commitlog's new min offset. Disk usage is the file system's, or a
+virtual disk's on the simulator (rmqlab.store.disk_space). A read over deleted commitlog files
+skips to the next file, as RocketMQ's getMessage does.
+
 DLedger CommitLog mode (`enableDLegerCommitLog`): the commitlog is a DLedgerCommitLog
 (rmqlab.store.dledger) on the broker's node; its files are under `dledger-<selfId>/`, its max offset
 is DLedger's committed position, so the dispatcher (woken when the commit index moves) builds
@@ -27,6 +34,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,14 +43,18 @@ from rmqlab.common.message.message import MessageExtBrokerInner
 from rmqlab.common.message.message_sys_flag import MessageSysFlag
 from rmqlab.runtime.page_cache import PageCache, crash_machine
 from rmqlab.store import crash_points
+from rmqlab.store.clean_commit_log_service import CleanCommitLogService
+from rmqlab.store.clean_consume_queue_service import CleanConsumeQueueService
 from rmqlab.store.commit_log import CommitLog, RecoveryScan
 from rmqlab.store.consume_queue import ConsumeQueue
 from rmqlab.store.dispatch_request import DispatchRequest
+from rmqlab.store.disk_space import VirtualDisk, get_disk_partition_space_used_percent
 from rmqlab.store.dledger.dledger_commit_log import DLedgerCommitLog
 from rmqlab.store.flush_consume_queue_service import FlushConsumeQueueService
 from rmqlab.store.get_message_result import GetMessageResult, GetMessageStatus
 from rmqlab.store.put_message_result import PutMessageResult, PutMessageStatus
 from rmqlab.store.reput_message_service import ReputMessageService
+from rmqlab.store.running_flags import RunningFlags
 from rmqlab.store.store_checkpoint import StoreCheckpoint
 
 log = logging.getLogger("rmqlab.store")
@@ -106,6 +118,19 @@ class DefaultMessageStore:
         self.running = False
         self.ha_service = None  # set by the broker's HA service (set_ha_service)
         self.load_report: StoreLoadReport | None = None  # what the last load() found
+        self.running_flags = RunningFlags()
+        # The node's machine: a simulated one has a virtual disk and reads hours in UTC (Node.simulated).
+        self.simulated = bool(getattr(node, "simulated", False))
+        self.disk: VirtualDisk | None = None
+        if cfg.rmqlabDiskCapacityBytes > 0 or self.simulated:
+            self.disk = VirtualDisk(cfg.rmqlabDiskCapacityBytes, [self.root, cfg.get_store_path_commit_log()])
+        # What the clean services sleep on between two deletions (None: they do not sleep).
+        self.sleep = node.sleep if node is not None else None
+        self.clean_commit_log_service = CleanCommitLogService(self)
+        self.clean_consume_queue_service = CleanConsumeQueueService(self)
+        # The broker's enableControllerMode (set_controller_mode, before load): RocketMQ's store
+        # reads it from the BrokerConfig it holds.
+        self.enable_controller_mode = False
 
     def is_dledger(self) -> bool:
         """DLedger CommitLog mode (enableDLegerCommitLog)."""
@@ -116,6 +141,11 @@ class DefaultMessageStore:
         broker builds it on its Node and it attaches itself)."""
         self.ha_service = ha_service
         self.commit_log.ha_service = ha_service
+
+    def set_controller_mode(self, enabled: bool) -> None:
+        """Controller mode: recovery dispatches only what the stored confirm offset covers, and so
+        does the dispatcher until the AutoSwitchHAService attaches (set before ``load``)."""
+        self.enable_controller_mode = enabled
 
     def set_slave_acting_master(self, enabled: bool) -> None:
         """The broker's enableSlaveActingMaster, which changes how many acks a SYNC_MASTER put
@@ -154,9 +184,18 @@ class DefaultMessageStore:
         for cq in self.consume_queues():
             cq.recover()
         redispatched = 0
+        # Controller mode: the broker is fenced while it loads, so CommitLog.getConfirmOffset is
+        # the checkpoint's confirmPhyOffset, and recoverAbnormally dispatches only the messages
+        # it covers: a replica never serves what its group may still cut away.
+        confirm = self.store_checkpoint.confirm_phy_offset if self.enable_controller_mode else None
+        last_confirm_valid = -1  # lastConfirmValidMsgPhyOffset
 
         def redispatch(req: DispatchRequest) -> None:
-            nonlocal redispatched
+            nonlocal redispatched, last_confirm_valid
+            if confirm is not None:
+                if req.commit_log_offset + req.msg_size > confirm:
+                    return
+                last_confirm_valid = req.commit_log_offset + req.msg_size
             redispatched += 1
             self._dispatch(req)
 
@@ -177,6 +216,7 @@ class DefaultMessageStore:
             # file further back than `recover` looks, or tear a unit (lose the low byte of its
             # size) so that it still looks valid.
             start = self.commit_log.file_start_offset(index)
+            last_confirm_valid = start
             for cq in self.consume_queues():
                 cq.truncate_to_durable_prefix(start)
             scan = self.commit_log.recover_abnormally(index, redispatch)
@@ -187,6 +227,21 @@ class DefaultMessageStore:
                        if self.get_max_offset_in_queue(topic, qid) < units}
         self._recover_topic_queue_table()
         self.reput_message_service.reput_from_offset = self._reput_start_offset()
+        if confirm is not None:
+            # CommitLog.recoverNormally / recoverAbnormally in controller mode: the confirm offset
+            # within [minPhyOffset, what recovery kept (abnormal: the last confirmed message's end)].
+            end = scan.process_offset if last_exit_ok else last_confirm_valid
+            if confirm < self.commit_log.get_min_offset():
+                confirm = self.commit_log.get_min_offset()
+            elif confirm > end:
+                confirm = end
+            self.store_checkpoint.confirm_phy_offset = confirm
+            # start(): reputFromOffset = getConfirmOffset() (rmqlab never skips an undispatched
+            # message below it: the lower of the two), and dispatch stops there until the HA
+            # service takes over the limit.
+            self.reput_message_service.reput_from_offset = min(self.reput_message_service.reput_from_offset,
+                                                               max(confirm, 0))
+            self.reput_message_service.dispatch_limit = lambda: self.store_checkpoint.confirm_phy_offset
         if not os.path.exists(self.abort_file):
             with open(self.abort_file, "w"):
                 pass
@@ -217,6 +272,11 @@ class DefaultMessageStore:
         self._recover_topic_queue_table()
 
     def _recover_topic_queue_table(self) -> None:
+        # ConsumeQueueStore.recoverOffsetTable: each queue's min offset also skips the units whose
+        # commitlog range expired (a no-op while the commitlog starts at 0).
+        min_phy_offset = self.commit_log.get_min_offset()
+        for cq in self.consume_queues():
+            cq.correct_min_offset(min_phy_offset)
         self.commit_log.topic_queue_table = {
             f"{cq.topic}-{cq.queue_id}": cq.get_max_offset_in_queue() for cq in self.consume_queues()}
 
@@ -259,6 +319,10 @@ class DefaultMessageStore:
             # broker (HookUtils.checkBeforePutMessage; 4.x: DefaultMessageStore.checkStoreStatus);
             # the store does it so that every writer gets the same answer.
             log.debug("message store is in slave mode, so putMessage is forbidden")
+            return CompletableFuture.completed(PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE))
+        if not self.running_flags.is_writeable():
+            # The disk is full (CleanCommitLogService): HookUtils.checkBeforePutMessage's answer.
+            log.warning("message store is not writeable, so putMessage is forbidden %d", self.running_flags.flag_bits)
             return CompletableFuture.completed(PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE))
         result = self.commit_log.async_put_message(msg)
         self.reput_message_service.wakeup()
@@ -323,6 +387,7 @@ class DefaultMessageStore:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_off
         else:
             next_offset = offset
+            next_phy_file_start: int | None = None  # RocketMQ's Long.MIN_VALUE: none
             units = cq.get_units(offset, max(max_msg_nums, 1) * 2)
             for phy, size, tags_code in units:
                 next_offset += 1
@@ -336,11 +401,16 @@ class DefaultMessageStore:
                     if not result.message_buffers:
                         result.status = GetMessageStatus.OFFSET_FOUND_NULL
                     break
+                if next_phy_file_start is not None and phy < next_phy_file_start:
+                    continue  # in a commitlog file found deleted: skip to the next file
                 data = self.commit_log.get_message(phy, size)
                 if len(data) != size:
+                    # The commitlog range expired (or is being deleted): as RocketMQ, skip the
+                    # units up to the next commitlog file and go on with the later messages.
                     if not result.message_buffers:
                         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                    break
+                    next_phy_file_start = self.commit_log.roll_next_file(phy)
+                    continue
                 if int.from_bytes(data[:4], "big") != size:
                     # Never serve bytes the unit does not describe (recovery should make this impossible).
                     log.error("[BUG] %s-%d unit %d says %d bytes at %d, the commitlog record there is %d bytes",
@@ -350,6 +420,7 @@ class DefaultMessageStore:
                     break
                 result.message_buffers.append(data)
                 result.queue_offsets.append(next_offset - 1)
+                next_phy_file_start = None
                 if len(result.message_buffers) >= max_msg_nums:
                     break
             if result.message_buffers:
@@ -368,6 +439,38 @@ class DefaultMessageStore:
         else:
             services.insert(0, ("FlushRealTimeService", cfg.flushIntervalCommitLog, flush.do_flush))
         return services
+
+    def clean_services(self) -> list[tuple[str, int, int, Callable[[], object]]]:
+        """(name, initial delay ms, period ms, step) of the expiry services, which RocketMQ
+        schedules from the store's start: 60 s, then every cleanResourceInterval. A step returns
+        None or a coroutine to run as a node task. None in DLedger mode: DLedger deletes its own
+        files (its CleanSpaceService, which rmqlab does not model)."""
+        if self.is_dledger():
+            return []
+        interval = self.config.cleanResourceInterval
+        return [("CleanCommitLogService", 60 * 1000, interval, self.clean_commit_log_service.run),
+                ("CleanConsumeQueueService", 60 * 1000, interval, self.clean_consume_queue_service.run)]
+
+    def execute_delete_files_manually(self) -> None:
+        """The admin command deleteExpiredCommitLog: the next 20 passes run whatever the hour."""
+        self.clean_commit_log_service.execute_delete_files_manually()
+
+    def is_time_to_delete(self) -> bool:
+        """isTimeToDelete (UtilAll.isItTimeToDo): the hour of the store's clock is in deleteWhen.
+        Java reads the hour in the JVM's time zone; a simulated machine's is UTC, so that a run
+        does not depend on the host's."""
+        seconds = self.clock() / 1000
+        hour = (time.gmtime(seconds) if self.simulated else time.localtime(seconds)).tm_hour
+        if any(int(w) == hour for w in self.config.deleteWhen.split(";")):
+            log.info("it's time to reclaim disk space, %s", self.config.deleteWhen)
+            return True
+        return False
+
+    def get_disk_space_used_percent(self, path: str) -> float:
+        """UtilAll.getDiskPartitionSpaceUsedPercent of `path`: on the virtual disk when there is one."""
+        if self.disk is not None:
+            return self.disk.get_disk_partition_space_used_percent(path)
+        return get_disk_partition_space_used_percent(path)
 
     def dispatch_behind_bytes(self) -> int:
         return self.reput_message_service.dispatch_behind_bytes()

@@ -85,6 +85,11 @@ class MappedFile:
             os.close(fd)
         self.wrote_position = 0
         self.flushed_position = 0
+        # The node's clock at the last append (CommitLog sets it): what fileReservedTime ages
+        # against. Written to the file's mtime on flush and close, so a simulated store ages in
+        # virtual time across restarts too; None: not written since it was mapped (the mtime).
+        self.last_modified_ms: int | None = None
+        self.available = True  # False once destroy began (ReferenceResource.available)
         if page_cache is not None and not existed:
             page_cache.track_append(file_name, 0)
         if not existed:
@@ -152,7 +157,22 @@ class MappedFile:
                 else:
                     self.page_cache.track_append(self.file_name, self.flushed_position)
             crash_points.point("flush", self.file_name)
+            self._stamp_mtime()
         return self.flushed_position
+
+    def get_last_modified_timestamp(self) -> int:
+        """DefaultMappedFile.getLastModifiedTimestamp: the file's mtime, in epoch ms."""
+        if self.last_modified_ms is not None:
+            return self.last_modified_ms
+        try:
+            return os.stat(self.file_name).st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            return 0
+
+    def _stamp_mtime(self) -> None:
+        if self.last_modified_ms is not None and os.path.exists(self.file_name):
+            ns = self.last_modified_ms * 1_000_000
+            os.utime(self.file_name, ns=(ns, ns))
 
     def mark_durable(self) -> None:
         """Positions set by recovery: what is on disk at start is durable (see page_cache)."""
@@ -211,14 +231,21 @@ class MappedFile:
         """Unmap without flushing: the kernel still owns the dirty pages (process-crash semantics)."""
         if not self._mm.closed:
             self._mm.close()
+            self._stamp_mtime()
 
-    def destroy(self) -> None:
+    def destroy(self, interval_forcibly: int = 0) -> bool:
+        """Unmap and delete the file (DefaultMappedFile.destroy). rmqlab's readers hold no
+        reference past a call, so `interval_forcibly` (how long RocketMQ waits for them) never
+        comes into play; an OSError from the delete leaves the file unavailable, for
+        MappedFileQueue.retry_delete_first_file."""
+        self.available = False
         self.close()
         if self.page_cache is not None:
             self.page_cache.untrack(self.file_name)
         if os.path.exists(self.file_name):
             os.remove(self.file_name)
             crash_points.point("delete", self.file_name)
+        return True
 
     def __repr__(self) -> str:
         return (f"MappedFile({os.path.basename(self.file_name)}, wrote={self.wrote_position}, "

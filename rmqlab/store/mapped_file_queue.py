@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+from collections.abc import Awaitable, Callable
 
 from rmqlab.runtime.page_cache import PageCache
 from rmqlab.store import crash_points
@@ -139,6 +140,85 @@ class MappedFileQueue:
             else:
                 mf.truncate_to(offset - mf.file_from_offset)
         self.flushed_where = min(self.flushed_where, offset) if self.flushed_where else offset
+
+    # -- expiry (CleanCommitLogService, CleanConsumeQueueService) ---------------------------
+    async def delete_expired_file_by_time(self, expired_time: int, delete_files_interval: int,
+                                          interval_forcibly: int, clean_immediately: bool,
+                                          delete_file_batch_max: int, *, now_ms: int,
+                                          sleep: Callable[[int], Awaitable[None]] | None = None) -> int:
+        """MappedFileQueue.deleteExpiredFileByTime: oldest first, never the last file, delete a
+        file last modified `expired_time` ms or more before `now_ms` (any file if
+        `clean_immediately`); stop at the first younger file (no hole in the middle), after
+        `delete_file_batch_max` files, or when a destroy fails. RocketMQ's thread sleeps
+        `delete_files_interval` ms between two deletions; here `sleep` (the node's) does, so the
+        node goes on meanwhile."""
+        mfs = list(self.mapped_files)
+        delete_count = 0
+        files: list[MappedFile] = []
+        for i, mf in enumerate(mfs[:-1]):
+            if not (now_ms >= mf.get_last_modified_timestamp() + expired_time or clean_immediately):
+                break  # avoid deleting files in the middle
+            if not self._destroy(mf, interval_forcibly):
+                break
+            files.append(mf)
+            delete_count += 1
+            if len(files) >= delete_file_batch_max:
+                break
+            if sleep is not None and delete_files_interval > 0 and i + 1 < len(mfs) - 1:
+                await sleep(delete_files_interval)
+        self.delete_expired_file(files)
+        return delete_count
+
+    def delete_expired_file_by_offset(self, offset: int, unit_size: int) -> int:
+        """MappedFileQueue.deleteExpiredFileByOffset (consume queues): delete files, oldest first
+        and never the last, whose last unit points below commitlog offset `offset`, or that a
+        failed destroy left unavailable."""
+        files: list[MappedFile] = []
+        for mf in list(self.mapped_files)[:-1]:
+            if mf.available:
+                unit = mf.read(self.mapped_file_size - unit_size, 8)
+                if len(unit) != 8:
+                    break  # "this being not executed forever": only a full file gets here
+                destroy = int.from_bytes(unit, "big", signed=True) < offset
+                if destroy:
+                    log.info("physic min offset %d, logics in current mappedFile max offset %d, delete it",
+                             offset, int.from_bytes(unit, "big", signed=True))
+            else:
+                log.warning("Found a hanged consume queue file, attempting to delete it.")
+                destroy = True
+            if destroy and self._destroy(mf, 1000 * 60):
+                files.append(mf)
+            else:
+                break
+        self.delete_expired_file(files)
+        return len(files)
+
+    def retry_delete_first_file(self, interval_forcibly: int) -> bool:
+        """MappedFileQueue.retryDeleteFirstFile: a first file whose destroy failed, once more."""
+        mf = self.get_first_mapped_file()
+        if mf is None or mf.available:
+            return False
+        log.warning("the mappedFile was destroyed once, but still alive, %s", mf.file_name)
+        result = self._destroy(mf, interval_forcibly)
+        if result:
+            log.info("the mappedFile re delete OK, %s", mf.file_name)
+            self.delete_expired_file([mf])
+        else:
+            log.warning("the mappedFile re delete failed, %s", mf.file_name)
+        return result
+
+    @staticmethod
+    def _destroy(mf: MappedFile, interval_forcibly: int) -> bool:
+        try:
+            return mf.destroy(interval_forcibly)
+        except OSError as e:
+            log.warning("%s: destroy failed (%s), the file stays, unavailable", mf.file_name, e)
+            return False
+
+    def delete_expired_file(self, files: list[MappedFile]) -> None:
+        """MappedFileQueue.deleteExpiredFile: drop destroyed files from the list."""
+        gone = {id(mf) for mf in files}
+        self.mapped_files = [mf for mf in self.mapped_files if id(mf) not in gone]
 
     def close(self) -> None:
         for mf in self.mapped_files:

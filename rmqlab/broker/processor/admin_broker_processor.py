@@ -25,6 +25,8 @@ Served here (what the rmqlab Admin client and SlaveSynchronize use):
 * GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG (25) — ``mqadmin getBrokerConfig`` /
   ``updateBrokerConfig``: the broker's settings as properties text (see ``update_broker_config``);
 * GET_BROKER_RUNTIME_INFO (28) — ``mqadmin brokerStatus``, a KVTable;
+* DELETE_EXPIRED_COMMITLOG (329) — ``mqadmin deleteExpiredCommitLog``: the store's next 20
+  CleanCommitLogService passes run whatever the hour (``executeDeleteFilesManually``); SUCCESS;
 * GET_CONSUME_STATS (208) — ``mqadmin consumerProgress``, a ConsumeStats;
 * controller mode: NOTIFY_BROKER_ROLE_CHANGED (1008, oneway from
   the controller; header master id/address/epochs, body SyncStateSet) hands the election's result
@@ -181,6 +183,7 @@ class AdminBrokerProcessor:
             RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
             RequestCode.LOCK_BATCH_MQ: self.lock_batch_mq,
             RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch_mq,
         }
@@ -485,6 +488,14 @@ class AdminBrokerProcessor:
         response = RemotingCommand.create_response_command(ResponseCode.SUCCESS,
                                                            body=broker_config_text(self.broker).encode("utf-8"))
         return write_header(response, GetBrokerConfigResponseHeader(self._configuration_version().to_json()))
+
+    def delete_expired_commit_log(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
+        """``deleteExpiredCommitLog``: files older than fileReservedTime go at the next passes
+        whatever deleteWhen says (younger ones only when the disk is over its thresholds)."""
+        log.warning("invoke deleteExpiredCommitLog start.")
+        self.broker.message_store.execute_delete_files_manually()
+        log.warning("invoke deleteExpiredCommitLog end.")
+        return RemotingCommand.create_response_command(ResponseCode.SUCCESS, None)
 
     async def update_broker_config(self, channel: RemotingChannel, request: RemotingCommand) -> RemotingCommand:
         """``updateBrokerConfig``: the body's properties set the fields of that name on the live

@@ -53,6 +53,7 @@ defaults to ``<node>-admin`` so that it does not share a client id with the node
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from rmqlab.client.impl.mq_client_instance import MQClientInstance
     from rmqlab.runtime.node import Node
 
+log = logging.getLogger("rmqlab.admin")
 _BROKER_ID = re.compile(r"-?[0-9]{1,19}")
 ADMIN_EXT_GROUP = "admin_ext_group"  # DefaultMQAdminExt's default adminExtGroup
 
@@ -166,6 +168,22 @@ class DefaultMQAdminExt:
                 await action(addr)
                 masters.append(addr)
         return masters
+
+    # -- deleteExpiredCommitLog --------------------------------------------------------------------
+    async def delete_expired_commit_log(self, cluster: str | None) -> bool:
+        """``deleteExpiredCommitLog(cluster)``: every broker (masters and slaves) of `cluster`, or of
+        every cluster when it is empty; the result is the last broker's, as in Java."""
+        info = await self.examine_broker_cluster_info()
+        result = False
+        for target in (info.retrieve_all_cluster_names() if not cluster else [cluster]):
+            for addr in info.retrieve_all_addr_by_cluster(target):
+                result = await self.delete_expired_commit_log_by_addr(addr)
+        return result
+
+    async def delete_expired_commit_log_by_addr(self, addr: str) -> bool:
+        result = await self._api.delete_expired_commit_log(addr, self.timeout_millis)
+        log.warning("Delete expired CommitLog on target broker=%s, execute result=%s", addr, result)
+        return result
 
     # -- brokerStatus ----------------------------------------------------------------------------
     async def fetch_broker_runtime_stats(self, broker_addr: str) -> KVTable:

@@ -403,6 +403,14 @@ class MQClientAPIImpl:
         if response.code != ResponseCode.SUCCESS:
             raise MQBrokerException(response.code, response.remark, addr)
 
+    async def delete_expired_commit_log(self, addr: str, timeout_ms: float) -> bool:
+        """DELETE_EXPIRED_COMMITLOG (no header, no body): True on SUCCESS, else MQClientException
+        with the broker's answer, as MQClientAPIImpl.deleteExpiredCommitLog."""
+        response = await self._invoke_broker(addr, _request(RequestCode.DELETE_EXPIRED_COMMITLOG), timeout_ms)
+        if response.code == ResponseCode.SUCCESS:
+            return True
+        raise MQClientException(response.code, response.remark)
+
     # -- POP (RocketMQ 5) ----------------------------------------------------------------------------
     # PullAPIWrapper.popAsync: a long-polling pop waits pollTime on the broker; the client gives the
     # request 10 s more than that ("fix the too earlier timeout of client when long polling").

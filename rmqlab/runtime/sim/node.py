@@ -19,6 +19,8 @@ from rmqlab.runtime.node_timer import NodeTimer
 
 
 class SimNode(Node):
+    simulated = True  # a virtual disk and UTC hours for the store (Node.simulated)
+
     def __init__(self, sim, name: str, store_dir: str, incarnation: int):
         self.sim = sim
         self.loop: asyncio.AbstractEventLoop = sim.loop
