@@ -3,14 +3,18 @@ RocketMQ's timers decide it.
 
 A slave's AutoSwitchHAClient learns its master's HA address from nowhere but the result of a
 NameServer registration (BrokerController.handleRegisterBrokerResult, with
-updateMasterHAServerAddrPeriodically set in controller mode; the NameServer answers a slave with
-the HA address of the broker registered as id 0). A broker registers when its role changes
-(ReplicasManager.registerBrokerWhenRoleChange) and then on BrokerController's periodic
+updateMasterHAServerAddrPeriodically set in controller mode; RouteInfoManager.registerBroker answers
+a slave with the HA address of the live broker registered as id 0). A broker registers when its role
+changes (ReplicasManager.registerBrokerWhenRoleChange) and then on BrokerController's periodic
 registerBrokerAll: 10 s after its start, then every registerNameServerPeriod (30 s, clamped to
 [10 s, 60 s]). When the slave's role-change registration reaches the NameServer before the new
 master's registration as id 0 (the controller notifies every member at once, and the master's
 changeToMaster first waits for its dispatch), the slave gets no HA address and its HA client idles
 in READY until the next periodic registration.
+
+In apache/rocketmq: broker/src/main/java/org/apache/rocketmq/broker/BrokerController.java,
+broker/.../broker/controller/ReplicasManager.java, store/.../store/ha/autoswitch/AutoSwitchHAClient.java
+and AutoSwitchHAService.java, namesrv/.../namesrv/routeinfo/RouteInfoManager.java.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ RPC_SLACK_MS = 50
 # A machine crash of the master under ASYNC_FLUSH (its log is gone), its restart as a slave, the new
 # master killed soon after it was elected and restarted, and the controller leader suspended across
 # the re-election: the set's next master registers as id 0 more than 10 s after the crashed
-# broker's start (it was found by run_chaos seed 408 with the chaos test's schedule options).
+# broker's start. (What random_schedule gives seed 408 with tests/test_controller_chaos.py's
+# SCHEDULE options, written out so that it stays this schedule.)
 REJOIN_SCHEDULE = FaultSchedule(408, (
     FaultOp(1692.0, "crash", "@master", {"torn_bytes": 0}, 0),
     FaultOp(3264.0, "partition", None, {"groups": [["broker-n2"], ["broker-n0", "broker-n1", *CONTROLLERS]]}, 1),
