@@ -92,9 +92,9 @@ def rejoin_window_ms(broker) -> float:
     reports at once only when its log grew). 45 s with RocketMQ's defaults.
 
     Counted from the producer's stop, quiet_ms after the last fault, it covers a broker restarted
-    by the last fault (its start takes a few seconds at most), and a slave that kept running while
-    the master registers within a period's first 10 s after the producer stops (it waits at most
-    registerNameServerPeriod)."""
+    by the last fault (its start takes a few seconds at most), and a slave that kept running (it
+    waits at most registerNameServerPeriod after the master's registration) when the master
+    registers within 10 s of the producer's stop."""
     bc, msc = broker.broker_config, broker.message_store_config
     return FIRST_SCHEDULE_DELAY_MS + bc.get_register_name_server_period() + msc.haSendHeartbeatInterval
 
