@@ -13,6 +13,8 @@ stops, the runner waits (bounded) for the cluster to converge — a master the n
 to, every replica at the master's max offset and the confirm offset there — and the drain reads
 every queue. Convergence is judged from the components (the runner is part of the experiment); the
 checkers read only the history.
+
+How long to wait for convergence is RocketMQ's, not the runner's: see ``rejoin_window_ms``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmqlab.broker.broker_controller import FIRST_SCHEDULE_DELAY_MS
 from rmqlab.checker.checkers import (check_elections, check_replicas, check_single_master, check_total_queue,
                                      check_truncations)
 from rmqlab.checker.queue_clients import QueueWorkload
@@ -76,14 +79,36 @@ def converged(cluster) -> bool:
     return True
 
 
+def rejoin_window_ms(broker) -> float:
+    """How long after its start a controller-mode slave may take to replicate again, from `broker`'s
+    (a BrokerController's) timers, as RocketMQ's: its HA client learns the master's HA address only
+    from the answer to a NameServer registration (BrokerController.handleRegisterBrokerResult), and
+    its role-change registration (ReplicasManager.registerBrokerWhenRoleChange) often reaches the
+    NameServer before the new master's registration as id 0 (the controller notifies both at once;
+    the master's changeToMaster waits for its dispatch first). The next registration is the periodic
+    registerBrokerAll, 10 s after the broker's start, then every registerNameServerPeriod (30 s):
+    a master that registers later than start + 10 s is found at start + 40 s. Then a slave whose
+    log was empty or cut sends its first ack after haSendHeartbeatInterval (5 s; AutoSwitchHAClient
+    reports at once only when its log grew). 45 s with RocketMQ's defaults.
+
+    Counted from the producer's stop, quiet_ms after the last fault, it covers a broker restarted
+    by the last fault (its start takes a few seconds at most), and a slave that kept running (it
+    waits at most registerNameServerPeriod after the master's registration) when the master
+    registers within 10 s of the producer's stop."""
+    bc, msc = broker.broker_config, broker.message_store_config
+    return FIRST_SCHEDULE_DELAY_MS + bc.get_register_name_server_period() + msc.haSendHeartbeatInterval
+
+
 def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: int = 3,
               controller_overrides: dict | None = None, overrides: dict | None = None,
               schedule: FaultSchedule | None = None, schedule_options: dict | None = None,
-              workload: QueueWorkload | None = None, converge_timeout_ms: float = 30_000,
+              workload: QueueWorkload | None = None, converge_timeout_ms: float | None = None,
               trace_path: str | None = None, decision_points: DecisionPoints | None = None) -> ChaosRun:
     """Run one seeded chaos experiment on the simulator (cluster seed = schedule seed = `seed`
     unless a schedule is given) and return its history; the caller checks it and cleans up.
-    `decision_points`: rmqlab.common.decision_points rules for the cluster's components."""
+    `decision_points`: rmqlab.common.decision_points rules for the cluster's components.
+    `converge_timeout_ms`: how long to wait for convergence after the producer stops; by default
+    the brokers' ``rejoin_window_ms`` (45 s with RocketMQ's defaults)."""
     from rmqlab.cluster import Cluster
     from rmqlab.cluster.sim_backend import memory_dir, owned_prefix
 
@@ -102,6 +127,8 @@ def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: in
                     len(c.components[m].replicas_manager.sync_state_set) == len(c.brokers), 60_000)
         if schedule is None:
             schedule = random_schedule(seed, list(c.brokers), list(c.controller_nodes), **(schedule_options or {}))
+        if converge_timeout_ms is None:
+            converge_timeout_ms = max(rejoin_window_ms(c.components[n]) for n in c.brokers)
         workload.setup(c, duration_ms=schedule.duration_ms)
         tracer = c.sim.tracer
         tracer.emit(CHAOS_NODE, "log", level="INFO", message=f"chaos: schedule {seed} begins "

@@ -119,25 +119,41 @@ class RegisterState(Enum):
 
 class _FixedRateTask:
     """``scheduleAtFixedRate`` on the node's clock; a step that returns an awaitable runs to its
-    end before the next run is scheduled (a scheduled executor never overlaps a task with itself)."""
+    end before the next run (a scheduled executor never overlaps a task with itself). The runs keep
+    their slots (initial delay + n × period), as ScheduledThreadPoolExecutor's fixed rate does: a
+    step that waits (a CONTROLLER_GET_REPLICA_INFO to an unreachable leader waits out its 3 s
+    timeout) does not push the later runs back; one that overruns its slot is followed at once."""
 
     def __init__(self, manager: ReplicasManager, name: str, initial_delay_ms: float, period_ms: float,
                  step: Callable[[], Awaitable[Any] | None]):
         self.manager, self.name, self.period_ms, self.step = manager, name, period_ms, step
         self.cancelled = False
-        self._timer: Timer | None = manager.node.call_later(initial_delay_ms, self._fire)
+        self._timer: Timer | None = None
+        self._due_ms = 0.0       # the slot of the armed run, on the node's monotonic clock
+        self._next_due_ms = 0.0  # the slot after it (Java: time += period)
+        self._arm(initial_delay_ms)
+
+    def _clock_ms(self) -> float:
+        return self.manager.node.monotonic_s() * 1000.0
+
+    def _arm(self, delay_ms: float) -> None:
+        self._due_ms = self._clock_ms() + delay_ms
+        self._timer = self.manager.node.call_later(delay_ms, self._fire)
 
     def _fire(self) -> None:
         if self.cancelled:
             return
         self._timer = None
+        self._next_due_ms = self._due_ms + self.period_ms
         try:
             result = self.step()
         except Exception:  # a scheduled executor's task logs and keeps its schedule
             log.exception("ReplicasManager %s failed", self.name)
             result = None
         if result is None:
-            self._schedule_next()
+            # It took no time: the next slot is one period away.
+            if not self.cancelled:
+                self._arm(self.period_ms)
             return
 
         async def run() -> None:
@@ -147,13 +163,10 @@ class _FixedRateTask:
                 raise
             except Exception:
                 log.exception("ReplicasManager %s failed", self.name)
-            self._schedule_next()
+            if not self.cancelled:
+                self._arm(max(0.0, self._next_due_ms - self._clock_ms()))
 
         self.manager._spawn(run(), self.name)
-
-    def _schedule_next(self) -> None:
-        if not self.cancelled:
-            self._timer = self.manager.node.call_later(self.period_ms, self._fire)
 
     def cancel(self) -> None:
         self.cancelled = True
