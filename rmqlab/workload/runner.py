@@ -17,7 +17,8 @@ A run, on either runtime:
              start_ms and stops (SIGTERM) at its stop_ms, and each fault op is applied at its
              time_ms (rmqlab.checker.schedule.apply_op; "@master" resolved as run_schedule does)
   end        at duration_ms the producers still running stop
-  converge   bounded (CONVERGE_TIMEOUT_MS): every broker up, the master routed by the name servers,
+  converge   bounded (CONVERGE_TIMEOUT_MS; controller modes rmqlab.checker.chaos.rejoin_window_ms,
+             RocketMQ's rejoin time): every broker up, the master routed by the name servers,
              every replica at the master's max offset (rmqlab.checker.chaos.converged; classic
              modes: `converged_classic`)
   read-back  a fresh pull consumer reads every queue of every topic from its first offset (Jepsen's
@@ -341,11 +342,15 @@ def converged_classic(c) -> bool:
 def _converge(c) -> bool:
     if c.runtime == "real":
         return _settle_real(c)
-    from rmqlab.checker.chaos import converged
+    from rmqlab.checker.chaos import converged, rejoin_window_ms
 
     check = converged if c.controller_nodes else converged_classic
+    # Controller mode: a slave may take RocketMQ's rejoin time (rejoin_window_ms, 45 s by default)
+    # to replicate again after a restart, longer than the classic modes' window.
+    timeout = max([CONVERGE_TIMEOUT_MS] + [rejoin_window_ms(c.components[b]) for b in c.brokers
+                                           if c.controller_nodes and c.components.get(b) is not None])
     try:
-        c.run_until(lambda: check(c), CONVERGE_TIMEOUT_MS)
+        c.run_until(lambda: check(c), timeout)
         ok = True
     except TimeoutError:
         ok = False
