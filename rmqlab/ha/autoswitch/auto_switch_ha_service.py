@@ -121,9 +121,13 @@ class AutoSwitchHAService(HAService):
         # does this service serve slaves and propose SyncStateSet changes.
         self._is_master = False
         # The stored confirm offset: the checkpoint's, within what the recovered commitlog holds.
-        stored = store.store_checkpoint.confirm_phy_offset
-        stored = min(stored, store.get_max_phy_offset())
+        checkpoint = store.store_checkpoint.confirm_phy_offset
+        stored = min(checkpoint, store.get_max_phy_offset())
         self._confirm_offset = max(stored, store.get_min_phy_offset(), 0)
+        if self._confirm_offset < checkpoint:
+            # The recovered log is shorter than the confirm offset saved before a crash: the trace
+            # says so, or a reader would take the old value as this replica's committed prefix.
+            self.node.trace("offset", which="confirmed", value=self._confirm_offset)
         store.set_ha_service(self)
         store.reput_message_service.dispatch_limit = self.get_confirm_offset
 
