@@ -14,13 +14,13 @@ import pytest
 from rmqlab.chaos.campaign import expand, load_campaign
 from rmqlab.chaos.case import Case
 from rmqlab.chaos.results import FAULT_SCHEMA, RUN_SCHEMA, error_row, read_results, write_results
-from rmqlab.chaos.runner import run_task
+from rmqlab.chaos.runner import run_case, run_task
 from rmqlab.checker.recovery import (check_queue_order, check_recovery, duplicated_per_reader, fault_windows,
                                      recoveries, unavailability_windows)
 from rmqlab.checker.schedule import (CONTROLLER_LEADER, INTERVAL_KINDS, MASTER, FaultOp, MasterResolver,
                                      apply_op, interval_schedule, interval_targets)
 from rmqlab.cli import main
-from rmqlab.trace import Tracer
+from rmqlab.trace import Tracer, trace_hash
 
 BROKERS = ["broker-n0", "broker-n1", "broker-n2"]
 CONTROLLERS = ["controller-n0", "controller-n1", "controller-n2"]
@@ -254,7 +254,17 @@ def test_a_smoke_case_of_every_mode_runs_end_to_end_and_keeps_every_acknowledged
     assert all(f["duration_ms"] == pytest.approx(2_000) for f in fault_rows)
     trace_kind = {"kill": "kill", "suspend": "suspend", "partition-one": "partition", "loss": "loss"}[case.kind]
     assert {f["kind"] for f in fault_rows} == {trace_kind}
-    assert json.loads(run_row["verdicts"])["total-queue"] is True
+    verdicts = json.loads(run_row["verdicts"])
+    assert verdicts["total-queue"] and verdicts["queue-order"] and verdicts["order"]
+    assert run_row["consumed"] > 0 and run_row["unordered"] == 0
+
+
+def test_a_case_run_is_reproducible_from_its_seed_and_an_orderly_consumer_is_checked_per_queue():
+    case = SMOKE.select("2m-2s-async")[0]
+    hashes = {trace_hash(run_case(case, 5, keep_events=True).events) for _ in range(2)}
+    assert len(hashes) == 1
+    orderly = run_case(SMOKE.select("controller-standalone")[0], 0)
+    assert orderly.results["order"].valid and orderly.results["order"].stats["orderly_consumes"] > 20
 
 
 def test_rows_round_trip_through_parquet_and_a_violation_row_carries_its_seed_and_replay_command(tmp_path):

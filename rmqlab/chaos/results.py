@@ -40,6 +40,7 @@ RUN_SCHEMA = pa.schema(_CASE_FIELDS + [
     _f("duration_ms", pa.float64(), "how long each fault lasts"),
     _f("interval_ms", pa.float64(), "recovery time between faults"),
     _f("run_ms", pa.float64(), "the fault loop's length (virtual ms)"),
+    _f("workload", pa.string(), "JSON object: the case's workload settings (send interval_ms, queues, orderly)"),
     _f("valid", pa.bool_(), "every safety checker valid (all but `recovery`); false for a run that failed"),
     _f("recovered", pa.bool_(), "after every fault an acknowledged send came (the recovery checker)", True),
     _f("converged", pa.bool_(), "the cluster converged before the final drain", True),
@@ -47,6 +48,7 @@ RUN_SCHEMA = pa.schema(_CASE_FIELDS + [
     _f("failed_checkers", pa.list_(pa.string()), "the checkers that found a violation"),
     _f("acknowledged", pa.int64(), "sends acknowledged with SEND_OK", True),
     _f("lost", pa.int64(), "acknowledged sends never read (total-queue)", True),
+    _f("consumed", pa.int64(), "messages handed to the live consumer's listener (orderly or concurrently)", True),
     _f("duplicated", pa.int64(), "messages one reader read more than once (at-least-once redelivery; not a violation)", True),
     _f("unordered", pa.int64(), "out-of-order messages: queue-order plus orderly consumption", True),
     _f("injections", pa.int64(), "faults injected, as the trace shows them", True),
@@ -81,7 +83,8 @@ def _case_cells(case: Case, seed: int) -> dict[str, Any]:
 
 def _run_cells(case: Case) -> dict[str, Any]:
     return {"fault_kind": case.kind, "fault_target": case.target, "duration_ms": float(case.duration_ms),
-            "interval_ms": float(case.interval_ms), "run_ms": float(case.run_ms)}
+            "interval_ms": float(case.interval_ms), "run_ms": float(case.run_ms),
+            "workload": json.dumps(case.workload, sort_keys=True)}
 
 
 def rows(run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -97,7 +100,7 @@ def rows(run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                "valid": not failed, "recovered": recovery["not_recovered"] == 0, "converged": run.converged,
                "verdicts": json.dumps({name: r.valid for name, r in run.results.items()}, sort_keys=True),
                "failed_checkers": failed, "acknowledged": queue["acknowledged"], "lost": queue["lost"],
-               "duplicated": run.meta["duplicated"],
+               "consumed": run.meta["consumed"], "duplicated": run.meta["duplicated"],
                "unordered": run.results["queue-order"].stats["out_of_order"] + run.results["order"].stats["out_of_order"],
                "injections": recovery["faults"], "planned_injections": len(run.schedule.faults),
                "rto_send_max_ms": recovery["rto_send_max_ms"], "unavailable_ms": recovery["unavailable_ms"],

@@ -218,7 +218,9 @@ def run_case(case: Case, seed: int, *, converge_timeout_ms: float = 60_000, keep
         shutil.rmtree(root, ignore_errors=True)
     return CaseRun(case, seed, schedule, applied, results, recoveries(events), ok, drained, virtual,
                    time.monotonic() - wall, start, events if keep_events else None,
-                   {"duplicated": sum(duplicated_per_reader(events).values())})
+                   {"duplicated": sum(duplicated_per_reader(events).values()),
+                    "consumed": sum(1 for e in events if e.node == CONSUMER and e.kind == "client"
+                                    and e.fields.get("type") == "invoke" and e.fields.get("f") == "consume")})
 
 
 def run_task(case_dict: dict[str, Any], seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
