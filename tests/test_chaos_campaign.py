@@ -236,6 +236,10 @@ def test_campaign_files_expand_and_cases_a_mode_cannot_have_are_skipped_with_the
                                          "controller-embedded/a/kill:master/1s", "controller-embedded/a/kill:master/5s"]
     assert c.cases[0].controller == {}  # a mode without controllers takes no controller settings
     assert len(c.skipped) == 6 and "at least 4 nodes" in c.skipped[0]
+    with pytest.raises(ValueError, match="unknown workload settings rate"):
+        Case("x", "dledger", "kill", "master", workload={"rate": 1})
+    with pytest.raises(ValueError, match="kill takes targets"):
+        Case("x", "dledger", "kill", "broker-broker")
 
 
 # --- end to end on the simulator ------------------------------------------------------------------

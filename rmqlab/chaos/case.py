@@ -8,9 +8,10 @@ process or a Spark executor is just `(case.to_dict(), seed)`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from rmqlab.checker.queue_clients import QueueWorkload
 from rmqlab.checker.schedule import interval_targets
 from rmqlab.cluster.modes import MODES
 
@@ -45,6 +46,10 @@ class Case:
         if self.target not in interval_targets(self.kind):  # also rejects an unknown kind
             raise ValueError(f"case {self.name!r}: {self.kind} takes targets {', '.join(interval_targets(self.kind))}, "
                              f"not {self.target!r}")
+        known = {f.name for f in fields(QueueWorkload)} | {"orderly"}
+        if set(self.workload) - known:
+            raise ValueError(f"case {self.name!r}: unknown workload settings "
+                             f"{', '.join(sorted(set(self.workload) - known))}; known: {', '.join(sorted(known))}")
 
     @property
     def fault(self) -> str:

@@ -231,13 +231,16 @@ def run_task(case_dict: dict[str, Any], seed: int) -> tuple[dict[str, Any], list
 
     from rmqlab.chaos.results import error_row, rows
 
-    logging.disable(logging.CRITICAL)  # the cluster's WARN lines, once per run
     case = Case.from_dict(case_dict)
     t0 = time.monotonic()
+    was = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)  # the cluster's WARN lines, once per run; restored after
     try:
         run = run_case(case, seed)
     except Exception as e:  # noqa: BLE001 - the row says what broke; the campaign goes on
         return error_row(case, seed, f"{type(e).__name__}: {e}", time.monotonic() - t0), []
+    finally:
+        logging.disable(was)
     return rows(run)
 
 
