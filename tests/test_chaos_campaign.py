@@ -223,6 +223,9 @@ def test_campaign_files_expand_and_cases_a_mode_cannot_have_are_skipped_with_the
                                                "acting-master", "2m-2s-sync", "2m-2s-async"}
     assert {c.duration_ms for c in seed003.cases} == {60_000} and seed003.seeds == (0, 1, 2, 3, 4)
     assert seed003.injections() >= 7_200
+    fast = load_campaign("seed003-fast")  # base = "seed003": the same cases, shorter faults
+    assert [c.name for c in fast.cases] == [c.name for c in seed003.cases] and fast.injections() >= 10_000
+    assert {(c.campaign, c.duration_ms, c.workload["interval_ms"]) for c in fast.cases} == {("seed003-fast", 5_000, 1_000)}
     allack = seed003.case("controller-embedded/allAck/kill:master")
     assert allack.broker == {"allAckInSyncStateSet": True} and allack.controller == {"enableElectUncleanMaster": False}
     assert Case.from_dict(json.loads(json.dumps(allack.to_dict()))) == allack

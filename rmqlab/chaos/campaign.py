@@ -8,7 +8,8 @@ A campaign file has defaults for every case (`[case]`: duration_ms, interval_ms,
 loss_rate, workload), named configurations (`[configs.NAME]` with `broker` and `controller`
 settings) and one or more `[[matrix]]` tables, each the product modes x configs x faults
 ("kind:target", rmqlab.checker.schedule.interval_targets) with optional overrides of the defaults
-(e.g. `durations_ms = [10000, 60000]`). A fault a mode cannot have (a ring of three brokers, a
+(e.g. `durations_ms = [10000, 60000]`); `base = "NAME"` starts from another campaign's file
+(conf/chaos/seed003-fast.toml: seed003's matrix, shorter faults). A fault a mode cannot have (a ring of three brokers, a
 controller fault where there are none) is left out of the product, not an error; `skipped` lists
 them.
 """
@@ -71,9 +72,26 @@ def campaign_path(name_or_path: str) -> str:
 
 def load_campaign(name_or_path: str) -> Campaign:
     path = campaign_path(name_or_path)
+    return expand(_read(path), default_name=os.path.basename(path)[:-5])
+
+
+def _read(path: str, seen: tuple[str, ...] = ()) -> dict:
+    """A campaign file's data; `base = "NAME"` takes that campaign's data first: its configs and
+    matrix, with this file's keys on top ([case] and [configs] merged key by key)."""
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    return expand(data, default_name=os.path.basename(path)[:-5])
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    base_path = campaign_path(base)
+    if base_path in seen:
+        raise ValueError(f"campaign {path}: its bases loop ({' -> '.join(seen)})")
+    merged = _read(base_path, (*seen, path))
+    for key, value in data.items():
+        merged[key] = {**merged.get(key, {}), **value} if key in ("case", "configs") else value
+    if "name" not in data:
+        merged["name"] = os.path.basename(path)[:-5]
+    return merged
 
 
 def _node_names(mode: str, controllers: int) -> tuple[list[str], list[str]]:
