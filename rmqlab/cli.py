@@ -48,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay = described("replay", "re-run a recorded workload on the simulator and print its outcome")
     workload_cli.add_replay_arguments(replay)
 
+    from rmqlab.chaos import cli as chaos_cli
+
+    chaos = described("chaos", "run chaos campaigns (cases of faults, modes and configurations) on the simulator")
+    chaos_cli.add_arguments(chaos)
+
     from rmqlab.grading import cli as grading_cli
 
     grade = described("grade", "grade a class's notebooks against (hidden) workloads with papermill and Spark")
@@ -95,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         from rmqlab.workload.cli import run as run_workload_command
 
         return run_workload_command(args)
+    if args.command == "chaos":
+        from rmqlab.chaos.cli import run as run_chaos_command
+
+        return run_chaos_command(args)
     if args.command == "grade":
         from rmqlab.grading.cli import run as run_grade
 

@@ -29,6 +29,8 @@
     spark       spark                  the Spark session of a process, jobs of independent tasks, a
                                        standalone cluster on loopback (grading and campaigns use it).
     checker     checker                Maelstrom's checkers and chaos runs: they read the trace.
+    chaos       chaos                  chaos campaigns (OpenChaos's cases and fault loop) run on the
+                                       simulator, their results as Parquet rows.
     viz         viz                    the labs' figures and widgets, drawn from the trace.
     demo        demo                   the headless walkthroughs (`rmqlab demo`).
     workload    workload               recorded workloads: spec, runner, outcome, catalog.
@@ -37,9 +39,10 @@
     grading     grading                `rmqlab grade`: extraction, Spark stages, gradebook.
     cli         cli | admin_cli |      what a person or a test starts: the command line, the servers'
                 bootstrap |            start script (`config.cli`, RocketMQ's BrokerStartup /
-                config.cli |           NamesrvStartup), the workload commands and the real-process
-                workload.cli |         client entry point.
-                workload.real_client
+                config.cli |           NamesrvStartup), the workload and chaos commands and the
+                workload.cli |         real-process client entry point.
+                workload.real_client |
+                chaos.cli
 
 Packages of one layer ("|") are independent: none imports another, except in cli, where the
 entry points call each other. The entry points sit on top
@@ -83,12 +86,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cluster", ("cluster",)),
     ("spark", ("spark",)),
     ("checker", ("checker",)),
+    ("chaos", ("chaos",)),
     ("viz", ("viz",)),
     ("demo", ("demo",)),
     ("workload", ("workload",)),
     ("lab", ("lab",)),
     ("grading", ("grading",)),
-    ("cli", ("cli", "admin_cli", "bootstrap", "config.cli", "workload.cli", "workload.real_client")),
+    ("cli", ("cli", "admin_cli", "bootstrap", "config.cli", "workload.cli", "workload.real_client",
+             "chaos.cli")),
 ]
 # Layers whose packages may import each other: the entry points (`rmqlab <command>` dispatches to
 # the servers' and workloads' commands, the real-process client reuses its parser).
