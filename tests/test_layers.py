@@ -29,11 +29,11 @@
     spark       spark                  the Spark session of a process, jobs of independent tasks, a
                                        standalone cluster on loopback (grading and campaigns use it).
     checker     checker                Maelstrom's checkers and chaos runs: they read the trace.
-    chaos       chaos                  chaos campaigns (OpenChaos's cases and fault loop) run on the
-                                       simulator, their results as Parquet rows.
     viz         viz                    the labs' figures and widgets, drawn from the trace.
     demo        demo                   the headless walkthroughs (`rmqlab demo`).
     workload    workload               recorded workloads: spec, runner, outcome, catalog.
+    chaos       chaos                  chaos campaigns (OpenChaos's cases and fault loop) run on the
+                                       simulator or on Spark; their Parquet rows and report.
     lab         lab                    the labs: launcher, notebooks, exercises and the sandbox
                                        (jail) student code runs in.
     grading     grading                `rmqlab grade`: extraction, Spark stages, gradebook.
@@ -86,10 +86,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cluster", ("cluster",)),
     ("spark", ("spark",)),
     ("checker", ("checker",)),
-    ("chaos", ("chaos",)),
     ("viz", ("viz",)),
     ("demo", ("demo",)),
     ("workload", ("workload",)),
+    ("chaos", ("chaos",)),
     ("lab", ("lab",)),
     ("grading", ("grading",)),
     ("cli", ("cli", "admin_cli", "bootstrap", "config.cli", "workload.cli", "workload.real_client",
