@@ -71,3 +71,25 @@ def test_grading_on_a_standalone_master_gives_local_modes_grades(cluster, tmp_pa
     # The work ran on the cluster's executors: the master lists the grader as a finished application.
     apps = cluster.state()["completedapps"]
     assert any(a["name"] == "rmqlab-grade" and a["cores"] >= 1 for a in apps), apps
+
+
+@pytest.mark.real
+@pytest.mark.spark
+def test_a_chaos_campaign_on_a_standalone_master_gives_the_local_rows(cluster, tmp_path):
+    from rmqlab.chaos.campaign import load_campaign
+    from rmqlab.chaos.execute import run_tasks
+    from rmqlab.chaos.results import read_results
+
+    case = "2m-2s-sync/template/partition-one:brokers"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "rmqlab.cli", "chaos", "run", "smoke", "--case", case,
+                           "--seeds", "1-2", "--master", cluster.master_url, "--no-report", "--out", str(tmp_path)],
+                          env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs, faults = read_results(str(tmp_path))
+    local_runs, local_faults = run_tasks(load_campaign("smoke").select(case), [1, 2], workers=1)
+    assert [{k: v for k, v in r.items() if k != "wall_s"} for r in runs] == \
+        [{k: v for k, v in r.items() if k != "wall_s"} for r in local_runs]
+    assert faults == local_faults
+    apps = cluster.state()["completedapps"]
+    assert any(a["name"] == "rmqlab-chaos" for a in apps), apps

@@ -41,6 +41,7 @@ RUN_SCHEMA = pa.schema(_CASE_FIELDS + [
     _f("interval_ms", pa.float64(), "recovery time between faults"),
     _f("run_ms", pa.float64(), "the fault loop's length (virtual ms)"),
     _f("workload", pa.string(), "JSON object: the case's workload settings (send interval_ms, queues, orderly)"),
+    _f("case_json", pa.string(), "JSON object: the whole case (Case.from_dict of it runs this case again)"),
     _f("valid", pa.bool_(), "every safety checker valid (all but `recovery`); false for a run that failed"),
     _f("recovered", pa.bool_(), "after every fault an acknowledged send came (the recovery checker)", True),
     _f("converged", pa.bool_(), "the cluster converged before the final drain", True),
@@ -84,7 +85,8 @@ def _case_cells(case: Case, seed: int) -> dict[str, Any]:
 def _run_cells(case: Case) -> dict[str, Any]:
     return {"fault_kind": case.kind, "fault_target": case.target, "duration_ms": float(case.duration_ms),
             "interval_ms": float(case.interval_ms), "run_ms": float(case.run_ms),
-            "workload": json.dumps(case.workload, sort_keys=True)}
+            "workload": json.dumps(case.workload, sort_keys=True),
+            "case_json": json.dumps(case.to_dict(), sort_keys=True)}
 
 
 def rows(run) -> tuple[dict[str, Any], list[dict[str, Any]]]:
