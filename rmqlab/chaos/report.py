@@ -41,8 +41,9 @@ _SERVERS = """CASE
                   'controller-controller') THEN 'controllers'
   ELSE 'brokers+controllers' END"""
 
-# Configurations whose guarantee is "no acknowledged message lost" (seed 000's recipe): the
-# controller modes with allAckInSyncStateSet or inSyncReplicas=2, and DLedger (a majority acks).
+# Configurations whose guarantee is "no acknowledged message lost": the controller modes with
+# allAckInSyncStateSet (the controller-mode deployment guide's recommendation, apache/rocketmq
+# docs/cn/controller/deploy.md) or inSyncReplicas=2, and DLedger (a majority acks each entry).
 PROMISING_CONFIGS = ("allAck", "inSyncReplicas2")
 
 
