@@ -21,6 +21,7 @@ from typing import Any
 
 from rmqlab.chaos.case import Case
 from rmqlab.checker.chaos import converged as controller_converged
+from rmqlab.checker.chaos import settle
 from rmqlab.checker.checkers import (check_dledger_replicas, check_elections, check_replicas, check_single_master,
                                      check_total_queue, check_truncations)
 from rmqlab.checker.order import check_order
@@ -196,12 +197,7 @@ def run_case(case: Case, seed: int, *, converge_timeout_ms: float = 60_000, keep
         start = c.now_ms()
         applied = run_schedule(c, schedule)
         workload.stop(c)
-        try:
-            c.run_until(lambda: converged(c), converge_timeout_ms)
-            ok = True
-        except TimeoutError:
-            ok = False
-        c.run_for(1_000)  # the last confirm offset travels with the next transfer header
+        ok = settle(c, converged, converge_timeout_ms)
         c.stop_client(CONSUMER)
         drained = workload.drain(c)
         events = list(c.events())

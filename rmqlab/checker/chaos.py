@@ -79,6 +79,19 @@ def converged(cluster) -> bool:
     return True
 
 
+def settle(cluster, check, timeout_ms: float) -> bool:
+    """Run `cluster` until check(cluster) holds, at most `timeout_ms`; then 1 s more, in which the
+    master's last confirm offset travels to the slaves with the next transfer header. Whether the
+    check held (a False is no violation by itself: the checkers say what it cost)."""
+    try:
+        cluster.run_until(lambda: check(cluster), timeout_ms)
+        ok = True
+    except TimeoutError:
+        ok = False
+    cluster.run_for(1_000)
+    return ok
+
+
 def rejoin_window_ms(broker) -> float:
     """How long after its start a controller-mode slave may take to replicate again, from `broker`'s
     (a BrokerController's) timers, as RocketMQ's: its HA client learns the master's HA address only
@@ -137,12 +150,7 @@ def run_chaos(seed: int, *, mode: str = "controller-standalone", controllers: in
         workload.stop(c)
         tracer.emit(CHAOS_NODE, "log", level="INFO", message="chaos: producer stopped, waiting to converge",
                     logger="rmqlab.checker")
-        try:
-            c.run_until(lambda: converged(c), converge_timeout_ms)
-            ok = True
-        except TimeoutError:
-            ok = False
-        c.run_for(1_000)  # the last confirm offset travels with the next transfer header
+        ok = settle(c, converged, converge_timeout_ms)
         tracer.emit(CHAOS_NODE, "log", level="INFO" if ok else "WARN",
                     message=f"chaos: {'converged' if ok else 'did not converge'}; drain begins",
                     logger="rmqlab.checker", converged=ok)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from rmqlab.checker.result import CheckResult, Violation, result
 from rmqlab.remoting.request_code import RequestCode
-from rmqlab.trace import ClientOp, TraceEvent, client_ops
+from rmqlab.trace import ClientOp, TraceEvent, client_ops, messages_read
 
 MASTER_ROLES = ("SYNC_MASTER", "ASYNC_MASTER")
 
@@ -92,15 +92,7 @@ def check_total_queue(events: Iterable[TraceEvent], *, topic: str | None = None,
         return acknowledged(op)
     reads: dict[str, list[tuple[ClientOp, dict]]] = {}
     for op in ops:
-        if op.type != "ok":
-            continue
-        if op.f in ("pull", "receive") and isinstance(op.value, dict):  # remoting pulls, 5.x receives
-            found = op.value.get("messages") or []
-        elif op.f == "consume" and isinstance(op.invoke_value, dict):
-            found = [op.invoke_value]
-        else:
-            continue
-        for m in found:
+        for m in messages_read(op):  # remoting pulls, 5.x receives, listener consumes
             if (topic is None or m.get("topic") == topic) and m.get("uniq_key"):
                 reads.setdefault(m["uniq_key"], []).append((op, m))
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from rmqlab.checker.checkers import send_acknowledged
 from rmqlab.checker.result import CheckResult, Violation, result
-from rmqlab.trace import ClientOp, TraceEvent, client_ops
+from rmqlab.trace import ClientOp, TraceEvent, client_ops, messages_read
 
 _PROCESS = {"node.kill": "kill", "node.crash": "crash", "node.suspend": "suspend"}
 _UNDO_PROCESS = {"kill": "node.restart", "crash": "node.restart", "suspend": "node.resume"}
@@ -190,15 +190,7 @@ def check_queue_order(events: Iterable[TraceEvent], *, topic: str | None = None)
     ops = client_ops(list(events))
     where: dict[str, tuple] = {}   # uniq_key -> (broker_name, queue_id, queue_offset) as read
     for op in ops:
-        if op.type != "ok":
-            continue
-        if op.f == "pull" and isinstance(op.value, dict):
-            found = op.value.get("messages") or []
-        elif op.f == "consume" and isinstance(op.invoke_value, dict):
-            found = [op.invoke_value]
-        else:
-            continue
-        for m in found:
+        for m in messages_read(op):
             if (topic is None or m.get("topic") == topic) and m.get("uniq_key") and m.get("queue_offset") is not None:
                 where.setdefault(m["uniq_key"], (m.get("broker_name"), m.get("queue_id"), m["queue_offset"]))
     violations: list[Violation] = []
@@ -234,13 +226,8 @@ def duplicated_per_reader(events: Iterable[TraceEvent], *, topic: str | None = N
     consumer already had is not a duplicate)."""
     seen: dict[str, dict[str, int]] = {}
     for op in client_ops(list(events)):
-        if op.type != "ok":
-            continue
-        if op.f in ("pull", "receive") and isinstance(op.value, dict):
-            found = op.value.get("messages") or []
-        elif op.f == "consume" and isinstance(op.invoke_value, dict):
-            found = [op.invoke_value]
-        else:
+        found = messages_read(op)
+        if not found:
             continue
         counts = seen.setdefault(op.node, {})
         for m in found:

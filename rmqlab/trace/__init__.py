@@ -13,7 +13,7 @@ the real runtime; `client_ops` turns client events into the history checkers rea
 from rmqlab.trace.errors import TraceFormatError, TraceVersionError, TraceWarning
 from rmqlab.trace.event import TraceEvent, canonical_json
 from rmqlab.trace.header import TraceFile
-from rmqlab.trace.history import ClientOp, client_ops
+from rmqlab.trace.history import ClientOp, client_ops, messages_read
 from rmqlab.trace.jsonl import (JsonlWriter, dumps_event, dumps_header, load_jsonl, read_jsonl, trace_hash,
                                 write_jsonl)
 from rmqlab.trace.kinds import (KINDS, SCHEMA_NAME, SCHEMA_VERSION, FieldSpec, KindSpec, catalog_markdown,
@@ -24,7 +24,7 @@ from rmqlab.trace.tracer import Tracer
 
 __all__ = [
     "TraceFormatError", "TraceVersionError", "TraceWarning",
-    "TraceEvent", "canonical_json", "TraceFile", "ClientOp", "client_ops",
+    "TraceEvent", "canonical_json", "TraceFile", "ClientOp", "client_ops", "messages_read",
     "JsonlWriter", "dumps_event", "dumps_header", "load_jsonl", "read_jsonl", "trace_hash", "write_jsonl",
     "KINDS", "SCHEMA_NAME", "SCHEMA_VERSION", "FieldSpec", "KindSpec", "catalog_markdown", "kind_spec",
     "register_kind", "validate_fields", "merge_traces", "load_parquet", "read_parquet", "write_parquet", "Tracer",

@@ -106,3 +106,15 @@ def _op(invoke: TraceEvent, completion: TraceEvent | None, incarnation: int) -> 
         invoke_seq=invoke.seq, complete_seq=None if completion is None else completion.seq,
         incarnation=incarnation,
     )
+
+
+def messages_read(op: ClientOp) -> list[dict]:
+    """The messages a completed read handed to its client: a remoting `pull`'s or a 5.x `receive`'s
+    answer, or the one message a `consume` passed to the listener; [] for anything else."""
+    if op.type != "ok":
+        return []
+    if op.f in ("pull", "receive") and isinstance(op.value, dict):
+        return [m for m in op.value.get("messages") or [] if isinstance(m, dict)]
+    if op.f == "consume" and isinstance(op.invoke_value, dict):
+        return [op.invoke_value]
+    return []

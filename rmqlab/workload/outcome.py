@@ -52,7 +52,7 @@ from rmqlab.checker.order import check_order
 from rmqlab.checker.checkers import (check_dledger_replicas, check_elections, check_replicas, check_single_master, check_total_queue,
                                      check_truncations, send_acknowledged)
 from rmqlab.checker.result import CheckResult, Violation
-from rmqlab.trace import TraceEvent, canonical_json, client_ops, trace_hash
+from rmqlab.trace import TraceEvent, canonical_json, client_ops, messages_read, trace_hash
 from rmqlab.workload.spec import Workload
 
 MAX_KEYS = 10
@@ -192,16 +192,8 @@ def duplicated_keys(events: list[TraceEvent]) -> list[str]:
     final read-back) is not a duplicate: each reads the queue once."""
     seen: dict[tuple[str, str], int] = {}
     for op in client_ops(events):
-        if op.type != "ok":
-            continue
-        if op.f in ("pull", "receive") and isinstance(op.value, dict):
-            found = op.value.get("messages") or []
-        elif op.f == "consume" and isinstance(op.invoke_value, dict):
-            found = [op.invoke_value]
-        else:
-            continue
-        for m in found:
-            if isinstance(m, dict) and m.get("uniq_key"):
+        for m in messages_read(op):
+            if m.get("uniq_key"):
                 key = (op.node, m["uniq_key"])
                 seen[key] = seen.get(key, 0) + 1
     return sorted({k for (_, k), n in seen.items() if n > 1})

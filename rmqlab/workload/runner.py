@@ -342,20 +342,14 @@ def converged_classic(c) -> bool:
 def _converge(c) -> bool:
     if c.runtime == "real":
         return _settle_real(c)
-    from rmqlab.checker.chaos import converged, rejoin_window_ms
+    from rmqlab.checker.chaos import converged, rejoin_window_ms, settle
 
     check = converged if c.controller_nodes else converged_classic
     # Controller mode: a slave may take RocketMQ's rejoin time (rejoin_window_ms, 45 s by default)
     # to replicate again after a restart, longer than the classic modes' window.
     timeout = max([CONVERGE_TIMEOUT_MS] + [rejoin_window_ms(c.components[b]) for b in c.brokers
                                            if c.controller_nodes and c.components.get(b) is not None])
-    try:
-        c.run_until(lambda: check(c), timeout)
-        ok = True
-    except TimeoutError:
-        ok = False
-    c.run_for(1_000)  # the last confirm offset travels with the next transfer header (run_chaos)
-    return ok
+    return settle(c, check, timeout)
 
 
 def _settle_real(c) -> bool:
