@@ -9,15 +9,40 @@ from dataclasses import dataclass
 import pytest
 
 from rmqlab.checker.checkers import check_dledger_replicas
-from rmqlab.client import SendStatus
+from rmqlab.client import ClientProcess, DefaultMQProducer, SendStatus
+from rmqlab.cluster import Cluster
+from rmqlab.common.message.message import Message
 from rmqlab.config.broker import BrokerRole
 from rmqlab.dledger.entry.dledger_entry import BODY_OFFSET
-from tests.cluster_helpers import send
-from tests.test_dledger_broker import dledger_cluster, dledger_store, followers, send_one
+from tests.cluster_helpers import TOPIC, send, start
 
 # A power loss keeps this many of a file's unflushed bytes: the torn entry's 48-byte DLedger header
 # and the first 16 bytes of its body (a sector written back, the next one not).
 TORN_BYTES = BODY_OFFSET + 16
+
+
+def dledger_cluster(seed: int) -> Cluster:
+    """A DLedger group started, a master elected, the topic routed and known to every member
+    (SlaveSynchronize), and a producer "p1" that neither retries nor gives up before DLedger answers."""
+    c = start("dledger", seed=seed)
+    c.run_until(lambda: c.master() is not None, 30_000)
+    c.add_client("p1", lambda: ClientProcess(producer=DefaultMQProducer(
+        "PG1", c.namesrv_addr, send_msg_timeout=20_000, retry_times_when_send_failed=0)))
+    send(c, 1, "warm")
+    c.run_for(13_000)
+    return c
+
+
+def send_one(c: Cluster, body: str):
+    return c.sim.run(c.sim.components["p1"]["producer"].send(Message(TOPIC, body.encode())))
+
+
+def dledger_store(c: Cluster, node: str):
+    return c.components[node].message_store.commit_log.dledger_file_store
+
+
+def followers(c: Cluster) -> list[str]:
+    return [b for b in c.brokers if b != c.master()]
 
 
 @dataclass
@@ -106,3 +131,44 @@ def test_a_leader_holding_a_torn_entry_steps_over_it_and_becomes_master(torn_fol
     assert run.master_after_failover == run.torn
     assert run.role_after_failover is BrokerRole.SYNC_MASTER
     assert run.behind_after_failover == 0
+
+
+def body_at(c, node: str, queue_id: int, offset: int) -> str:
+    from rmqlab.common.message.message_decoder import decode
+
+    result = c.components[node].message_store.get_message("reader", TOPIC, queue_id, offset, 1)
+    return decode(result.message_buffers[0]).body.decode() if result.message_buffers else ""
+
+
+def test_a_classic_master_back_from_a_power_loss_gives_new_messages_the_queue_offsets_of_lost_ones():
+    """RocketMQ's behaviour (CommitLog.recoverAbnormally, ConsumeQueue.truncateDirtyLogicFiles,
+    recoverTopicQueueTable), a hazard: under ASYNC_FLUSH the commitlog is flushed once 4 pages are
+    dirty or every flushCommitLogThoroughInterval (10 s), so a master's power loss takes the last
+    seconds of acknowledged messages; recovery cuts its consume queues to the commitlog that is
+    left and the next queue offset is the queue's recovered length. The messages sent after the
+    restart take the lost ones' queue offsets, while the slave still holds the lost messages at
+    those offsets: a consumer that committed offset 3 on broker-a's queue skips the new 0..2."""
+    c = start("2m-2s-async", seed=3)
+    try:
+        c.run_for(10_000)  # the slaves connected; the masters' first thorough flush (nothing yet) done
+        before = send(c, 24, "before")  # three per queue, 8 queues on two masters
+        assert all(r.send_status is SendStatus.SEND_OK for r in before)
+        c.run_for(2_000)  # the slave has them all
+        assert c.components["broker-a-s"].message_store.get_max_offset_in_queue(TOPIC, 0) == 3
+        c.nemesis.crash("broker-a")  # within 10 s of the last flush: none of the 12 messages durable
+        c.run_for(3_000)
+        assert [e.fields["lost_bytes"] for e in c.events() if e.kind == "node.crash"][-1] > 0
+        c.nemesis.restart("broker-a")
+        c.run_for(5_000)
+        assert all(c.components["broker-a"].message_store.get_max_offset_in_queue(TOPIC, q) == 0 for q in range(4))
+        after = send(c, 8, "after")
+        assert all(r.send_status is SendStatus.SEND_OK for r in after)
+        c.run_for(100)  # dispatched
+        offsets = {(r.message_queue.broker_name, r.message_queue.queue_id): r.queue_offset for r in after}
+        assert offsets == {**{("broker-a", q): 0 for q in range(4)}, **{("broker-b", q): 3 for q in range(4)}}
+        for q in range(4):
+            assert c.components["broker-a-s"].message_store.get_max_offset_in_queue(TOPIC, q) == 3
+            assert body_at(c, "broker-a", q, 0).startswith("after-")
+            assert body_at(c, "broker-a-s", q, 0).startswith("before-")  # one queue offset, two messages
+    finally:
+        c.close()
