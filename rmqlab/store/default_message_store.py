@@ -107,6 +107,7 @@ class DefaultMessageStore:
         self.store_checkpoint = StoreCheckpoint(cfg.get_store_checkpoint(), self.page_cache)
         if self.is_dledger():
             self.reput_message_service = ReputMessageService(self.commit_log, self._dispatch)
+            self.reput_message_service.skip_unreadable = True  # doReput: isEnableDLegerCommitLog()
             # What the dispatcher may read grows when the commit index moves, not when a put returns.
             self.commit_log.commit_listeners.append(self.reput_message_service.wakeup)
         else:

@@ -41,6 +41,11 @@ class ReputMessageService:
         # Dispatch stops here when set (controller mode dispatches only up to the confirm offset).
         self.dispatch_limit: Callable[[], int] | None = None
         self._stopped_at: int | None = None  # where an invalid record stopped dispatch (logged once)
+        # doReput's "isEnableDLegerCommitLog() || brokerId == MASTER_ID": an unreadable record
+        # (size -1) is stepped over, to the end of what getData returned, instead of waited on.
+        # The store sets it in DLedger CommitLog mode. Deviation: a classic master waits as a slave
+        # does (the store does not know its brokerId); its recovery cuts such a record first.
+        self.skip_unreadable = False
         self._call_later: Callable[[float, Callable[[], None]], Timer] | None = None
         self._wake: Timer | None = None
 
@@ -100,11 +105,11 @@ class ReputMessageService:
             req = self.commit_log.check_message_at(self.reput_from_offset)
             if req is None:
                 break
-            if req.success and req.msg_size > 0:
-                # doReput: the step is the request's bufferSize when it has one (a DLedger entry).
-                size = req.buffer_size if req.buffer_size != -1 else req.msg_size
-                if self.reput_from_offset + size > end:
-                    break  # only partly confirmed (DLedger: committed) yet
+            # doReput: the step is the request's bufferSize when it has one (a DLedger entry).
+            size = req.buffer_size if req.buffer_size != -1 else req.msg_size
+            if self.reput_from_offset + size > end:
+                break  # only partly confirmed (DLedger: committed) or written yet
+            if req.success and size > 0:
                 tran = MessageSysFlag.get_transaction_value(req.sys_flag)
                 if tran in (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE):
                     self.dispatch(req)
@@ -115,9 +120,22 @@ class ReputMessageService:
                     listener(req)
             elif req.success:
                 self.reput_from_offset = self.commit_log.roll_next_file(self.reput_from_offset)
+            elif size > 0:
+                # A record whose fields do not add up to its TOTALSIZE (a body torn by a power
+                # loss that DLedger's recovery kept): RocketMQ logs and steps over it, unread.
+                # Deviation: RocketMQ then parses on from where the failed parse left its buffer
+                # (mid-record) and usually skips the rest of that buffer as unreadable; here the
+                # next record is read at its own offset.
+                log.error("[BUG]read total count not equals msg total size. reputFromOffset=%d", self.reput_from_offset)
+                self.reput_from_offset += size
+            elif self.skip_unreadable:
+                log.error("[BUG]dispatch message to consume queue error, COMMITLOG OFFSET: %d", self.reput_from_offset)
+                self.reput_from_offset += max(1, len(self.commit_log.get_data(self.reput_from_offset)))
+                self.wakeup()  # doNext = false: the next pass, 1 ms later, goes on from there
+                break
             else:
-                # It stays stopped (a slave's RocketMQ dispatcher does too: doNext = false, nothing
-                # skipped), retried on every pass; say so once per offset, not on every pass.
+                # A slave's RocketMQ dispatcher stays stopped (doNext = false, nothing skipped),
+                # retried on every pass; say so once per offset, not on every pass.
                 if self._stopped_at != self.reput_from_offset:
                     self._stopped_at = self.reput_from_offset
                     log.error("[BUG] dispatch stopped: invalid record at commitlog offset %d", self.reput_from_offset)

@@ -43,8 +43,12 @@ file and offset. Then committed_index comes back from the checkpoint, clamped to
 (logged as an error when that drops entries the checkpoint called committed: a machine crash can
 take entries a quorum had acknowledged from its page cache). What these checks cannot see is a
 tear inside a body: 0.3.1.2 never fills bodyCrc, so an entry whose header reached the disk whole
-is kept however little of its body did; the leader's COMPARE (DLedgerEntry.equals compares the
-body) is what replaces it.
+is kept however little of its body did. The leader's COMPARE (DLedgerEntry.equals compares the
+body) replaces it only if it compares at that index, and often it does not: a follower that
+acknowledged the entry from its page cache is counted at it, so after its restart the leader
+pushes the next index, which the follower appends after the torn entry, and a COMPARE starts at
+the follower's end (log matching: equal index and term mean equal entries). The torn copy is
+then committed on that member, and kept if it leads (tests/test_chaos_findings.py).
 
 Flushing: DLedger's FlushDataService thread flushes data and index every flushFileInterval (10 ms)
 and writes the checkpoint when more than checkPointInterval (3 s) passed since the last one. Here
