@@ -77,6 +77,7 @@ def test_template_set_is_complete():
         *(f"acting-master/broker-{g}{m}.properties" for g in "ab" for m in ("", "-s1", "-s2")),
         *(f"dledger/broker-n{i}.conf" for i in range(3)),
         *(f"dledger-5/broker-n{i}.conf" for i in range(5)),
+        *(f"chaos/{name}.toml" for name in ("seed003", "seed003-fast", "smoke")),  # campaigns, not server templates
     }
     assert names == expected
 
