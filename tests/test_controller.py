@@ -360,3 +360,33 @@ def scenario_hash(seed: int) -> str:
 
 def test_same_seed_same_trace():
     assert scenario_hash(11) == scenario_hash(11)
+
+
+def test_a_leader_fenced_by_a_stale_open_term_of_its_own_term_opens_it_again():
+    """A replica that read role LEADER and then a term pysyncobj had just moved to opens a term
+    that is not its own; pysyncobj forwards a follower's command to the leader, which commits it,
+    and the real leader's batches are fenced. Seen on real processes under load: every write of
+    the term answered CONTROLLER_NOT_LEADER. The fenced leader opens its term again."""
+    from rmqlab.remoting.protocol.header.controller import ApplyBrokerIdRequestHeader
+
+    sim, names, _ = build(seed=1)
+    leader = wait_leader(sim, names)
+    ctl = {n: sim.components[n].controller for n in names}
+    stale = next(n for n in names if n != leader)
+    term = ctl[leader].raft.term
+    ctl[stale].raft.replicate_future(ctl[stale].state_machine.open_term, stale, term)
+    sim.run_for(1_000)
+    assert ctl[leader].state_machine.writer == (stale, term)  # committed through the leader
+    addr = sim.components[leader].address
+    codes = []
+    for broker_id in (1, 2):
+        for _ in range(2):  # the first write finds the fence; the term is opened again
+            r = ask(sim, addr, RequestCode.CONTROLLER_APPLY_BROKER_ID,
+                    ApplyBrokerIdRequestHeader(CLUSTER, A, broker_id, f"127.0.0.1:3091{broker_id};{broker_id}"))
+            codes.append(r.code)
+            if r.code == RC.SUCCESS:
+                break
+            sim.run_for(1_000)
+    assert codes == [RC.CONTROLLER_NOT_LEADER, RC.SUCCESS, RC.SUCCESS], codes
+    assert ctl[leader].state_machine.writer == (leader, term)
+    sim.close()

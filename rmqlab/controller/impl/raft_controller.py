@@ -185,6 +185,8 @@ class RaftController:
 
     def _open_term(self, term: int) -> None:
         """Commit this leader's first entry, then serve (DLedger: append an empty entry first)."""
+        if self.raft.role != "LEADER" or self.raft.term != term:
+            return  # the role and the term were read apart and pysyncobj moved on between the reads
         self._opening_term = term
         self._serving_term = None
         fut = self.raft.replicate_future(self.state_machine.open_term, self.self_id, term)
@@ -337,7 +339,15 @@ class RaftController:
                 return self._append_failed(name, e.reason.name, certain=e.reason.certainly_not_applied)
             except TimeoutError:
                 return self._append_failed(name, f"not committed within {APPEND_WAIT_MS} ms", certain=False)
-            if applied is False:  # fenced: a newer leader opened its term first
+            if applied is False:
+                # Fenced: another writer's open_term was applied after ours. A newer leader's, or a
+                # stale one of this very term: a replica that read role LEADER and then the term
+                # pysyncobj had just moved on (two reads, another thread) opens a term that is not
+                # its own, and pysyncobj forwards a follower's command to the leader, which commits
+                # it. Open the term again if this replica still leads it, or every later write of
+                # the term would be fenced.
+                self._serving_term = None
+                self.node.call_later(0, self._check_role)
                 return self.not_leader_response()
             return result.to_response_command()
 
