@@ -22,19 +22,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from rmqlab.common.manual_clock import ManualClock  # noqa: E402
-from tests.store_helpers import make_message, open_store  # noqa: E402
+from tests.store_helpers import drive, make_message, open_store  # noqa: E402
 
 HOUR = 3600_000
-
-
-def run_pass(work) -> None:
-    if work is None:
-        return
-    try:
-        work.send(None)
-    except StopIteration:
-        return
-    raise RuntimeError("a pass of a store without a node suspended")
 
 
 def measure(files: int, file_mib: int) -> tuple[int, float, float]:
@@ -54,9 +44,9 @@ def measure(files: int, file_mib: int) -> tuple[int, float, float]:
         store.config.deleteWhen = f"{time.localtime(clock() / 1000).tm_hour:02d}"
         before = len(store.commit_log.mapped_file_queue.mapped_files)
         t0 = time.perf_counter()
-        run_pass(store.clean_commit_log_service.run())
+        drive(store.clean_commit_log_service.run())
         t1 = time.perf_counter()
-        run_pass(store.clean_consume_queue_service.run())
+        drive(store.clean_consume_queue_service.run())
         t2 = time.perf_counter()
         deleted = before - len(store.commit_log.mapped_file_queue.mapped_files)
         store.shutdown()

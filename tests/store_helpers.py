@@ -251,3 +251,15 @@ def crash_point_campaign(seeds, *, points_per_workload: int, modes=CRASH_MODES, 
                             raise
                         failures.append(e)
                     yield run
+
+
+def drive(work) -> None:
+    """Run a clean service's pass coroutine to its end (a store without a node never sleeps, so it
+    never suspends)."""
+    if work is None:
+        return
+    try:
+        work.send(None)
+    except StopIteration:
+        return
+    raise AssertionError("a pass of a store without a node suspended")

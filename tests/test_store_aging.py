@@ -21,22 +21,11 @@ from rmqlab.runtime.component import Component
 from rmqlab.store.disk_space import VirtualDisk, get_disk_partition_space_used_percent
 from rmqlab.store.get_message_result import GetMessageStatus
 from rmqlab.store.put_message_result import PutMessageStatus
-from tests.store_helpers import SMALL_COMMITLOG, make_message, open_store, read_queue
+from tests.store_helpers import SMALL_COMMITLOG, drive, make_message, open_store, read_queue
 
 TOPIC = "TopicTest"
 HOUR = 60 * 60 * 1000
 BIG_DISK = 1 << 40  # a virtual disk on which the usage rounds up to 0.01: no threshold is near
-
-
-def drive(work) -> None:
-    """Run a pass's coroutine (a store without a node never sleeps, so it never suspends)."""
-    if work is None:
-        return
-    try:
-        work.send(None)
-    except StopIteration:
-        return
-    raise AssertionError("a pass of a store without a node suspended")
 
 
 def clean_pass(store) -> None:
